@@ -1,0 +1,35 @@
+# One-command entry points. Each target creates the virtual environment it needs.
+#   make run    the main job: the controller driving the simulated arm, results in out/
+#   make test   the test suite
+#   make bench  the benchmarks (run with nothing else busy on the machine)
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+OUT ?= out
+
+.PHONY: install run test bench lint clean
+
+$(VENV)/.installed: setup.py package.xml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	$(VENV)/bin/musculo model-report --json $(OUT)/model_report.json
+
+test: install
+	$(PY) -m pytest -q test
+
+bench: install
+	$(PY) benchmarks/bench_dynamics.py --json $(OUT)/bench_dynamics.json
+
+lint: install
+	$(PY) -m pip install --quiet mypy ruff
+	$(VENV)/bin/ruff check musculo_control test benchmarks
+	$(VENV)/bin/mypy musculo_control --ignore-missing-imports
+
+clean:
+	rm -rf $(VENV) $(OUT) build *.egg-info

@@ -1,0 +1,97 @@
+"""``musculo model-report``: joints, hand position, gravity torque and muscle geometry at q."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from musculo_control.errors import InputError
+from musculo_control.model.robot import Robot, load_robot
+from musculo_control.paths import default_config_dir
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("model-report", help="print the robot model at a pose",
+                       description="Joints with limits, hand position, gravity torque and per "
+                                   "muscle its length, l_min, l_max and moment arms (-Jm row).")
+    p.add_argument("--config", type=Path, default=None, help="config folder (default: shipped arm)")
+    p.add_argument("--q", default=None,
+                   help="comma-separated joint angles [rad] (default: home_pose_rad)")
+    p.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
+    p.set_defaults(func=run)
+
+
+def parse_q(text: str | None, robot: Robot) -> np.ndarray:
+    """Joint vector from '--q a,b,c' or the config's home pose."""
+    if text is None:
+        return robot.home_pose_rad.copy()
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError as exc:
+        raise InputError("--q", "comma-separated numbers", text) from exc
+    return robot.arm.check_q(values, "--q")
+
+
+def model_report(robot: Robot, q: np.ndarray) -> dict[str, Any]:
+    """The report as a JSON-ready dict (keys documented in the README)."""
+    import pinocchio as pin
+
+    data = robot.new_data()
+    kin = robot.geometry.kinematics_at(q, data)
+    pin.updateFramePlacement(robot.arm.model, data, robot.arm.task_frame_id)
+    hand = data.oMf[robot.arm.task_frame_id].translation
+    g = pin.computeGeneralizedGravity(robot.arm.model, data, q)
+    muscles = []
+    for i, name in enumerate(robot.muscle_names):
+        muscles.append({
+            "name": name,
+            "actuator_id": robot.actuator_ids[i],
+            "active": bool(robot.controlled[i]),
+            "length_m": float(kin.length_m[i]),
+            "lmin_m": float(robot.l_min_m[i]),
+            "lmax_m": float(robot.l_max_m[i]),
+            "length_range_source": robot.range_source[i],
+            "moment_arms_m": [float(v) for v in -kin.jacobian[i]],
+        })
+    return {
+        "config": str(robot.config_dir),
+        "q_rad": [float(v) for v in q],
+        "joints": [
+            {"name": n, "lower_rad": float(lo), "upper_rad": float(hi)}
+            for n, lo, hi in zip(robot.arm.joint_names, robot.arm.lower_rad, robot.arm.upper_rad)
+        ],
+        "hand_position_m": [float(v) for v in hand],
+        "gravity_torque_Nm": [float(v) for v in g],
+        "muscles": muscles,
+    }
+
+
+def print_report(rep: dict[str, Any]) -> None:
+    print(f"config: {rep['config']}")
+    print("joints (limits in rad):")
+    for j, q in zip(rep["joints"], rep["q_rad"]):
+        print(f"  {j['name']:<12} [{j['lower_rad']:+.2f}, {j['upper_rad']:+.2f}]  q = {q:+.3f}")
+    print("hand position [m]:   " + " ".join(f"{v:+.3f}" for v in rep["hand_position_m"]))
+    print("gravity torque [Nm]: " + " ".join(f"{v:+.2f}" for v in rep["gravity_torque_Nm"]))
+    names = " ".join(f"{j['name'][:8]:>8}" for j in rep["joints"])
+    print(f"{'muscle':<24}{'ctrl':>5}{'l [m]':>8}{'l_min':>8}{'l_max':>8}  "
+          f"moment arms [cm] (-Jm row): {names}")
+    for m in rep["muscles"]:
+        arms = " ".join(f"{100 * v:>8.2f}" for v in m["moment_arms_m"])
+        print(f"{m['name']:<24}{'yes' if m['active'] else 'no':>5}{m['length_m']:>8.3f}"
+              f"{m['lmin_m']:>8.3f}{m['lmax_m']:>8.3f}  {arms}")
+
+
+def run(args: argparse.Namespace) -> int:
+    robot = load_robot(args.config or default_config_dir())
+    rep = model_report(robot, parse_q(args.q, robot))
+    print_report(rep)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(rep, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0

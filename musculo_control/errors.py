@@ -1,0 +1,36 @@
+"""One root exception for the project, with subclasses that carry the offending values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MusculoError(Exception):
+    """Root of every error raised by musculo_control."""
+
+
+class ConfigError(MusculoError):
+    """A configuration file or value is malformed or inconsistent.
+
+    The message names the file, the key (a dotted path such as ``muscles[3].path[0].link``),
+    what was expected and what was received.
+    """
+
+    def __init__(self, file: str, key: str, expected: str, received: Any = None) -> None:
+        self.file = str(file)
+        self.key = key
+        self.expected = expected
+        self.received = received
+        got = "" if received is None else f"; received {received!r}"
+        super().__init__(f"{self.file}: {key}: expected {expected}{got}")
+
+
+class InputError(MusculoError, ValueError):
+    """A run-time input (joint vector, goal, message) has the wrong shape or a non-finite value."""
+
+    def __init__(self, what: str, expected: str, received: Any = None) -> None:
+        self.what = what
+        self.expected = expected
+        self.received = received
+        got = "" if received is None else f"; received {received!r}"
+        super().__init__(f"{what}: expected {expected}{got}")

@@ -1,0 +1,152 @@
+"""The 20 Hz dynamics snapshot (SPEC section 4, paper eq. 5-8 and 12-13).
+
+From a joint state (q, qd) it computes, in one pass:
+
+- ``M(q)`` joint-space inertia, ``g(q)`` gravity torque, ``C(q, qd) qd`` Coriolis torque;
+- the hand pose and the 5-D task Jacobian ``J`` (rows of the hand frame's world-aligned
+  Jacobian, default [vx, vy, vz, wy, wz]) with the decoupling mask of eq. 13 applied;
+- ``Lambda = (J M^-1 J^T)^-1`` (eq. 6), ``Jbar = M^-1 J^T Lambda`` (eq. 7) and the nullspace
+  projector ``N = I - J^T Jbar^T`` (eq. 8), with a damped inverse near singularities;
+- muscle lengths ``l(q)`` and the muscle Jacobian ``Jm = dl/dq``.
+
+The QP at 125 Hz uses the latest snapshot together with fresh joint state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pinocchio as pin
+
+from musculo_control.errors import ConfigError
+from musculo_control.model.config import spec
+from musculo_control.model.robot import Robot
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Row names of a frame Jacobian in Pinocchio's [linear; angular] order.
+TASK_ROW_NAMES = ("vx", "vy", "vz", "wx", "wy", "wz")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskConfig:
+    """The operational-space task: which rows, the decoupling mask, the singularity guard."""
+
+    rows: tuple[str, ...] = spec(("vx", "vy", "vz", "wy", "wz"), min_length=1,
+                                 doc="task rows of the hand's world-aligned Jacobian")
+    mask: tuple[tuple[bool, ...], ...] = spec(
+        doc="rows x joints: which joints each task row may use (paper eq. 13)")
+    singular_eigenvalue: float = spec(1e-4, gt=0.0,
+                                      doc="smallest eigenvalue of J M^-1 J^T [1/kg or 1/(kg m^2)] "
+                                          "below which the damped inverse engages")
+    damping: float = spec(1e-3, gt=0.0,
+                          doc="damping mu of the inverse w / (w^2 + mu^2), same units")
+
+    def check(self, file: str, key: str) -> None:
+        for i, row in enumerate(self.rows):
+            if row not in TASK_ROW_NAMES:
+                raise ConfigError(file, f"{key}.rows[{i}]", f"one of {list(TASK_ROW_NAMES)}", row)
+        if len(set(self.rows)) != len(self.rows):
+            raise ConfigError(file, f"{key}.rows", "distinct rows", list(self.rows))
+        if len(self.mask) != len(self.rows):
+            raise ConfigError(file, f"{key}.mask", f"{len(self.rows)} rows (one per task row)",
+                              f"{len(self.mask)} rows")
+        widths = {len(r) for r in self.mask}
+        if len(widths) != 1:
+            raise ConfigError(file, f"{key}.mask", "rows of equal length", sorted(widths))
+
+    def check_joints(self, n_joints: int, file: str, key: str) -> None:
+        if len(self.mask[0]) != n_joints:
+            raise ConfigError(file, f"{key}.mask[0]", f"{n_joints} entries (one per joint)",
+                              f"{len(self.mask[0])} entries")
+        for i, row in enumerate(self.mask):
+            if not any(row):
+                raise ConfigError(file, f"{key}.mask[{i}]", "at least one joint per task row",
+                                  list(row))
+
+
+@dataclass(frozen=True)
+class DynamicsSnapshot:
+    """Everything the 125 Hz controller needs from the 20 Hz estimator. Immutable."""
+
+    stamp_s: float  # time of the joint state it was computed from [s]
+    q_rad: FloatArray  # (n,)
+    qd_rad_s: FloatArray  # (n,)
+    mass_matrix: FloatArray  # (n, n) M [kg m^2]
+    gravity_torque_nm: FloatArray  # (n,) g(q) [Nm]
+    coriolis_torque_nm: FloatArray  # (n,) C(q, qd) qd [Nm]
+    hand_position_m: FloatArray  # (3,) world
+    hand_rotation: FloatArray  # (3, 3) world_R_hand
+    hand_jacobian: FloatArray  # (6, n) world-aligned [v; w], unmasked
+    task_jacobian: FloatArray  # (k, n) masked task rows (eq. 13)
+    task_inertia: FloatArray  # (k, k) Lambda (eq. 6)
+    dyn_consistent_inverse: FloatArray  # (n, k) Jbar (eq. 7)
+    nullspace_projector: FloatArray  # (n, n) N = I - J^T Jbar^T (eq. 8)
+    muscle_length_m: FloatArray  # (m,) all muscles
+    muscle_jacobian: FloatArray  # (m, n) dl/dq [m/rad]
+    min_task_eigenvalue: float  # smallest eigenvalue of J M^-1 J^T
+    damped: bool  # the damped inverse engaged (near-singular task)
+
+
+class DynamicsEstimator:
+    """Computes :class:`DynamicsSnapshot` objects; holds its own Pinocchio data (not shared)."""
+
+    def __init__(self, robot: Robot, task: TaskConfig, file: str = "controller.yaml") -> None:
+        task.check_joints(robot.arm.n_joints, file, "task")
+        self.robot = robot
+        self.task = task
+        self._model = robot.arm.model
+        self._data = self._model.createData()
+        self._rows = np.array([TASK_ROW_NAMES.index(r) for r in task.rows])
+        self._mask = np.array(task.mask, dtype=float)  # (k, n)
+        self._frame = robot.arm.task_frame_id
+        self._eye = np.eye(robot.arm.n_joints)
+        self._zero = np.zeros(robot.arm.n_joints)
+
+    def compute(self, q: FloatArray, qd: FloatArray, stamp_s: float = 0.0) -> DynamicsSnapshot:
+        """One snapshot at (q, qd). Raises :class:`InputError` on a bad joint vector."""
+        q = self.robot.arm.check_q(q, "q")
+        qd = self.robot.arm.check_q(qd, "qd")
+        model, data = self._model, self._data
+        pin.computeJointJacobians(model, data, q)  # also runs forward kinematics
+        pin.updateFramePlacement(model, data, self._frame)
+        M = pin.crba(model, data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        g = pin.computeGeneralizedGravity(model, data, q).copy()
+        c = pin.rnea(model, data, q, qd, self._zero) - g
+        J6 = pin.getFrameJacobian(model, data, self._frame, pin.LOCAL_WORLD_ALIGNED)
+        J = J6[self._rows] * self._mask
+        Minv_JT = np.linalg.solve(M, J.T)  # (n, k)
+        A = J @ Minv_JT  # J M^-1 J^T
+        w, V = np.linalg.eigh(0.5 * (A + A.T))
+        damped = bool(w[0] < self.task.singular_eigenvalue)
+        if damped:
+            inv_w = w / (w * w + self.task.damping**2)
+        else:
+            inv_w = 1.0 / w
+        Lam = (V * inv_w) @ V.T
+        Jbar = Minv_JT @ Lam
+        N = self._eye - J.T @ Jbar.T
+        oMf = data.oMf[self._frame]
+        muscles = self.robot.geometry.evaluate(data)
+        return DynamicsSnapshot(
+            stamp_s=float(stamp_s),
+            q_rad=q.copy(),
+            qd_rad_s=qd.copy(),
+            mass_matrix=M,
+            gravity_torque_nm=g,
+            coriolis_torque_nm=c,
+            hand_position_m=oMf.translation.copy(),
+            hand_rotation=oMf.rotation.copy(),
+            hand_jacobian=J6,
+            task_jacobian=J,
+            task_inertia=Lam,
+            dyn_consistent_inverse=Jbar,
+            nullspace_projector=N,
+            muscle_length_m=muscles.length_m,
+            muscle_jacobian=muscles.jacobian,
+            min_task_eigenvalue=float(w[0]),
+            damped=damped,
+        )

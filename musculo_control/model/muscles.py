@@ -1,0 +1,175 @@
+"""Muscle paths as chains of via-points fixed to links: lengths and the muscle Jacobian.
+
+A muscle path is a polyline p_0 ... p_K whose points ride on links. Its length is
+``l = sum_k |d_k|`` with ``d_k = p_{k+1} - p_k``; row i of the muscle Jacobian ``Jm = dl/dq``
+(m x n) is ``sum_k (d_k/|d_k|)^T (J_{p_{k+1}} - J_{p_k})`` with ``J_p`` the world-frame point
+Jacobian (SPEC section 9). A pulling muscle shortens, so its joint torque is ``-Jm^T f``
+(SPEC section 2).
+
+Everything is vectorised over all segments of all muscles at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import pinocchio as pin
+
+from musculo_control.errors import ConfigError
+from musculo_control.model.arm import Arm
+from musculo_control.model.config import spec
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ViaPoint:
+    """One point of a muscle path, fixed to a link."""
+
+    link: str = spec(doc="URDF link the point is fixed to")
+    point_m: tuple[float, ...] = spec(length=3, doc="position in the link frame [m]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MuscleSpec:
+    """One tendon-driven muscle: its route and how the controller treats it."""
+
+    name: str = spec(doc="muscle name, unique")
+    actuator_id: int = spec(ge=0, doc="id of the tendon actuator module that drives it")
+    path: tuple[ViaPoint, ...] = spec(min_length=2, doc="via-points from origin to insertion")
+    controlled: bool = spec(True, doc="true: the QP sets its tension; false: fixed tension")
+    fixed_tension_n: float | None = spec(None, gt=0.0, doc="tension of an uncontrolled muscle [N]")
+    length_range_m: tuple[float, ...] | None = spec(
+        None, length=2, gt=0.0, doc="measured [l_min, l_max] [m]; sampled from the URDF if absent"
+    )
+
+    def check(self, file: str, key: str) -> None:
+        if not self.controlled and self.fixed_tension_n is None:
+            raise ConfigError(file, f"{key}.fixed_tension_n",
+                              "a tension for a muscle with controlled: false", None)
+        if self.controlled and self.fixed_tension_n is not None:
+            raise ConfigError(file, f"{key}.fixed_tension_n",
+                              "no fixed tension on a controlled muscle", self.fixed_tension_n)
+        if self.length_range_m is not None and self.length_range_m[0] >= self.length_range_m[1]:
+            raise ConfigError(file, f"{key}.length_range_m", "l_min < l_max",
+                              list(self.length_range_m))
+
+
+@dataclass(frozen=True, kw_only=True)
+class MusclesConfig:
+    """The muscles file."""
+
+    muscles: tuple[MuscleSpec, ...] = spec(min_length=1, doc="every muscle of the arm")
+    length_range_samples: int = spec(4096, ge=16, doc="random poses sampled for l_min, l_max")
+    length_range_seed: int = spec(0, ge=0, doc="seed of that sampling")
+
+    def check(self, file: str, key: str) -> None:
+        seen: dict[object, int] = {}
+        for i, m in enumerate(self.muscles):
+            for label, value in (("name", m.name), ("actuator_id", m.actuator_id)):
+                tag = (label, value)
+                if tag in seen:
+                    raise ConfigError(file, f"muscles[{i}].{label}",
+                                      f"a unique {label} (muscles[{seen[tag]}] has it)", value)
+                seen[tag] = i
+
+
+class MuscleKinematics(NamedTuple):
+    """Muscle lengths and Jacobian at one configuration."""
+
+    length_m: FloatArray  # (m,) [m]
+    jacobian: FloatArray  # (m, n) dl/dq [m/rad]; torque is -jacobian.T @ f
+
+
+class MuscleGeometry:
+    """The via-point paths of all muscles, prepared for vectorised evaluation."""
+
+    def __init__(self, arm: Arm, config: MusclesConfig, file: str) -> None:
+        self.arm = arm
+        self.names: tuple[str, ...] = tuple(m.name for m in config.muscles)
+        self.n_muscles = len(self.names)
+        links = arm.link_names()
+        points, joints = [], []
+        seg_a, seg_b, seg_muscle = [], [], []
+        for i, m in enumerate(config.muscles):
+            first = len(points)
+            for k, vp in enumerate(m.path):
+                if vp.link not in links:
+                    raise ConfigError(file, f"muscles[{i}].path[{k}].link",
+                                      f"a link of the URDF {links}", vp.link)
+                joint_id, placement = arm.link_placement(vp.link)
+                points.append(placement.act(np.asarray(vp.point_m, dtype=float)))
+                joints.append(joint_id)
+            for k in range(first, len(points) - 1):
+                if joints[k] != joints[k + 1]:  # same-link segments never change length
+                    seg_a.append(k)
+                    seg_b.append(k + 1)
+                    seg_muscle.append(i)
+            if first + 1 == len(points):
+                raise ConfigError(file, f"muscles[{i}].path", "at least two via-points", 1)
+            if len({joints[k] for k in range(first, len(points))}) < 2:
+                raise ConfigError(file, f"muscles[{i}].path",
+                                  f"via-points on at least two links so that muscle "
+                                  f"'{m.name}' spans a joint", [p.link for p in m.path])
+        self._points_local = np.array(points)  # (P, 3) in the frame of their joint
+        self._point_joint = np.array(joints, dtype=int)  # (P,)
+        self._seg_a = np.array(seg_a, dtype=int)  # (S,)
+        self._seg_b = np.array(seg_b, dtype=int)
+        # constant length of segments between points on one link, per muscle [m]
+        const = np.zeros(self.n_muscles)
+        for i, m in enumerate(config.muscles):
+            for a, b in zip(m.path[:-1], m.path[1:]):
+                if arm.link_placement(a.link)[0] == arm.link_placement(b.link)[0]:
+                    pa = arm.link_placement(a.link)[1].act(np.asarray(a.point_m, float))
+                    pb = arm.link_placement(b.link)[1].act(np.asarray(b.point_m, float))
+                    const[i] += float(np.linalg.norm(pb - pa))
+        self._const_length = const
+        # (m, S) summation matrix from segments to muscles
+        self._sum = np.zeros((self.n_muscles, len(seg_a)))
+        self._sum[np.array(seg_muscle, dtype=int), np.arange(len(seg_a))] = 1.0
+        # (P, n) which joint velocities move each point
+        self._support = np.array([arm.support_mask(j) for j in joints], dtype=float)
+        self._used_joints = np.unique(self._point_joint)
+
+    def point_positions(self, data: pin.Data) -> FloatArray:
+        """(P, 3) world positions of all via-points, from joint placements in ``data``."""
+        out = np.empty_like(self._points_local)
+        for j in self._used_joints:
+            sel = self._point_joint == j
+            oMi = data.oMi[int(j)]
+            out[sel] = self._points_local[sel] @ oMi.rotation.T + oMi.translation
+        return out
+
+    def evaluate(self, data: pin.Data) -> MuscleKinematics:
+        """Lengths and Jacobian from a ``data`` on which ``computeJointJacobians`` has run.
+
+        ``data.J`` holds each joint's motion column in the world frame (linear part at the
+        world origin), so a point p moves with ``v + w x p`` per column.
+        """
+        p = self.point_positions(data)
+        pa, pb = p[self._seg_a], p[self._seg_b]
+        d = pb - pa  # (S, 3)
+        seg_len = np.sqrt(np.einsum("ij,ij->i", d, d))
+        u = d / np.maximum(seg_len, 1e-12)[:, None]
+        jv, jw = data.J[:3], data.J[3:]  # (3, n) each
+        u_jv = u @ jv  # (S, n)
+        row_b = (u_jv + np.cross(pb, u) @ jw) * self._support[self._seg_b]
+        row_a = (u_jv + np.cross(pa, u) @ jw) * self._support[self._seg_a]
+        return MuscleKinematics(
+            self._sum @ seg_len + self._const_length, self._sum @ (row_b - row_a)
+        )
+
+    def lengths_at(self, q: FloatArray, data: pin.Data) -> FloatArray:
+        """(m,) muscle lengths at ``q`` (forward kinematics only) [m]."""
+        pin.forwardKinematics(self.arm.model, data, q)
+        p = self.point_positions(data)
+        d = p[self._seg_b] - p[self._seg_a]
+        return self._sum @ np.sqrt(np.einsum("ij,ij->i", d, d)) + self._const_length
+
+    def kinematics_at(self, q: FloatArray, data: pin.Data) -> MuscleKinematics:
+        """Lengths and Jacobian at ``q``."""
+        pin.computeJointJacobians(self.arm.model, data, q)
+        return self.evaluate(data)

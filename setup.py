@@ -1,0 +1,47 @@
+"""ament_python package that also installs with pip into a plain virtual environment."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "musculo_control"
+
+
+def tree(folder: str) -> list[tuple[str, list[str]]]:
+    """data_files entries that mirror ``folder`` under share/<package>/."""
+    import os
+
+    entries = []
+    for root, _dirs, files in os.walk(folder):
+        paths = [os.path.join(root, f) for f in files]
+        if paths:
+            entries.append((os.path.join("share", PACKAGE, root), paths))
+    return entries
+
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(include=[PACKAGE, f"{PACKAGE}.*"]),
+    package_data={PACKAGE: ["py.typed"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.py")),
+        *tree("config"),
+    ],
+    python_requires=">=3.10",
+    install_requires=["numpy", "pin", "osqp>=1.0", "pyyaml", "mujoco>=3.1", "scipy", "matplotlib"],
+    extras_require={"test": ["pytest", "hypothesis", "rosbags", "mcap"]},
+    zip_safe=True,
+    maintainer="musculo_control team",
+    maintainer_email="musculo-control@example.org",
+    description="Biomimetic operational space control for tendon-driven musculoskeletal arms",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "musculo = musculo_control.cli:main",
+        ],
+    },
+)

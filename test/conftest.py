@@ -1,0 +1,38 @@
+"""Shared fixtures: the shipped robot, its dynamics estimator and seeded random poses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from musculo_control.estimation.snapshot import DynamicsEstimator, TaskConfig
+from musculo_control.model.config import load
+from musculo_control.model.robot import Robot, load_robot
+from musculo_control.paths import default_config_dir
+
+
+@pytest.fixture(scope="session")
+def config_dir():
+    return default_config_dir()
+
+
+@pytest.fixture(scope="session")
+def robot(config_dir) -> Robot:
+    return load_robot(config_dir)
+
+
+@pytest.fixture(scope="session")
+def task(config_dir) -> TaskConfig:
+    return load(TaskConfig, config_dir / "controller.yaml", "task")
+
+
+@pytest.fixture()
+def estimator(robot, task) -> DynamicsEstimator:
+    return DynamicsEstimator(robot, task)
+
+
+def random_poses(robot: Robot, count: int, seed: int, margin_rad: float = 0.05) -> np.ndarray:
+    """Seeded uniform poses strictly inside the joint limits."""
+    rng = np.random.default_rng(seed)
+    lo, hi = robot.arm.lower_rad + margin_rad, robot.arm.upper_rad - margin_rad
+    return lo + (hi - lo) * rng.random((count, robot.arm.n_joints))
