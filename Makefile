@@ -24,7 +24,7 @@ test: install
 	$(PY) -m pytest -q test
 
 bench: install
-	$(PY) benchmarks/bench_dynamics.py --json $(OUT)/bench_dynamics.json
+	$(PY) benchmarks/bench_dynamics.py --out $(OUT)/bench
 
 lint: install
 	$(PY) -m pip install --quiet mypy ruff

@@ -130,37 +130,44 @@ class MuscleGeometry:
         # (m, S) summation matrix from segments to muscles
         self._sum = np.zeros((self.n_muscles, len(seg_a)))
         self._sum[np.array(seg_muscle, dtype=int), np.arange(len(seg_a))] = 1.0
-        # (P, n) which joint velocities move each point
-        self._support = np.array([arm.support_mask(j) for j in joints], dtype=float)
-        self._used_joints = np.unique(self._point_joint)
+        # (S, n) support of the segment's end point minus that of its start point: +1, 0, -1
+        support = np.array([arm.support_mask(j) for j in joints], dtype=float)  # (P, n)
+        self._seg_support = support[self._seg_b] - support[self._seg_a]
+        self._used_joints = [int(j) for j in np.unique(self._point_joint)]
+        self._rot = np.zeros((arm.model.njoints, 3, 3))  # scratch: joint rotations
+        self._trans = np.zeros((arm.model.njoints, 3))  # scratch: joint positions
 
     def point_positions(self, data: pin.Data) -> FloatArray:
         """(P, 3) world positions of all via-points, from joint placements in ``data``."""
-        out = np.empty_like(self._points_local)
         for j in self._used_joints:
-            sel = self._point_joint == j
-            oMi = data.oMi[int(j)]
-            out[sel] = self._points_local[sel] @ oMi.rotation.T + oMi.translation
-        return out
+            oMi = data.oMi[j]
+            self._rot[j] = oMi.rotation
+            self._trans[j] = oMi.translation
+        pj = self._point_joint
+        return np.matmul(self._rot[pj], self._points_local[:, :, None])[:, :, 0] + self._trans[pj]
 
     def evaluate(self, data: pin.Data) -> MuscleKinematics:
         """Lengths and Jacobian from a ``data`` on which ``computeJointJacobians`` has run.
 
-        ``data.J`` holds each joint's motion column in the world frame (linear part at the
-        world origin), so a point p moves with ``v + w x p`` per column.
+        ``data.J`` holds each joint's motion column [v; w] in the world frame (v taken at the
+        world origin), so a point p moves with ``v + w x p`` per column. Projected on the
+        segment's unit vector u, both end points share the moment ``p x u`` of the segment's
+        line (d is parallel to u), so a segment's row is ``[u; p_b x u]^T data.J`` masked by
+        the difference of the two end points' supports.
         """
         p = self.point_positions(data)
         pa, pb = p[self._seg_a], p[self._seg_b]
         d = pb - pa  # (S, 3)
         seg_len = np.sqrt(np.einsum("ij,ij->i", d, d))
-        u = d / np.maximum(seg_len, 1e-12)[:, None]
-        jv, jw = data.J[:3], data.J[3:]  # (3, n) each
-        u_jv = u @ jv  # (S, n)
-        row_b = (u_jv + np.cross(pb, u) @ jw) * self._support[self._seg_b]
-        row_a = (u_jv + np.cross(pa, u) @ jw) * self._support[self._seg_a]
-        return MuscleKinematics(
-            self._sum @ seg_len + self._const_length, self._sum @ (row_b - row_a)
-        )
+        u = d / np.maximum(seg_len, 1e-12)[:, None]  # guard a degenerate segment
+        screw = np.empty((len(u), 6))
+        screw[:, :3] = u
+        # moment of the segment's line about the world origin: p_b x u
+        screw[:, 3] = pb[:, 1] * u[:, 2] - pb[:, 2] * u[:, 1]
+        screw[:, 4] = pb[:, 2] * u[:, 0] - pb[:, 0] * u[:, 2]
+        screw[:, 5] = pb[:, 0] * u[:, 1] - pb[:, 1] * u[:, 0]
+        rows = (screw @ data.J) * self._seg_support  # (S, n)
+        return MuscleKinematics(self._sum @ seg_len + self._const_length, self._sum @ rows)
 
     def lengths_at(self, q: FloatArray, data: pin.Data) -> FloatArray:
         """(m,) muscle lengths at ``q`` (forward kinematics only) [m]."""

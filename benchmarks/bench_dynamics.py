@@ -1,0 +1,110 @@
+"""Benchmark of the 20 Hz dynamics snapshot and of l(q) + Jm(q) for the 18-muscle arm.
+
+Prints p50 / p99 / max per call and, measured in the same run, the same muscle Jacobian computed
+the way a straightforward Pinocchio user would (one frame Jacobian per via-point), with the
+ratio. Target (issue 2): snapshot p99 <= 0.2 ms on a quiet 2-core machine.
+
+    python benchmarks/bench_dynamics.py [--config DIR] [--count N] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pinocchio as pin
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import summary_ms, time_calls, write_outputs  # noqa: E402
+
+from musculo_control.estimation.snapshot import DynamicsEstimator, TaskConfig  # noqa: E402
+from musculo_control.model.config import load  # noqa: E402
+from musculo_control.model.robot import Robot, load_robot  # noqa: E402
+from musculo_control.paths import default_config_dir  # noqa: E402
+
+SNAPSHOT_TARGET_P99_MS = 0.2
+
+
+class PerPointJacobian:
+    """Baseline: each via-point as a Pinocchio frame, one getFrameJacobian call per point."""
+
+    def __init__(self, robot: Robot) -> None:
+        self.model = robot.arm.model.copy()
+        self.paths = []
+        for spec in robot.muscles_config.muscles:
+            ids = []
+            for k, vp in enumerate(spec.path):
+                joint, placement = robot.arm.link_placement(vp.link)
+                local = pin.SE3(np.eye(3), placement.act(np.array(vp.point_m)))
+                ids.append(self.model.addFrame(
+                    pin.Frame(f"{spec.name}_{k}", joint, 0, local, pin.FrameType.OP_FRAME)))
+            self.paths.append(ids)
+        self.data = self.model.createData()
+
+    def __call__(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pin.computeJointJacobians(self.model, self.data, q)
+        pin.updateFramePlacements(self.model, self.data)
+        lengths = np.zeros(len(self.paths))
+        jm = np.zeros((len(self.paths), self.model.nv))
+        for i, ids in enumerate(self.paths):
+            for a, b in zip(ids[:-1], ids[1:]):
+                d = self.data.oMf[b].translation - self.data.oMf[a].translation
+                n = np.linalg.norm(d)
+                ja = pin.getFrameJacobian(self.model, self.data, a, pin.LOCAL_WORLD_ALIGNED)[:3]
+                jb = pin.getFrameJacobian(self.model, self.data, b, pin.LOCAL_WORLD_ALIGNED)[:3]
+                lengths[i] += n
+                jm[i] += (d / n) @ (jb - ja)
+        return lengths, jm
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=default_config_dir())
+    parser.add_argument("--count", type=int, default=5000, help="timed calls per case")
+    parser.add_argument("--out", type=Path, default=Path("out/bench"))
+    args = parser.parse_args()
+
+    robot = load_robot(args.config)
+    task = load(TaskConfig, args.config / "controller.yaml", "task")
+    est = DynamicsEstimator(robot, task)
+    rng = np.random.default_rng(0)
+    lo, hi = robot.arm.lower_rad, robot.arm.upper_rad
+    poses = lo + (hi - lo) * rng.random((256, robot.arm.n_joints))
+    qd = np.zeros(robot.arm.n_joints)
+    data = robot.new_data()
+    baseline = PerPointJacobian(robot)
+    # the baseline is an oracle too: both must agree before their times mean anything
+    l_ref, jm_ref = baseline(poses[0])
+    kin = robot.geometry.kinematics_at(poses[0], data)
+    if not (np.allclose(kin.length_m, l_ref) and np.allclose(kin.jacobian, jm_ref, atol=1e-12)):
+        raise SystemExit("muscle Jacobian disagrees with the per-point baseline")
+
+    cases = {
+        "dynamics snapshot": lambda i: est.compute(poses[i % 256], qd),
+        "l(q) + Jm(q)": lambda i: robot.geometry.kinematics_at(poses[i % 256], data),
+        "l(q) + Jm(q), per-point baseline": lambda i: baseline(poses[i % 256]),
+    }
+    rows = []
+    for name, fn in cases.items():
+        stats = summary_ms(time_calls(fn, args.count))
+        rows.append({"case": name, **stats})
+        print(f"{name:<36} p50 {stats['p50_ms']:.4f} ms  p99 {stats['p99_ms']:.4f} ms  "
+              f"max {stats['max_ms']:.3f} ms")
+    speedup = rows[2]["p50_ms"] / rows[1]["p50_ms"]
+    ok = rows[0]["p99_ms"] <= SNAPSHOT_TARGET_P99_MS
+    print(f"vectorised l + Jm vs per-point baseline: {speedup:.1f}x faster (p50)")
+    print(f"snapshot p99 target {SNAPSHOT_TARGET_P99_MS} ms: {'met' if ok else 'MISSED'}")
+    write_outputs(rows, "Dynamics snapshot benchmark",
+                  [f"vectorised l + Jm is {speedup:.1f}x faster than the per-point baseline (p50)",
+                   f"snapshot p99 target {SNAPSHOT_TARGET_P99_MS} ms: {'met' if ok else 'missed'}",
+                   f"{robot.n_muscles} muscles, {robot.arm.n_joints} joints, {args.count} calls"],
+                  args.out, "bench_dynamics",
+                  {"snapshot_p99_ms": rows[0]["p99_ms"], "muscle_speedup_vs_baseline": speedup})
+    print(f"wrote {args.out}/bench_dynamics.{{csv,md,json}}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
