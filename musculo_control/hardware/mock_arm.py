@@ -1,0 +1,360 @@
+"""The mock arm: MuJoCo physics behind the same raw interface as the real arm.
+
+Built in code from the robot's URDF and muscles file (:mod:`musculo_control.hardware.mujoco_arm`),
+with everything the controller's model lacks:
+
+- a model error on by default: link masses and via-points off by seeded random amounts;
+- joint damping, dry friction (MuJoCo ``frictionloss``) and limits;
+- per tendon a tension actuator with a first-order lag (time constant ``tau``, discretised
+  exactly: ``f <- f + (1 - exp(-dt/tau)) (f_cmd - f)``) inside a DC-motor envelope
+  (SPEC section 9): the winch motor's current is limited by the driver to ``I_max`` and by the
+  supply voltage against the back-EMF, ``I <= (V - k_t w) / R`` with motor speed
+  ``w = gear v_short / r`` (``v_short`` the tendon's shortening speed), so the deliverable
+  tension ``f <= eta gear k_t I / r`` falls along a straight line as the winch winds in faster;
+- sensors in raw units: potentiometer ADC counts (offset, Gaussian noise, quantisation, seeded),
+  winch encoder counts (zeroed at the calibration pose on the mock's own, erroneous geometry),
+  load-cell counts (Gaussian noise, quantisation);
+- a hand-held force gauge for the disturbance experiment (SPEC section 8 A): a push-only contact
+  along the gauge's own axis; the force on the elbow is ``k`` times the penetration along that
+  axis and zero when not touching, and has no sideways part, so the elbow may slide across the tip.
+
+Commands arrive in driver units (:meth:`MockArm.set_command`), exactly as a real actuator module
+takes them; :meth:`MockArm.step` advances one physics step. Deterministic for a given seed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from musculo_control.errors import ConfigError, InputError
+from musculo_control.hardware.calibration import Calibration, load_calibration
+from musculo_control.hardware.mujoco_arm import (
+    ModelErrorConfig,
+    MujocoArm,
+    PhysicsConfig,
+    build_mujoco_arm,
+    draw_model_error,
+    warning_counts,
+)
+from musculo_control.model.config import load, spec
+from musculo_control.model.robot import Robot
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActuatorConfig:
+    """Tension actuator module: tension-loop lag and the winch DC motor (SPEC section 9)."""
+
+    time_constant_s: float = spec(0.02, gt=0.0, doc="first-order lag of the tension loop [s]")
+    supply_voltage_v: float = spec(24.0, gt=0.0, doc="motor supply voltage [V]")
+    torque_constant_nm_a: float = spec(gt=0.0, doc="motor torque constant = back-EMF constant "
+                                                   "[Nm/A] = [V s/rad]")
+    terminal_resistance_ohm: float = spec(gt=0.0, doc="motor terminal resistance [Ohm]")
+    current_limit_a: float = spec(gt=0.0, doc="driver current limit [A]")
+    gear_ratio: float = spec(gt=0.0, doc="motor turns per winch turn [-]")
+    gear_efficiency: float = spec(1.0, gt=0.0, le=1.0, doc="gearbox efficiency [-]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SensorConfig:
+    """Raw sensor imperfections of the mock."""
+
+    potentiometer_noise_counts: float = spec(0.5, ge=0.0, doc="Gaussian noise, std [counts]")
+    potentiometer_offset_error_counts: float = spec(
+        0.0, ge=0.0, doc="calibration error: each pot's offset off by U(-e, e), seeded [counts]")
+    encoder_noise_counts: float = spec(0.0, ge=0.0, doc="Gaussian noise, std [counts]")
+    loadcell_noise_counts: float = spec(2.0, ge=0.0, doc="Gaussian noise, std [counts]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GaugeConfig:
+    """The simulated hand-held force gauge (push-only, along its own axis)."""
+
+    stiffness_n_m: float = spec(3000.0, gt=0.0, doc="force per metre of penetration [N/m]")
+    contact_radius_m: float = spec(0.0, ge=0.0, doc="arm surface radius around the elbow "
+                                                    "point; the tip touches at this distance [m]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MockArmConfig:
+    """``mock_arm.yaml``."""
+
+    physics: PhysicsConfig = spec(doc="MuJoCo step, integrator, joint damping and friction")
+    actuator: ActuatorConfig = spec(doc="tension actuator lag and motor envelope")
+    sensors: SensorConfig = spec(SensorConfig(), doc="sensor noise and calibration error")
+    model_error: ModelErrorConfig = spec(ModelErrorConfig(), doc="mass and via-point errors")
+    elbow_link: str = spec(doc="URDF link that carries the elbow point")
+    elbow_point_m: tuple[float, ...] = spec((0.0, 0.0, 0.0), length=3,
+                                            doc="elbow point in that link's frame [m]")
+    gauge: GaugeConfig = spec(GaugeConfig(), doc="the hand-held force gauge")
+    seed: int = spec(0, ge=0, doc="seed of the model error and the sensor noise")
+
+
+class MockArm:
+    """MuJoCo arm with raw-unit sensors and driver-unit commands (see the module docstring).
+
+    Arrays are in robot order: joints as in ``robot.yaml`` (n,), tendons as in the muscles
+    file (m,).
+    """
+
+    def __init__(self, robot: Robot, calibration: Calibration, config: MockArmConfig,
+                 seed: int | None = None, file: str = "mock_arm.yaml") -> None:
+        self.robot = robot
+        self.calibration = calibration
+        self.config = config
+        self.seed = config.seed if seed is None else int(seed)
+        error_seq, offset_seq, noise_seq = np.random.SeedSequence(self.seed).spawn(3)
+        error = draw_model_error(robot, config.model_error, np.random.default_rng(error_seq))
+        self.arm: MujocoArm = build_mujoco_arm(robot, config.physics, error, file)
+        if config.elbow_link not in self.arm.body_id:
+            raise ConfigError(file, "elbow_link", f"a URDF link {sorted(self.arm.body_id)}",
+                              config.elbow_link)
+        self.model = self.arm.model
+        self.data = mujoco.MjData(self.model)
+        self.n = robot.arm.n_joints
+        self.m = robot.n_muscles
+        # tendon i is actuator i is MuJoCo id i (mujoco_arm builds them in that order)
+        if not (np.array_equal(self.arm.tendon_ids, np.arange(self.m))
+                and np.array_equal(self.arm.actuator_ids, np.arange(self.m))):
+            raise ConfigError(file, "<model>", "tendons and actuators numbered in muscle order")
+        self._qadr = self.arm.qpos_adr
+        self._vadr = self.arm.dof_adr
+        self._elbow_body = self.arm.body_id[config.elbow_link]
+        self._elbow_point = np.array(config.elbow_point_m, dtype=float)
+        self.dt_s = self.model.opt.timestep
+        act = config.actuator
+        self._alpha = 1.0 - math.exp(-self.dt_s / act.time_constant_s)
+        r = calibration.winch_radius_m  # (m,) [m]
+        k_f = act.gear_efficiency * act.gear_ratio * act.torque_constant_nm_a / r  # [N/A]
+        # f_cap = clip(cap_a + cap_b * lengthening speed, 0, cap_hi) [N]
+        self._cap_a = k_f * act.supply_voltage_v / act.terminal_resistance_ohm
+        self._cap_b = k_f * act.torque_constant_nm_a * act.gear_ratio / (
+            act.terminal_resistance_ohm * r)
+        self._cap_hi = k_f * act.current_limit_a
+        self.max_tension_n: FloatArray = np.minimum(self._cap_a, self._cap_hi)  # at rest [N]
+        # sensors
+        sens = config.sensors
+        e = sens.potentiometer_offset_error_counts
+        self._pot_offset_error = np.random.default_rng(offset_seq).uniform(-e, e, self.n)
+        self._noise = np.random.default_rng(noise_seq)
+        self._true_cal_length = self._lengths_at(calibration.calibration_pose_rad)
+        # tendon length the mock's encoders add to report the model's reference at the pose
+        self._encoder_shift = calibration.reference_length_m - self._true_cal_length
+        # per-step scratch
+        self._cmd = np.zeros(self.m)
+        self._f = np.zeros(self.m)
+        self._cap = np.zeros(self.m)
+        self._tmp = np.zeros(self.m)
+        self._qfrc = np.zeros(self.model.nv)
+        self._gauge_on = False
+        self._gauge_tip = np.zeros(3)
+        self._gauge_axis = np.array([1.0, 0.0, 0.0])
+        self._gauge_force = 0.0
+        self.reset(np.clip(np.zeros(self.n), robot.arm.lower_rad, robot.arm.upper_rad))
+
+    # -- set-up -----------------------------------------------------------------------------------
+    def _lengths_at(self, q: FloatArray) -> FloatArray:
+        d = mujoco.MjData(self.model)
+        d.qpos[self._qadr] = q
+        mujoco.mj_fwdPosition(self.model, d)
+        return np.array(d.ten_length)
+
+    def reset(self, q0_rad: npt.ArrayLike, tension_n: float | npt.ArrayLike = 0.0) -> None:
+        """Rest at ``q0_rad`` [rad], time 0, actuators delivering ``tension_n`` [N], gauge off."""
+        q0 = self.robot.arm.check_q(q0_rad, "MockArm.reset q0_rad")
+        f0 = np.broadcast_to(np.asarray(tension_n, dtype=float), (self.m,))
+        if not np.all(np.isfinite(f0)):
+            raise InputError("MockArm.reset tension_n", "finite tensions", f0.tolist())
+        mujoco.mj_resetData(self.model, self.data)
+        self.data.qpos[self._qadr] = q0
+        self._f[:] = np.maximum(f0, 0.0)
+        self._cmd[:] = self._f
+        self.clear_gauge()
+        self.data.ctrl[:] = self._f
+        mujoco.mj_forward(self.model, self.data)
+        self._steps = 0
+        self._synced_at = 0
+
+    # -- commands and stepping ------------------------------------------------------------------
+    def set_command(self, driver_units: npt.ArrayLike) -> None:
+        """Target tensions in driver units (m,), as an actuator module receives them.
+
+        A tendon cannot push: negative targets act as zero.
+        """
+        u = np.asarray(driver_units, dtype=float)
+        if u.shape != (self.m,) or not np.all(np.isfinite(u)):
+            raise InputError("MockArm.set_command", f"{self.m} finite driver commands", u)
+        np.maximum(self.calibration.driver_to_n(u), 0.0, out=self._cmd)
+
+    def step(self) -> None:
+        """Advance one physics step (``physics.timestep_s``)."""
+        d = self.data
+        # deliverable tension at the current winch speed (the motor envelope) [N]
+        np.multiply(d.ten_velocity, self._cap_b, out=self._cap)
+        self._cap += self._cap_a
+        np.clip(self._cap, 0.0, self._cap_hi, out=self._cap)
+        # first-order lag towards the command, then the envelope [N]
+        np.subtract(self._cmd, self._f, out=self._tmp)
+        self._tmp *= self._alpha
+        self._f += self._tmp
+        np.minimum(self._f, self._cap, out=self._f)
+        d.ctrl[:] = self._f
+        if self._gauge_on:
+            self._apply_gauge()
+        mujoco.mj_step(self.model, d)
+        self._steps += 1
+
+    @property
+    def time_s(self) -> float:
+        return self._steps * self.dt_s
+
+    # -- the force gauge --------------------------------------------------------------------------
+    def set_gauge(self, tip_m: npt.ArrayLike, axis: npt.ArrayLike) -> None:
+        """Hold the gauge with its tip at ``tip_m`` (world) [m], pushing along ``axis``."""
+        tip = np.asarray(tip_m, dtype=float)
+        ax = np.asarray(axis, dtype=float)
+        norm = float(np.linalg.norm(ax)) if ax.shape == (3,) else 0.0
+        if tip.shape != (3,) or not np.all(np.isfinite(tip)) or not norm > 1e-9 \
+                or not math.isfinite(norm):
+            raise InputError("MockArm.set_gauge", "a finite tip (3,) and a non-zero axis (3,)",
+                             (tip.tolist(), ax.tolist()))
+        self._gauge_tip[:] = tip
+        self._gauge_axis[:] = ax / norm
+        self._gauge_on = True
+
+    def clear_gauge(self) -> None:
+        """Take the gauge away."""
+        self._gauge_on = False
+        self._gauge_force = 0.0
+        self.data.qfrc_applied[:] = 0.0
+
+    @property
+    def gauge_force_n(self) -> float:
+        """Force the gauge applied at the last step, along its axis (>= 0) [N]."""
+        return self._gauge_force
+
+    def _apply_gauge(self) -> None:
+        mujoco.mj_kinematics(self.model, self.data)
+        p = self._elbow_world()
+        pen = float((self._gauge_tip - p) @ self._gauge_axis) + self.config.gauge.contact_radius_m
+        force = self.config.gauge.stiffness_n_m * pen if pen > 0.0 else 0.0
+        self._gauge_force = force
+        self._qfrc[:] = 0.0
+        if force > 0.0:
+            mujoco.mj_applyFT(self.model, self.data, force * self._gauge_axis, np.zeros(3), p,
+                              self._elbow_body, self._qfrc)
+        self.data.qfrc_applied[:] = self._qfrc
+
+    def _elbow_world(self) -> FloatArray:
+        b = self._elbow_body
+        return self.data.xpos[b] + self.data.xmat[b].reshape(3, 3) @ self._elbow_point
+
+    # -- sensors (raw units) --------------------------------------------------------------------
+    def read_potentiometers(self) -> FloatArray:
+        """(n,) potentiometer ADC counts: offset, Gaussian noise, quantised, clipped to the ADC."""
+        cal = self.calibration
+        counts = cal.rad_to_counts(self.data.qpos[self._qadr]) + self._pot_offset_error
+        noise = self.config.sensors.potentiometer_noise_counts
+        if noise > 0.0:
+            counts += noise * self._noise.standard_normal(self.n)
+        return np.clip(np.rint(counts), 0.0, cal.pot_full_scale_counts)
+
+    def read_tendons(self) -> tuple[FloatArray, FloatArray]:
+        """(encoder counts (m,), load-cell counts (m,)), quantised, with noise."""
+        self._sync()
+        cal = self.calibration
+        enc = cal.length_to_encoder(self.data.ten_length + self._encoder_shift)
+        cell = cal.n_to_loadcell(self._f)
+        sens = self.config.sensors
+        if sens.encoder_noise_counts > 0.0:
+            enc += sens.encoder_noise_counts * self._noise.standard_normal(self.m)
+        if sens.loadcell_noise_counts > 0.0:
+            cell += sens.loadcell_noise_counts * self._noise.standard_normal(self.m)
+        return np.rint(enc), np.rint(cell)
+
+    # -- true state (for evaluation, never for the controller) ----------------------------------
+    def _sync(self) -> None:
+        """Recompute position- and velocity-dependent quantities at the current state.
+
+        After ``mj_step`` they describe the state before the step. Recomputing them does not
+        change the trajectory: the next ``mj_step`` computes them again from the same state.
+        """
+        if self._synced_at != self._steps:
+            mujoco.mj_fwdPosition(self.model, self.data)
+            mujoco.mj_fwdVelocity(self.model, self.data)
+            self._synced_at = self._steps
+
+    @property
+    def q_rad(self) -> FloatArray:
+        return np.array(self.data.qpos[self._qadr])
+
+    @property
+    def qd_rad_s(self) -> FloatArray:
+        return np.array(self.data.qvel[self._vadr])
+
+    @property
+    def hand_position_m(self) -> FloatArray:
+        """World position of the task frame (the URDF ``hand`` frame, the wrist centre) [m]."""
+        self._sync()
+        return np.array(self.data.xpos[self.arm.task_body_id])
+
+    @property
+    def elbow_position_m(self) -> FloatArray:
+        """World position of the elbow point [m]."""
+        self._sync()
+        return self._elbow_world()
+
+    @property
+    def tendon_tension_n(self) -> FloatArray:
+        """(m,) tensions the actuators deliver [N]."""
+        return self._f.copy()
+
+    @property
+    def command_tension_n(self) -> FloatArray:
+        """(m,) target tensions received [N]."""
+        return self._cmd.copy()
+
+    @property
+    def tendon_length_m(self) -> FloatArray:
+        """(m,) true tendon lengths (the mock's own geometry) [m]."""
+        self._sync()
+        return np.array(self.data.ten_length)
+
+    @property
+    def tendon_velocity_m_s(self) -> FloatArray:
+        """(m,) true lengthening speeds [m/s]."""
+        self._sync()
+        return np.array(self.data.ten_velocity)
+
+    def tension_capacity_n(self) -> FloatArray:
+        """(m,) deliverable tension at the current winch speeds (the motor envelope) [N]."""
+        self._sync()
+        return np.clip(self._cap_a + self._cap_b * self.data.ten_velocity, 0.0, self._cap_hi)
+
+    def warnings(self) -> dict[str, int]:
+        """MuJoCo's warning counters that are not zero."""
+        return warning_counts(self.data)
+
+
+def load_mock_config(robot: Robot, path: Path) -> MockArmConfig:
+    """Parse ``mock_arm.yaml`` and check its per-joint lists against ``robot``."""
+    cfg = load(MockArmConfig, path)
+    cfg.physics.check_joints(robot.arm.n_joints, str(path), "physics")
+    return cfg
+
+
+def load_mock_arm(robot: Robot, seed: int | None = None,
+                  hardware_file: str = "hardware.yaml",
+                  mock_file: str = "mock_arm.yaml") -> MockArm:
+    """The mock arm of ``robot`` from the config folder's hardware and mock files."""
+    folder = robot.config_dir
+    calibration = load_calibration(robot, folder / hardware_file)
+    config = load_mock_config(robot, folder / mock_file)
+    return MockArm(robot, calibration, config, seed, str(folder / mock_file))

@@ -1,0 +1,294 @@
+"""A MuJoCo model of the arm, built in code from the same URDF and muscles file as the controller.
+
+MuJoCo parses the URDF itself (:meth:`mujoco.MjSpec.from_string`); this module then edits the
+spec: static-body fusion off (so every URDF link stays a body whose frame is the link frame the
+via-points are written in), one site per via-point on its link, one spatial tendon per muscle
+through its sites, and one tension actuator per tendon whose positive control *pulls*: a motor
+on the tendon with gear -1, so the joint torque is ``-Jm^T f`` (SPEC section 2) while
+``actuator_force`` reports the tension ``f >= 0``.
+
+Angles: the URDF importer sets ``compiler.angle = radian``; nothing here writes an angle.
+
+The model serves twice: as an independent oracle for the muscle Jacobian (MuJoCo's ``ten_J`` and
+``ten_length`` against :class:`~musculo_control.model.muscles.MuscleGeometry`) and as the physics of
+the mock arm, optionally with a model error (link masses scaled, via-points moved) so the
+controller never runs on its own model. Nothing here imports ROS.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from musculo_control.errors import ConfigError
+from musculo_control.model.config import spec
+from musculo_control.model.robot import Robot
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+INTEGRATORS = {
+    "euler": mujoco.mjtIntegrator.mjINT_EULER,
+    "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
+    "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
+    "rk4": mujoco.mjtIntegrator.mjINT_RK4,
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhysicsConfig:
+    """Rigid-body physics of the MuJoCo arm (``mock_arm.yaml`` key ``physics``).
+
+    Joint damping and dry friction are real on a tendon-driven arm (pulleys, bearings, tendon
+    sheaths), not tuning: the mock models them so the controller meets them.
+    """
+
+    timestep_s: float = spec(0.001, gt=0.0, le=0.01, doc="physics step [s]")
+    integrator: str = spec("implicitfast", choices=tuple(INTEGRATORS),
+                           doc="MuJoCo integrator (implicitfast treats joint damping implicitly)")
+    joint_damping_nm_s_rad: tuple[float, ...] = spec(
+        (), ge=0.0, doc="viscous damping per joint in robot.yaml order [Nm s/rad]; empty = none")
+    joint_frictionloss_nm: tuple[float, ...] = spec(
+        (), ge=0.0, doc="dry (Coulomb) friction per joint, MuJoCo frictionloss [Nm]; empty = none")
+    joint_armature_kg_m2: tuple[float, ...] = spec(
+        (), ge=0.0, doc="reflected rotor inertia per joint [kg m^2]; empty = none")
+    tension_limit_n: float | None = spec(
+        None, gt=0.0, doc="MuJoCo control range of each tension actuator [0, this] [N]; "
+                          "absent = unclamped (the mock's envelope clamps first)")
+
+    def check_joints(self, n_joints: int, file: str, key: str) -> None:
+        for name in ("joint_damping_nm_s_rad", "joint_frictionloss_nm", "joint_armature_kg_m2"):
+            value = getattr(self, name)
+            if value and len(value) != n_joints:
+                raise ConfigError(file, f"{key}.{name}" if key else name,
+                                  f"{n_joints} values (one per joint) or an empty list",
+                                  f"{len(value)} values")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelErrorConfig:
+    """How far the mock's body differs from the controller's model (``mock_arm.yaml``)."""
+
+    enabled: bool = spec(True, doc="apply the model error (on by default: the controller must "
+                                   "never run on its own model)")
+    link_mass_error_percent: float = spec(
+        10.0, ge=0.0, lt=100.0,
+        doc="each link's mass and inertia scaled by 1 + U(-e, e) / 100 [%]")
+    via_point_error_mm: float = spec(
+        2.0, ge=0.0, doc="each via-point moved by a random vector no longer than this [mm]")
+
+
+@dataclass(frozen=True)
+class ModelError:
+    """One drawn model error: per link mass scale and per via-point offset (link frame)."""
+
+    mass_scale: Mapping[str, float] = field(default_factory=dict)  # link -> factor [-]
+    via_point_offset_m: FloatArray = field(default_factory=lambda: np.zeros((0, 3)))  # (P, 3)
+
+    @staticmethod
+    def none() -> "ModelError":
+        return ModelError()
+
+
+def draw_model_error(robot: Robot, config: ModelErrorConfig,
+                     rng: np.random.Generator) -> ModelError:
+    """Seeded model error: mass scale per moving link, an offset per via-point.
+
+    Offsets have a uniformly random direction and a length uniform in [0, via_point_error_mm].
+    """
+    n_points = sum(len(m.path) for m in robot.muscles_config.muscles)
+    if not config.enabled:
+        return ModelError()
+    links = sorted(robot.arm.link_names())
+    e = config.link_mass_error_percent / 100.0
+    scales = {link: float(1.0 + rng.uniform(-e, e)) for link in links}
+    direction = rng.normal(size=(n_points, 3))
+    direction /= np.maximum(np.linalg.norm(direction, axis=1, keepdims=True), 1e-12)
+    length = rng.uniform(0.0, config.via_point_error_mm * 1e-3, size=(n_points, 1))
+    return ModelError(mass_scale=scales, via_point_offset_m=direction * length)
+
+
+@dataclass(frozen=True)
+class MujocoArm:
+    """The compiled model and the index maps from robot names to MuJoCo ids.
+
+    Arrays are in the robot's order: joints as in ``robot.yaml``, tendons and actuators as in the
+    muscles file. Tendon ``i`` and actuator ``i`` are MuJoCo ids ``i`` (built in that order).
+    """
+
+    model: mujoco.MjModel
+    xml: str  # the edited spec as MJCF, for inspection and viewers
+    qpos_adr: IntArray  # (n,) qpos address of each robot joint
+    dof_adr: IntArray  # (n,) dof address of each robot joint
+    tendon_ids: IntArray  # (m,)
+    actuator_ids: IntArray  # (m,)
+    joint_id: Mapping[str, int]
+    tendon_id: Mapping[str, int]
+    actuator_id: Mapping[str, int]
+    site_id: Mapping[str, int]  # "<muscle>/<k>" -> site id
+    body_id: Mapping[str, int]  # URDF link -> body id
+    task_body_id: int  # the body of the task frame (hand)
+    error: ModelError
+
+
+def site_name(muscle: str, k: int) -> str:
+    """Name of via-point ``k`` of ``muscle`` in the MuJoCo model."""
+    return f"{muscle}/{k}"
+
+
+def _urdf_without_geometry(path: str) -> str:
+    """The URDF text with visual and collision elements removed.
+
+    The mock has no contacts (the force gauge is computed, not collided), and dropping meshes
+    keeps a lab's ``package://`` mesh paths from breaking the build.
+    """
+    try:
+        tree = ET.parse(path)
+    except (OSError, ET.ParseError) as exc:
+        raise ConfigError(path, "<file>", "a readable URDF", str(exc)) from exc
+    root = tree.getroot()
+    for link in root.iter("link"):
+        for tag in ("visual", "collision"):
+            for child in link.findall(tag):
+                link.remove(child)
+    return ET.tostring(root, encoding="unicode")
+
+
+def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
+                     error: ModelError | None = None, file: str = "<physics>") -> MujocoArm:
+    """Build and compile the MuJoCo model of ``robot`` (see the module docstring).
+
+    ``physics`` defaults to :class:`PhysicsConfig` () (no damping, friction or armature);
+    ``error`` to none, which makes the model the controller's own (the oracle case).
+    """
+    physics = physics or PhysicsConfig()
+    error = error or ModelError()
+    arm = robot.arm
+    physics.check_joints(arm.n_joints, file, "physics")
+    urdf = str(arm.urdf_path)
+    try:
+        sp = mujoco.MjSpec.from_string(_urdf_without_geometry(urdf))
+    except ValueError as exc:
+        raise ConfigError(urdf, "<file>", "a URDF MuJoCo can parse", str(exc)) from exc
+    sp.compiler.fusestatic = False  # keep every link a body whose frame is the URDF link frame
+    sp.option.timestep = physics.timestep_s
+    sp.option.integrator = INTEGRATORS[physics.integrator]
+    sp.option.gravity = np.asarray(arm.config.gravity_m_s2, dtype=float)
+    sp.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+
+    bodies = {b.name: b for b in sp.bodies}
+    for link, scale in error.mass_scale.items():
+        if link in bodies and bodies[link].mass > 0.0:
+            b = bodies[link]
+            b.mass = b.mass * scale
+            b.inertia = np.asarray(b.inertia) * scale
+            if not np.any(np.isnan(b.fullinertia)):
+                b.fullinertia = np.asarray(b.fullinertia) * scale
+
+    joints = {j.name: j for j in sp.joints}
+    for i, name in enumerate(arm.joint_names):
+        if name not in joints:
+            raise ConfigError(urdf, f"joint '{name}'", "a joint MuJoCo imports from the URDF",
+                              sorted(joints))
+        j = joints[name]
+        # The URDF effort limit means nothing for a tendon-driven joint; the tension envelope
+        # limits the actuators instead.
+        j.actfrclimited = mujoco.mjtLimited.mjLIMITED_FALSE
+        if physics.joint_damping_nm_s_rad:
+            # MuJoCo 4 takes [linear, polynomial terms...]; only the linear term is used
+            damping = np.zeros(len(j.damping))
+            damping[0] = physics.joint_damping_nm_s_rad[i]
+            j.damping = damping
+        if physics.joint_frictionloss_nm:
+            j.frictionloss = physics.joint_frictionloss_nm[i]
+        if physics.joint_armature_kg_m2:
+            j.armature = physics.joint_armature_kg_m2[i]
+
+    offsets = error.via_point_offset_m
+    k_point = 0
+    muscles_file = robot.muscles_file
+    for i, m in enumerate(robot.muscles_config.muscles):
+        tendon = sp.add_tendon(name=m.name)
+        for k, vp in enumerate(m.path):
+            if vp.link not in bodies:
+                raise ConfigError(muscles_file, f"muscles[{i}].path[{k}].link",
+                                  f"a body MuJoCo imports from the URDF {sorted(bodies)}", vp.link)
+            pos = np.asarray(vp.point_m, dtype=float)
+            if len(offsets):
+                pos = pos + offsets[k_point]
+            bodies[vp.link].add_site(name=site_name(m.name, k), pos=pos)
+            tendon.wrap_site(site_name(m.name, k))
+            k_point += 1
+        act = sp.add_actuator(name=m.name, target=m.name, trntype=mujoco.mjtTrn.mjTRN_TENDON)
+        act.set_to_motor()
+        act.gear[0] = -1.0  # positive control pulls: torque -Jm^T f
+        if physics.tension_limit_n is not None:
+            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+            act.ctrlrange = np.array([0.0, physics.tension_limit_n])
+        else:
+            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
+    try:
+        model = sp.compile()
+    except ValueError as exc:
+        raise ConfigError(urdf, "<model>", "a URDF and muscles file MuJoCo can compile",
+                          str(exc)) from exc
+
+    def ids(kind: mujoco.mjtObj, names: tuple[str, ...]) -> dict[str, int]:
+        return {n: int(mujoco.mj_name2id(model, kind, n)) for n in names}
+
+    joint_id = ids(mujoco.mjtObj.mjOBJ_JOINT, arm.joint_names)
+    tendon_id = ids(mujoco.mjtObj.mjOBJ_TENDON, robot.muscle_names)
+    actuator_id = ids(mujoco.mjtObj.mjOBJ_ACTUATOR, robot.muscle_names)
+    site_names = tuple(site_name(m.name, k) for m in robot.muscles_config.muscles
+                       for k in range(len(m.path)))
+    site_id = ids(mujoco.mjtObj.mjOBJ_SITE, site_names)
+    body_id = {model.body(b).name: b for b in range(model.nbody)}
+    for name, jid in joint_id.items():
+        if int(model.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE),
+                                            int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            raise ConfigError(urdf, f"joint '{name}'", "a revolute or prismatic joint",
+                              str(model.jnt_type[jid]))
+    task = arm.config.task_frame
+    if task not in body_id:
+        raise ConfigError(robot.robot_file, "arm.task_frame",
+                          f"a URDF link that MuJoCo keeps as a body {sorted(body_id)}", task)
+    return MujocoArm(
+        model=model,
+        xml=sp.to_xml(),
+        qpos_adr=np.array([model.jnt_qposadr[joint_id[n]] for n in arm.joint_names], dtype=int),
+        dof_adr=np.array([model.jnt_dofadr[joint_id[n]] for n in arm.joint_names], dtype=int),
+        tendon_ids=np.array([tendon_id[n] for n in robot.muscle_names], dtype=int),
+        actuator_ids=np.array([actuator_id[n] for n in robot.muscle_names], dtype=int),
+        joint_id=joint_id,
+        tendon_id=tendon_id,
+        actuator_id=actuator_id,
+        site_id=site_id,
+        body_id=body_id,
+        task_body_id=body_id[task],
+        error=error,
+    )
+
+
+def tendon_jacobian(model: mujoco.MjModel, data: mujoco.MjData) -> FloatArray:
+    """(ntendon, nv) dense tendon Jacobian dl/dq from ``data.ten_J`` (stored sparse)."""
+    out = np.zeros((model.ntendon, model.nv))
+    mujoco.mju_sparse2dense(out, data.ten_J, model.ten_J_rownnz, model.ten_J_rowadr,
+                            model.ten_J_colind)
+    return out
+
+
+def warning_counts(data: mujoco.MjData) -> dict[str, int]:
+    """Non-zero MuJoCo warning counters by name (empty when the simulation is clean)."""
+    out = {}
+    for w in mujoco.mjtWarning.__members__.values():
+        if w.name == "mjNWARNING":
+            continue
+        count = int(data.warning[int(w)].number)
+        if count:
+            out[w.name] = count
+    return out

@@ -1,0 +1,219 @@
+"""The tendon driver: the last line of defence between the controller and the actuators.
+
+Commands (tension [N] per tendon, in muscles-file order) go through :meth:`TendonDriver.command`;
+the tensions actually sent come from :meth:`TendonDriver.output` at each driver tick:
+
+- any bad command (wrong length, non-numeric, NaN or inf, bad stamp) puts *every* tendon at the
+  minimum tension, with the reason, until a good command arrives;
+- no command for longer than ``watchdog_timeout_s``: every tendon at the minimum tension;
+- otherwise each tension is clamped to [min_tension_n, max_tension_n] and its change rate
+  limited to ``rate_limit_n_s`` (both ways);
+- a fault drops to the minimum tension at once (no ramp), then a good command ramps up again.
+
+Whatever goes in, what comes out is finite and inside [min_tension_n, max_tension_n]. The
+reverse direction, :meth:`TendonDriver.read`, turns winch encoder and load-cell counts into
+muscle length [m], lengthening speed [m/s] and tension [N].
+
+Pure logic with explicit time arguments; nothing here reads a clock, so the ROS-free runner
+drives it in simulated time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from musculo_control.errors import ConfigError
+from musculo_control.hardware.calibration import Calibration
+from musculo_control.hardware.filters import FilteredDifferentiator
+from musculo_control.model.config import spec
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TendonDriverConfig:
+    """``hardware.yaml`` key ``driver``: limits of the tendon actuator modules."""
+
+    min_tension_n: float = spec(5.0, gt=0.0, doc="minimum tension, also the fault fallback [N]")
+    max_tension_n: float = spec(gt=0.0, doc="maximum commanded tension [N]")
+    rate_limit_n_s: float = spec(gt=0.0, doc="largest change of a commanded tension [N/s]")
+    watchdog_timeout_s: float = spec(gt=0.0, doc="no command for longer -> minimum tension [s]")
+    velocity_cutoff_hz: float = spec(20.0, gt=0.0,
+                                     doc="low-pass cutoff of the measured muscle velocity [Hz]")
+
+    def check(self, file: str, key: str) -> None:
+        if self.max_tension_n <= self.min_tension_n:
+            raise ConfigError(file, f"{key}.max_tension_n" if key else "max_tension_n",
+                              f"more than min_tension_n = {self.min_tension_n} N",
+                              self.max_tension_n)
+
+
+class DriverOutput(NamedTuple):
+    """What the driver sends at one tick."""
+
+    stamp_s: float  # tick time [s]
+    tension_n: FloatArray  # (m,) tension sent, inside [min, max] [N]
+    units: FloatArray  # (m,) the same in driver command units
+    limited: BoolArray  # (m,) True where clamping or the rate limit changed the command
+    faults: tuple[str, ...]  # why every tendon is at minimum tension (empty: normal)
+
+    @property
+    def ok(self) -> bool:
+        return not self.faults
+
+
+class TendonState(NamedTuple):
+    """Muscle state measured by the actuator modules."""
+
+    stamp_s: float  # [s]
+    length_m: FloatArray  # (m,) [m]
+    velocity_m_s: FloatArray  # (m,) lengthening speed, filtered [m/s]
+    tension_n: FloatArray  # (m,) load-cell tension [N]
+    faults: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.faults
+
+
+class TendonDriver:
+    """Safety rules and unit conversions of all tendon actuators (see the module docstring)."""
+
+    def __init__(self, calibration: Calibration, config: TendonDriverConfig) -> None:
+        self.calibration = calibration
+        self.config = config
+        self.names = calibration.muscle_names
+        self.m = len(self.names)
+        self._f_min = config.min_tension_n
+        self._f_max = config.max_tension_n
+        self._diff = FilteredDifferentiator(self.m, config.velocity_cutoff_hz)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget commands and state: the next output is minimum tension."""
+        self._target = np.full(self.m, self._f_min)  # clamped target [N]
+        self._clamped = np.zeros(self.m, dtype=bool)
+        self._cmd_stamp: float | None = None
+        self._cmd_fault = ""
+        self._out = np.full(self.m, self._f_min)  # last output [N]
+        self._out_stamp: float | None = None
+        self._diff.reset()
+        self._length = np.full(self.m, np.nan)
+        self._tension = np.full(self.m, np.nan)
+        self._read_stamp = -math.inf
+
+    @property
+    def min_tension_n(self) -> FloatArray:
+        return np.full(self.m, self._f_min)
+
+    # -- commands ---------------------------------------------------------------------------------
+    def command(self, tension_n: npt.ArrayLike, stamp_s: float) -> tuple[str, ...]:
+        """Latch a tension command [N] (muscles-file order) received at ``stamp_s`` [s].
+
+        Returns the faults found (empty if the command was accepted).
+        """
+        try:
+            stamp = float(stamp_s)
+        except (TypeError, ValueError):
+            stamp = math.nan
+        try:
+            f = np.asarray(tension_n, dtype=float).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            return self._bad(stamp, f"tendon command: not numeric ({exc})")
+        if f.shape != (self.m,):
+            return self._bad(stamp, f"tendon command: expected {self.m} tensions "
+                                    f"{list(self.names)}, received shape {f.shape}")
+        bad = ~np.isfinite(f)
+        if np.any(bad):
+            names = [self.names[i] for i in np.flatnonzero(bad)]
+            return self._bad(stamp, f"tendon command: non-finite tension for {names}")
+        if not math.isfinite(stamp):
+            return self._bad(stamp, f"tendon command: stamp {stamp_s!r} is not a finite time")
+        np.clip(f, self._f_min, self._f_max, out=self._target)
+        self._clamped = self._target != f
+        self._cmd_stamp = stamp
+        self._cmd_fault = ""
+        return ()
+
+    def _bad(self, stamp: float, reason: str) -> tuple[str, ...]:
+        self._cmd_fault = reason
+        self._cmd_stamp = stamp if math.isfinite(stamp) else self._cmd_stamp
+        return (reason,)
+
+    def output(self, now_s: float) -> DriverOutput:
+        """The tensions to send at ``now_s`` [s] (see the module docstring for the rules)."""
+        try:
+            now = float(now_s)
+        except (TypeError, ValueError):
+            now = math.nan
+        faults = []
+        if not math.isfinite(now):
+            faults.append(f"tendon driver: tick time {now_s!r} is not finite")
+        elif self._out_stamp is not None and now < self._out_stamp:
+            faults.append(f"tendon driver: tick time {now} before the previous {self._out_stamp}")
+        if self._cmd_fault:
+            faults.append(self._cmd_fault)
+        elif self._cmd_stamp is None:
+            faults.append("tendon driver: no command yet")
+        elif not now - self._cmd_stamp <= self.config.watchdog_timeout_s:
+            faults.append(f"tendon driver: watchdog, last command {now - self._cmd_stamp:.3f} s "
+                          f"old (limit {self.config.watchdog_timeout_s} s)")
+        limited = np.zeros(self.m, dtype=bool)
+        if faults:
+            self._out = np.full(self.m, self._f_min)
+        else:
+            dt = 0.0 if self._out_stamp is None else now - self._out_stamp
+            step = self.config.rate_limit_n_s * dt
+            out = np.clip(self._target, self._out - step, self._out + step)
+            limited = self._clamped | (out != self._target)
+            # the previous output is inside the limits, so this clip only guards rounding
+            self._out = np.clip(out, self._f_min, self._f_max)
+        if math.isfinite(now) and (self._out_stamp is None or now >= self._out_stamp):
+            self._out_stamp = now
+        tension = self._out.copy()
+        return DriverOutput(now, tension, self.calibration.n_to_driver(tension), limited,
+                            tuple(faults))
+
+    # -- measurements -----------------------------------------------------------------------------
+    def read(self, encoder_counts: npt.ArrayLike, loadcell_counts: npt.ArrayLike,
+             stamp_s: float) -> TendonState:
+        """Encoder and load-cell counts sampled at ``stamp_s`` [s] -> muscle state.
+
+        A tendon with a non-finite count keeps its last good value (NaN until it has one).
+        """
+        faults: list[str] = []
+        try:
+            enc = np.asarray(encoder_counts, dtype=float).reshape(-1)
+            cell = np.asarray(loadcell_counts, dtype=float).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            return self._stale_state(stamp_s, f"tendon state: not numeric ({exc})")
+        if enc.shape != (self.m,) or cell.shape != (self.m,):
+            return self._stale_state(stamp_s, f"tendon state: expected {self.m} encoder and "
+                                              f"load-cell counts, received {enc.shape} and "
+                                              f"{cell.shape}")
+        if not (math.isfinite(stamp_s) and stamp_s > self._read_stamp):
+            return self._stale_state(stamp_s, f"tendon state: stamp {stamp_s} not after the "
+                                              f"previous {self._read_stamp}")
+        self._read_stamp = stamp_s
+        good_enc, good_cell = np.isfinite(enc), np.isfinite(cell)
+        for i in np.flatnonzero(~good_enc):
+            faults.append(f"{self.names[i]}: encoder count is not finite ({enc[i]})")
+        for i in np.flatnonzero(~good_cell):
+            faults.append(f"{self.names[i]}: load-cell count is not finite ({cell[i]})")
+        length = self.calibration.encoder_to_length(np.where(good_enc, enc, 0.0))
+        self._length[good_enc] = length[good_enc]
+        tension = self.calibration.loadcell_to_n(np.where(good_cell, cell, 0.0))
+        self._tension[good_cell] = tension[good_cell]
+        velocity = self._diff.update(self._length, stamp_s, good_enc)
+        return TendonState(stamp_s, self._length.copy(), velocity, self._tension.copy(),
+                           tuple(faults))
+
+    def _stale_state(self, stamp_s: float, reason: str) -> TendonState:
+        return TendonState(self._read_stamp, self._length.copy(), self._diff.velocity.copy(),
+                           self._tension.copy(), (reason,))
