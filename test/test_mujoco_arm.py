@@ -9,8 +9,8 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
-
 from conftest import random_poses
+
 from musculo_control.hardware.mock_arm import load_mock_config
 from musculo_control.hardware.mujoco_arm import (
     ModelErrorConfig,
@@ -147,7 +147,7 @@ def test_compiles_and_steps_one_second_under_random_controls_without_warnings(ro
     data = mujoco.MjData(arm.model)
     data.qpos[arm.qpos_adr] = robot.home_pose_rad
     rng = np.random.default_rng(1)
-    steps = int(round(1.0 / arm.model.opt.timestep))
+    steps = round(1.0 / arm.model.opt.timestep)
     for k in range(steps):
         if k % 20 == 0:
             data.ctrl[:] = rng.uniform(0.0, 150.0, arm.model.nu)

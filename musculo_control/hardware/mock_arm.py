@@ -166,14 +166,19 @@ class MockArm:
         mujoco.mj_fwdPosition(self.model, d)
         return np.array(d.ten_length)
 
-    def reset(self, q0_rad: npt.ArrayLike, tension_n: float | npt.ArrayLike = 0.0) -> None:
-        """Rest at ``q0_rad`` [rad], time 0, actuators delivering ``tension_n`` [N], gauge off."""
+    def reset(self, q0_rad: npt.ArrayLike, tension_n: float | npt.ArrayLike = 0.0,
+              qd0_rad_s: npt.ArrayLike | None = None) -> None:
+        """Time 0 at ``q0_rad`` [rad] moving at ``qd0_rad_s`` (default rest) [rad/s], actuators
+        delivering and commanded ``tension_n`` [N], gauge off."""
         q0 = self.robot.arm.check_q(q0_rad, "MockArm.reset q0_rad")
+        qd0 = np.zeros(self.n) if qd0_rad_s is None else self.robot.arm.check_q(
+            qd0_rad_s, "MockArm.reset qd0_rad_s")
         f0 = np.broadcast_to(np.asarray(tension_n, dtype=float), (self.m,))
         if not np.all(np.isfinite(f0)):
             raise InputError("MockArm.reset tension_n", "finite tensions", f0.tolist())
         mujoco.mj_resetData(self.model, self.data)
         self.data.qpos[self._qadr] = q0
+        self.data.qvel[self._vadr] = qd0
         self._f[:] = np.maximum(f0, 0.0)
         self._cmd[:] = self._f
         self.clear_gauge()

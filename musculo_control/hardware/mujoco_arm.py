@@ -18,8 +18,8 @@ controller never runs on its own model. Nothing here imports ROS.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import mujoco
 import numpy as np
@@ -91,7 +91,7 @@ class ModelError:
     via_point_offset_m: FloatArray = field(default_factory=lambda: np.zeros((0, 3)))  # (P, 3)
 
     @staticmethod
-    def none() -> "ModelError":
+    def none() -> ModelError:
         return ModelError()
 
 

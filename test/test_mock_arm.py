@@ -1,0 +1,297 @@
+"""The mock arm: MuJoCo physics behind raw sensors and driver units, with actuator lag, the
+DC-motor tension envelope, model error on by default, a push-only force gauge, and determinism
+per seed."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import mujoco
+import numpy as np
+import pytest
+
+from musculo_control.errors import InputError
+from musculo_control.hardware.calibration import load_calibration
+from musculo_control.hardware.mock_arm import MockArm, load_mock_arm, load_mock_config
+from musculo_control.hardware.mujoco_arm import ModelErrorConfig
+from musculo_control.hardware.potentiometer import (
+    PotentiometerReader,
+    PotentiometerReaderConfig,
+)
+from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
+from musculo_control.model.config import load
+
+
+@pytest.fixture(scope="module")
+def cal(robot, config_dir):
+    return load_calibration(robot, config_dir / "hardware.yaml")
+
+
+@pytest.fixture(scope="module")
+def mock_cfg(robot, config_dir):
+    return load_mock_config(robot, config_dir / "mock_arm.yaml")
+
+
+def _exact_cfg(cfg, **sensor_changes):
+    """Model error off, optionally different sensor settings."""
+    return replace(cfg, model_error=replace(cfg.model_error, enabled=False),
+                   sensors=replace(cfg.sensors, **sensor_changes))
+
+
+def _hold(arm, tension_n):
+    arm.set_command(arm.calibration.n_to_driver(np.broadcast_to(tension_n, (arm.m,))))
+
+
+def test_model_error_is_on_by_default(robot, cal, mock_cfg):
+    assert mock_cfg.model_error.enabled
+    arm = MockArm(robot, cal, mock_cfg)
+    exact = MockArm(robot, cal, _exact_cfg(mock_cfg))
+    assert np.abs(arm.model.body_mass - exact.model.body_mass).max() > 1e-3
+    arm.reset(robot.home_pose_rad)
+    exact.reset(robot.home_pose_rad)
+    assert np.abs(arm.tendon_length_m - exact.tendon_length_m).max() > 1e-4
+    np.testing.assert_allclose(
+        exact.tendon_length_m,
+        robot.geometry.lengths_at(robot.home_pose_rad, robot.new_data()), atol=1e-12)
+
+
+def test_same_seed_same_trajectory_and_readings_different_seed_different_noise(robot, cal,
+                                                                                mock_cfg):
+    def run(seed):
+        arm = MockArm(robot, cal, mock_cfg, seed=seed)
+        arm.reset(robot.home_pose_rad, 5.0)
+        rng = np.random.default_rng(100)  # the same commands for every run
+        qs, pots, cells = [], [], []
+        for k in range(300):
+            if k % 10 == 0:
+                _hold(arm, rng.uniform(5.0, 60.0, arm.m))
+            arm.step()
+            if k % 2 == 0:
+                pots.append(arm.read_potentiometers())
+                cells.append(arm.read_tendons()[1])
+            qs.append(arm.q_rad)
+        return np.array(qs), np.array(pots), np.array(cells)
+
+    a, b, c = run(1), run(1), run(2)
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(a[1], c[1]) and not np.array_equal(a[2], c[2])
+    assert not np.array_equal(a[0], c[0])  # the model error differs too
+
+
+def test_noise_seed_alone_changes_only_the_noise(robot, cal, mock_cfg):
+    cfg = _exact_cfg(mock_cfg)
+    a, b = MockArm(robot, cal, cfg, seed=1), MockArm(robot, cal, cfg, seed=2)
+    for arm in (a, b):
+        arm.reset(robot.home_pose_rad, 10.0)
+        for _ in range(50):
+            arm.step()
+    np.testing.assert_array_equal(a.q_rad, b.q_rad)
+    assert not np.array_equal(a.read_potentiometers(), b.read_potentiometers())
+
+
+def test_actuator_lag_time_constant_from_a_step_response(robot, cal, mock_cfg):
+    """Command a tension step; the delivered tension reaches 1 - 1/e of it after tau."""
+    arm = MockArm(robot, cal, _exact_cfg(mock_cfg))
+    arm.reset(robot.home_pose_rad, 10.0)
+    target = np.full(arm.m, 10.0)
+    target[6] = 40.0  # one tendon steps by 30 N
+    _hold(arm, target)
+    times, f = [], []
+    for _ in range(int(5 * mock_cfg.actuator.time_constant_s / arm.dt_s)):
+        arm.step()
+        times.append(arm.time_s)
+        f.append(arm.tendon_tension_n[6])
+    frac = (np.array(f) - 10.0) / 30.0
+    crossing = np.interp(1.0 - math.exp(-1.0), frac, times)
+    assert crossing == pytest.approx(mock_cfg.actuator.time_constant_s, rel=0.03)
+    assert frac[-1] == pytest.approx(1.0 - math.exp(-5.0), abs=0.01)
+
+
+def test_tension_envelope_falls_with_winding_speed(robot, cal, mock_cfg):
+    arm = MockArm(robot, cal, _exact_cfg(mock_cfg))
+    act = mock_cfg.actuator
+    r = cal.winch_radius_m
+    stall = act.gear_efficiency * act.gear_ratio * act.torque_constant_nm_a / r \
+        * act.current_limit_a
+    np.testing.assert_allclose(arm.max_tension_n, stall)
+    arm.reset(robot.home_pose_rad)
+    np.testing.assert_allclose(arm.tension_capacity_n(), stall)
+    # spin the elbow so that some tendon winds in beyond the knee of the motor line
+    knee = (act.supply_voltage_v - act.current_limit_a * act.terminal_resistance_ohm) \
+        / (act.torque_constant_nm_a * act.gear_ratio / r)  # [m/s]
+    qd = np.zeros(arm.n)
+    qd[3] = -1.0
+    arm.reset(robot.home_pose_rad, qd0_rad_s=qd)
+    arm.reset(robot.home_pose_rad,
+              qd0_rad_s=qd * 1.2 * knee.max() / np.abs(arm.tendon_velocity_m_s).max())
+    v_short = -arm.tendon_velocity_m_s
+    w = act.gear_ratio * v_short / r  # motor speed [rad/s]
+    current = np.clip((act.supply_voltage_v - act.torque_constant_nm_a * w)
+                      / act.terminal_resistance_ohm, 0.0, act.current_limit_a)
+    expected = act.gear_efficiency * act.gear_ratio * act.torque_constant_nm_a / r * current
+    cap = arm.tension_capacity_n()
+    np.testing.assert_allclose(cap, expected)
+    assert np.any(cap < 0.9 * stall) and np.all(cap[v_short <= 0] == stall[v_short <= 0])
+    # a huge command delivers no more than the capacity at that speed
+    _hold(arm, 1e4)
+    arm.step()
+    assert np.all(arm.tendon_tension_n <= cap + 1e-9)
+
+
+def test_positive_command_shortens_the_tendon(robot, cal, mock_cfg):
+    arm = MockArm(robot, cal, mock_cfg)
+    arm.reset(robot.home_pose_rad, 5.0)
+    cmd = np.full(arm.m, 5.0)
+    i = robot.muscle_names.index("biceps") if "biceps" in robot.muscle_names else 0
+    cmd[i] = 150.0
+    l0 = arm.tendon_length_m[i]
+    _hold(arm, cmd)
+    for _ in range(100):
+        arm.step()
+    assert arm.tendon_length_m[i] < l0 - 1e-3
+
+
+def test_sensor_chain_recovers_the_true_state(robot, cal, mock_cfg, config_dir):
+    """Mock raw readings through the potentiometer reader and the tendon driver give back the
+    mock's joint angles (within noise and quantisation), the model's muscle lengths (model error
+    off) and the delivered tensions (within load-cell noise)."""
+    cfg = _exact_cfg(mock_cfg)
+    arm = MockArm(robot, cal, cfg)
+    reader_cfg = load(PotentiometerReaderConfig, config_dir / "hardware.yaml",
+                      "potentiometer_reader")
+    # the unbalanced tensions may throw a wrist past its limit: not what this test is about
+    reader = PotentiometerReader(cal, robot.arm.lower_rad, robot.arm.upper_rad,
+                                 replace(reader_cfg, limit_margin_rad=10.0))
+    driver = TendonDriver(cal, load(TendonDriverConfig, config_dir / "hardware.yaml", "driver"))
+    arm.reset(robot.home_pose_rad, 20.0)
+    for _ in range(37):
+        arm.step()
+    pot = reader.update(arm.read_potentiometers(), arm.time_s)
+    enc, cell = arm.read_tendons()
+    st = driver.read(enc, cell, arm.time_s)
+    assert pot.ok and st.ok
+    q_tol = (0.5 + 5 * cfg.sensors.potentiometer_noise_counts) / cal.pot_counts_per_rad
+    assert np.all(np.abs(pot.q_rad - arm.q_rad) <= q_tol)
+    model_l = robot.geometry.lengths_at(arm.q_rad, robot.new_data())
+    np.testing.assert_allclose(st.length_m, model_l, atol=1.0 / cal.encoder_counts_per_m.min())
+    f_tol = (0.5 + 5 * cfg.sensors.loadcell_noise_counts) / cal.loadcell_counts_per_n
+    assert np.all(np.abs(st.tension_n - arm.tendon_tension_n) <= f_tol)
+
+
+def test_encoders_are_zeroed_on_the_mocks_own_geometry(robot, cal, mock_cfg):
+    """With model error, the encoders read their offset at the calibration pose, so decoded
+    lengths are the model's reference there and follow the mock's true length changes."""
+    arm = MockArm(robot, cal, replace(mock_cfg, sensors=replace(mock_cfg.sensors,
+                                                                loadcell_noise_counts=0.0)))
+    arm.reset(cal.calibration_pose_rad)
+    enc, _ = arm.read_tendons()
+    np.testing.assert_allclose(enc, np.rint(cal.encoder_offset_counts))
+    arm.reset(robot.home_pose_rad)
+    enc, _ = arm.read_tendons()
+    true = arm.tendon_length_m
+    arm.reset(cal.calibration_pose_rad)
+    true_cal = arm.tendon_length_m
+    np.testing.assert_allclose(cal.encoder_to_length(enc) - cal.reference_length_m,
+                               true - true_cal, atol=1.0 / cal.encoder_counts_per_m.min())
+
+
+def test_potentiometer_counts_are_quantised_and_clipped(robot, cal, mock_cfg):
+    arm = MockArm(robot, cal, mock_cfg)
+    arm.reset(robot.home_pose_rad)
+    counts = arm.read_potentiometers()
+    np.testing.assert_array_equal(counts, np.rint(counts))
+    assert np.all((counts >= 0) & (counts <= cal.pot_full_scale_counts))
+    noisy = np.array([arm.read_potentiometers() for _ in range(400)])
+    std = noisy.std(axis=0)
+    expected = mock_cfg.sensors.potentiometer_noise_counts
+    assert np.all(std > 0.5 * expected) and np.all(std < 2.0 * expected + 0.3)
+
+
+def test_gauge_pushes_along_its_axis_only(robot, cal, mock_cfg):
+    cfg = _exact_cfg(mock_cfg)
+    arm = MockArm(robot, cal, cfg)
+    arm.reset(robot.home_pose_rad, 20.0)
+    elbow = arm.elbow_position_m
+    axis = np.array([0.0, -1.0, 0.0])  # medial push, towards the body's midline
+    radius = cfg.gauge.contact_radius_m
+    # not touching: no force
+    arm.set_gauge(elbow - (radius + 0.01) * axis, axis)
+    arm.step()
+    assert arm.gauge_force_n == 0.0
+    np.testing.assert_array_equal(arm.data.qfrc_applied, 0.0)
+    # 1 cm penetration, tip offset sideways by 2 cm: force k * 1 cm along the axis only
+    arm.reset(robot.home_pose_rad, 20.0)
+    sideways = np.array([0.0, 0.0, 0.02])
+    arm.set_gauge(elbow - (radius - 0.01) * axis + sideways, axis)
+    arm.step()
+    assert arm.gauge_force_n == pytest.approx(cfg.gauge.stiffness_n_m * 0.01, rel=1e-9)
+    jac = np.zeros((3, arm.model.nv))
+    data = mujoco.MjData(arm.model)
+    data.qpos[:] = 0.0
+    data.qpos[arm.arm.qpos_adr] = robot.home_pose_rad
+    mujoco.mj_kinematics(arm.model, data)
+    mujoco.mj_comPos(arm.model, data)
+    mujoco.mj_jac(arm.model, data, jac, None, elbow, arm.arm.body_id[cfg.elbow_link])
+    np.testing.assert_allclose(arm.data.qfrc_applied, jac.T @ (arm.gauge_force_n * axis),
+                               atol=1e-9)
+    # holding the push moves the elbow along the axis
+    for _ in range(200):
+        arm.step()
+    assert (arm.elbow_position_m - elbow) @ axis > 1e-3
+    arm.clear_gauge()
+    arm.step()
+    assert arm.gauge_force_n == 0.0 and np.all(arm.data.qfrc_applied == 0.0)
+
+
+def test_bad_inputs_are_rejected(robot, cal, mock_cfg):
+    arm = MockArm(robot, cal, mock_cfg)
+    with pytest.raises(InputError):
+        arm.set_command(np.full(arm.m - 1, 1.0))
+    with pytest.raises(InputError):
+        arm.set_command(np.full(arm.m, np.nan))
+    with pytest.raises(InputError):
+        arm.reset(np.full(arm.n, np.nan))
+    with pytest.raises(InputError):
+        arm.set_gauge([0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
+
+
+def test_negative_command_acts_as_zero(robot, cal, mock_cfg):
+    arm = MockArm(robot, cal, mock_cfg)
+    arm.reset(robot.home_pose_rad, 10.0)
+    arm.set_command(np.full(arm.m, -500.0))
+    for _ in range(5):
+        arm.step()
+    assert np.all(arm.tendon_tension_n >= 0.0)
+    assert np.all(arm.command_tension_n == 0.0)
+
+
+def test_released_arm_falls_and_steps_without_warnings(robot, cal, mock_cfg):
+    """At minimum tension the arm sags under gravity; joint limits hold it; no MuJoCo warning."""
+    arm = MockArm(robot, cal, mock_cfg)
+    arm.reset(robot.home_pose_rad, 5.0)
+    _hold(arm, 5.0)
+    for _ in range(1000):
+        arm.step()
+    assert arm.warnings() == {}
+    assert arm.time_s == pytest.approx(1.0)
+    assert np.linalg.norm(arm.q_rad - robot.home_pose_rad) > 0.05
+    lo, hi = robot.arm.lower_rad, robot.arm.upper_rad
+    assert np.all(arm.q_rad > lo - 0.1) and np.all(arm.q_rad < hi + 0.1)
+
+
+def test_load_mock_arm_from_the_config_folder(robot):
+    arm = load_mock_arm(robot, seed=3)
+    assert arm.seed == 3 and arm.dt_s == pytest.approx(0.001)
+
+
+def test_model_error_size_follows_config(robot, cal, mock_cfg):
+    big = replace(mock_cfg, model_error=ModelErrorConfig(link_mass_error_percent=30.0,
+                                                         via_point_error_mm=0.0))
+    arm = MockArm(robot, cal, big)
+    exact = MockArm(robot, cal, _exact_cfg(mock_cfg))
+    assert np.abs(arm.model.site_pos - exact.model.site_pos).max() == 0.0
+    ratio = arm.model.body_mass[exact.model.body_mass > 0] / exact.model.body_mass[
+        exact.model.body_mass > 0]
+    assert np.all(np.abs(ratio - 1) <= 0.3) and np.abs(ratio - 1).max() > 0.1

@@ -1,0 +1,207 @@
+"""The tendon driver is the last line of defence: whatever comes in, only finite tensions inside
+[min, max] go out; bad input, silence and clock faults send every tendon to minimum tension with
+a reason; changes are rate limited; measurements convert back to SI."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from musculo_control.errors import ConfigError
+from musculo_control.hardware.calibration import load_calibration
+from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
+from musculo_control.model.config import load, parse
+
+DT = 0.002  # driver tick [s]
+
+
+@pytest.fixture(scope="module")
+def cal(robot, config_dir):
+    return load_calibration(robot, config_dir / "hardware.yaml")
+
+
+@pytest.fixture(scope="module")
+def cfg(config_dir):
+    return load(TendonDriverConfig, config_dir / "hardware.yaml", "driver")
+
+
+def _settled(driver, tension, t0=0.0):
+    """Command ``tension`` and tick until the rate limit no longer binds; return the time."""
+    t = t0
+    span = driver.config.max_tension_n - driver.config.min_tension_n
+    for _ in range(int(span / driver.config.rate_limit_n_s / DT) + 3):
+        driver.command(tension, t)
+        driver.output(t)
+        t += DT
+    return t
+
+
+def test_good_command_passes_through_in_driver_units(robot, cal, cfg):
+    driver = TendonDriver(cal, cfg)
+    f = np.linspace(10.0, 200.0, robot.n_muscles)
+    t = _settled(driver, f)
+    driver.command(f, t)
+    out = driver.output(t)
+    assert out.ok and not np.any(out.limited)
+    np.testing.assert_allclose(out.tension_n, f)
+    np.testing.assert_allclose(out.units, cal.n_to_driver(f))
+    np.testing.assert_allclose(cal.driver_to_n(out.units), f)
+
+
+def test_clamps_to_min_and_max(robot, cal, cfg):
+    driver = TendonDriver(cal, cfg)
+    f = np.full(robot.n_muscles, 100.0)
+    f[0], f[1] = -50.0, 1e9
+    t = _settled(driver, f)
+    out = driver.output(t)
+    assert out.ok
+    assert out.tension_n[0] == cfg.min_tension_n and out.tension_n[1] == cfg.max_tension_n
+    assert out.limited[0] and out.limited[1] and not out.limited[2]
+
+
+def test_rate_limit_both_ways(robot, cal, cfg):
+    driver = TendonDriver(cal, cfg)
+    m = robot.n_muscles
+    driver.command(np.full(m, cfg.min_tension_n), 0.0)
+    driver.output(0.0)
+    high = np.full(m, cfg.max_tension_n)
+    prev = cfg.min_tension_n
+    for k in range(1, 6):
+        driver.command(high, k * DT)
+        out = driver.output(k * DT)
+        assert out.ok and np.all(out.limited)
+        np.testing.assert_allclose(out.tension_n, prev + cfg.rate_limit_n_s * DT)
+        prev = out.tension_n[0]
+    t = _settled(driver, high, 6 * DT)
+    driver.command(np.full(m, cfg.min_tension_n), t)
+    out = driver.output(t)  # one tick after the last one
+    np.testing.assert_allclose(out.tension_n, cfg.max_tension_n - cfg.rate_limit_n_s * DT)
+
+
+@pytest.mark.parametrize("bad", [
+    "nan", "inf", "short", "long", "text", "none",
+])
+def test_bad_command_drops_every_tendon_to_minimum_at_once(robot, cal, cfg, bad):
+    m = robot.n_muscles
+    driver = TendonDriver(cal, cfg)
+    t = _settled(driver, np.full(m, 150.0))
+    cmd: object = {
+        "nan": np.where(np.arange(m) == 3, np.nan, 150.0),
+        "inf": np.where(np.arange(m) == 3, -np.inf, 150.0),
+        "short": np.full(m - 1, 150.0),
+        "long": np.full(m + 1, 150.0),
+        "text": ["a"] * m,
+        "none": None,
+    }[bad]
+    faults = driver.command(cmd, t)  # type: ignore[arg-type]
+    assert faults
+    out = driver.output(t)
+    assert not out.ok and out.faults[0] == faults[0]
+    np.testing.assert_array_equal(out.tension_n, cfg.min_tension_n)
+    # the fault holds until a good command arrives, then the tension ramps up again
+    assert not driver.output(t + DT).ok
+    driver.command(np.full(m, 150.0), t + 2 * DT)
+    out = driver.output(t + 2 * DT)
+    assert out.ok
+    np.testing.assert_allclose(out.tension_n, cfg.min_tension_n + cfg.rate_limit_n_s * DT)
+
+
+def test_watchdog_fires_after_the_timeout(robot, cal, cfg):
+    m = robot.n_muscles
+    driver = TendonDriver(cal, cfg)
+    t = _settled(driver, np.full(m, 80.0))
+    last = t - DT
+    assert driver.output(last + 0.9 * cfg.watchdog_timeout_s).ok
+    out = driver.output(last + 1.1 * cfg.watchdog_timeout_s)
+    assert not out.ok and "watchdog" in out.faults[0]
+    np.testing.assert_array_equal(out.tension_n, cfg.min_tension_n)
+
+
+def test_no_command_yet_means_minimum_tension(robot, cal, cfg):
+    out = TendonDriver(cal, cfg).output(0.0)
+    assert out.faults == ("tendon driver: no command yet",)
+    np.testing.assert_array_equal(out.tension_n, cfg.min_tension_n)
+
+
+def test_clock_going_backwards_is_a_fault(robot, cal, cfg):
+    driver = TendonDriver(cal, cfg)
+    t = _settled(driver, np.full(robot.n_muscles, 80.0))
+    out = driver.output(t - 1.0)
+    assert not out.ok and "before the previous" in out.faults[0]
+    assert not driver.output(math.nan).ok
+
+
+_any_float = st.floats(allow_nan=True, allow_infinity=True, width=64)
+_command = st.one_of(
+    st.lists(_any_float, min_size=18, max_size=18),
+    st.lists(_any_float, min_size=0, max_size=25),
+    st.lists(st.floats(-1e12, 1e12), min_size=18, max_size=18),
+    st.none(),
+    st.text(max_size=3),
+)
+_step = st.tuples(_command, st.floats(-0.01, 0.2), st.booleans(),
+                  st.one_of(st.floats(-0.01, 0.2), st.just(math.nan), st.just(math.inf)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_step, min_size=1, max_size=30))
+def test_property_nothing_outside_the_envelope_ever_leaves(robot, cal, cfg, steps):
+    """For any sequence of commands (NaN, inf, huge, negative, wrong length, not numbers) at any
+    times (also backwards or non-finite), every output is finite, inside [min, max], and its
+    driver units are the tension times the calibration."""
+    driver = TendonDriver(cal, cfg)
+    now = 0.0
+    for cmd, dt, send, tick_jitter in steps:
+        now += dt
+        if send:
+            driver.command(cmd, now)  # type: ignore[arg-type]
+        out = driver.output(now + tick_jitter)
+        assert out.tension_n.shape == (robot.n_muscles,)
+        assert np.all(np.isfinite(out.tension_n)) and np.all(np.isfinite(out.units))
+        assert np.all(out.tension_n >= cfg.min_tension_n)
+        assert np.all(out.tension_n <= cfg.max_tension_n)
+        np.testing.assert_allclose(out.units, cal.n_to_driver(out.tension_n))
+
+
+def test_config_rejects_min_above_max(config_dir):
+    with pytest.raises(ConfigError) as info:
+        parse(TendonDriverConfig, {"min_tension_n": 10.0, "max_tension_n": 5.0,
+                                   "rate_limit_n_s": 100.0, "watchdog_timeout_s": 0.1},
+              "hardware.yaml", "driver")
+    assert info.value.key == "driver.max_tension_n"
+
+
+def test_read_converts_counts_to_length_velocity_and_tension(robot, cal, cfg):
+    driver = TendonDriver(cal, cfg)
+    rng = np.random.default_rng(0)
+    l0 = cal.reference_length_m + rng.uniform(-0.02, 0.02, robot.n_muscles)
+    v = np.linspace(-0.1, 0.1, robot.n_muscles)  # lengthening speed [m/s]
+    f = np.linspace(5.0, 250.0, robot.n_muscles)
+    state = None
+    for k in range(200):
+        t = k * DT
+        state = driver.read(cal.length_to_encoder(l0 + v * t), cal.n_to_loadcell(f), t)
+        assert state.ok
+    assert state is not None
+    np.testing.assert_allclose(state.length_m, l0 + v * 199 * DT, atol=1e-12)
+    np.testing.assert_allclose(state.velocity_m_s, v, atol=1e-6)
+    np.testing.assert_allclose(state.tension_n, f, atol=1e-12)
+
+
+def test_read_faults(robot, cal, cfg):
+    driver = TendonDriver(cal, cfg)
+    m = robot.n_muscles
+    enc, cell = cal.length_to_encoder(cal.reference_length_m), cal.n_to_loadcell(np.full(m, 9.0))
+    good = driver.read(enc, cell, 0.0)
+    bad_enc = enc.copy()
+    bad_enc[2] = np.nan
+    s = driver.read(bad_enc, cell, DT)
+    assert any("encoder" in f and robot.muscle_names[2] in f for f in s.faults)
+    assert s.length_m[2] == good.length_m[2]
+    assert not driver.read(enc[:3], cell, 2 * DT).ok
+    assert not driver.read(enc, cell, 0.5 * DT).ok  # stamp before the previous one
+    assert not good._replace(faults=("x",)).ok
