@@ -30,24 +30,37 @@ class FilteredDifferentiator:
     def reset(self) -> None:
         self._x = np.full(self.size, np.nan)  # last accepted sample per element
         self._t = np.full(self.size, np.nan)  # its time [s]
+        self._common_t: float | None = None  # the time of every element's last sample, if shared
         self.velocity: FloatArray = np.zeros(self.size)  # filtered derivative [unit/s]
 
     def update(self, x: FloatArray, stamp_s: float, valid: BoolArray | None = None) -> FloatArray:
         """Take sample ``x`` at ``stamp_s``; elements where ``valid`` is False are skipped.
 
         The first sample of an element sets its velocity to zero. Samples not later than the
-        element's previous one are ignored.
+        element's previous one are ignored. ``valid=None`` means every element is valid.
         """
+        if valid is None and self._common_t is not None:
+            # fast path: every element sampled together, as in normal operation
+            dt = stamp_s - self._common_t
+            if dt > 0.0:
+                alpha = 1.0 - math.exp(-self._omega * dt)
+                raw = (x - self._x) / dt
+                self.velocity += alpha * (raw - self.velocity)
+                self._x[:] = x
+                self._t[:] = stamp_s
+                self._common_t = stamp_s
+            return self.velocity.copy()
         ok = np.ones(self.size, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
-        dt = stamp_s - self._t  # NaN where no previous sample
-        step = ok & (dt > 0.0)
+        dt_all = stamp_s - self._t  # NaN where no previous sample
+        step = ok & (dt_all > 0.0)
         if np.any(step):
-            alpha = 1.0 - np.exp(-self._omega * dt[step])
-            raw = (x[step] - self._x[step]) / dt[step]
-            self.velocity[step] += alpha * (raw - self.velocity[step])
+            alpha_v = 1.0 - np.exp(-self._omega * dt_all[step])
+            raw_v = (x[step] - self._x[step]) / dt_all[step]
+            self.velocity[step] += alpha_v * (raw_v - self.velocity[step])
         first = ok & np.isnan(self._t)
         self.velocity[first] = 0.0
         take = step | first
         self._x[take] = x[take]
         self._t[take] = stamp_s
+        self._common_t = stamp_s if np.all(self._t == stamp_s) else None
         return self.velocity.copy()

@@ -20,6 +20,11 @@ with everything the controller's model lacks:
 
 Commands arrive in driver units (:meth:`MockArm.set_command`), exactly as a real actuator module
 takes them; :meth:`MockArm.step` advances one physics step. Deterministic for a given seed.
+
+Stepping is split (``mj_step2`` then ``mj_step1``, bit-identical to ``mj_step``) so that between
+steps every position- and velocity-dependent quantity (tendon lengths and speeds, body poses)
+describes the current state: the envelope and the gauge use them without recomputing, and the
+sensors read the present, not the state one step ago.
 """
 
 from __future__ import annotations
@@ -183,9 +188,8 @@ class MockArm:
         self._cmd[:] = self._f
         self.clear_gauge()
         self.data.ctrl[:] = self._f
-        mujoco.mj_forward(self.model, self.data)
+        mujoco.mj_step1(self.model, self.data)  # positions and velocities of the new state
         self._steps = 0
-        self._synced_at = 0
 
     # -- commands and stepping ------------------------------------------------------------------
     def set_command(self, driver_units: npt.ArrayLike) -> None:
@@ -213,7 +217,8 @@ class MockArm:
         d.ctrl[:] = self._f
         if self._gauge_on:
             self._apply_gauge()
-        mujoco.mj_step(self.model, d)
+        mujoco.mj_step2(self.model, d)  # forces, acceleration, integration
+        mujoco.mj_step1(self.model, d)  # positions and velocities of the new state
         self._steps += 1
 
     @property
@@ -246,7 +251,6 @@ class MockArm:
         return self._gauge_force
 
     def _apply_gauge(self) -> None:
-        mujoco.mj_kinematics(self.model, self.data)
         p = self._elbow_world()
         pen = float((self._gauge_tip - p) @ self._gauge_axis) + self.config.gauge.contact_radius_m
         force = self.config.gauge.stiffness_n_m * pen if pen > 0.0 else 0.0
@@ -273,7 +277,6 @@ class MockArm:
 
     def read_tendons(self) -> tuple[FloatArray, FloatArray]:
         """(encoder counts (m,), load-cell counts (m,)), quantised, with noise."""
-        self._sync()
         cal = self.calibration
         enc = cal.length_to_encoder(self.data.ten_length + self._encoder_shift)
         cell = cal.n_to_loadcell(self._f)
@@ -285,17 +288,6 @@ class MockArm:
         return np.rint(enc), np.rint(cell)
 
     # -- true state (for evaluation, never for the controller) ----------------------------------
-    def _sync(self) -> None:
-        """Recompute position- and velocity-dependent quantities at the current state.
-
-        After ``mj_step`` they describe the state before the step. Recomputing them does not
-        change the trajectory: the next ``mj_step`` computes them again from the same state.
-        """
-        if self._synced_at != self._steps:
-            mujoco.mj_fwdPosition(self.model, self.data)
-            mujoco.mj_fwdVelocity(self.model, self.data)
-            self._synced_at = self._steps
-
     @property
     def q_rad(self) -> FloatArray:
         return np.array(self.data.qpos[self._qadr])
@@ -307,13 +299,11 @@ class MockArm:
     @property
     def hand_position_m(self) -> FloatArray:
         """World position of the task frame (the URDF ``hand`` frame, the wrist centre) [m]."""
-        self._sync()
         return np.array(self.data.xpos[self.arm.task_body_id])
 
     @property
     def elbow_position_m(self) -> FloatArray:
         """World position of the elbow point [m]."""
-        self._sync()
         return self._elbow_world()
 
     @property
@@ -329,18 +319,15 @@ class MockArm:
     @property
     def tendon_length_m(self) -> FloatArray:
         """(m,) true tendon lengths (the mock's own geometry) [m]."""
-        self._sync()
         return np.array(self.data.ten_length)
 
     @property
     def tendon_velocity_m_s(self) -> FloatArray:
         """(m,) true lengthening speeds [m/s]."""
-        self._sync()
         return np.array(self.data.ten_velocity)
 
     def tension_capacity_n(self) -> FloatArray:
         """(m,) deliverable tension at the current winch speeds (the motor envelope) [N]."""
-        self._sync()
         return np.clip(self._cap_a + self._cap_b * self.data.ten_velocity, 0.0, self._cap_hi)
 
     def warnings(self) -> dict[str, int]:
