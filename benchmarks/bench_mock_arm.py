@@ -98,8 +98,8 @@ def main() -> int:
     overhead = rows[0]["p50_ms"] / rows[2]["p50_ms"]
     print(f"MockArm.step / bare mj_step (p50): {overhead:.2f}")
     write_outputs(rows, "Mock arm benchmark",
-                  [f"hardware loop: {steps_per_s:.0f} steps/s = {factor:.1f}x real time "
-                   f"(1 kHz physics, 500 Hz sensor tick and driver)",
+                  [(f"hardware loop: {steps_per_s:.0f} steps/s = {factor:.1f}x real time "
+                    f"(1 kHz physics, 500 Hz sensor tick and driver)"),
                    f"MockArm.step costs {overhead:.2f}x a bare mj_step (p50)",
                    f"{robot.n_muscles} tendons, {robot.arm.n_joints} joints, {args.count} calls"],
                   args.out, "bench_mock_arm",

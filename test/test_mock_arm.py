@@ -295,3 +295,22 @@ def test_model_error_size_follows_config(robot, cal, mock_cfg):
     ratio = arm.model.body_mass[exact.model.body_mass > 0] / exact.model.body_mass[
         exact.model.body_mass > 0]
     assert np.all(np.abs(ratio - 1) <= 0.3) and np.abs(ratio - 1).max() > 0.1
+
+
+def test_joint_stops_hold_against_full_tension(robot, cal, mock_cfg):
+    """Every tendon in turn at the driver's maximum pulls its joints into their stops; the stops
+    (stiffened MuJoCo limit constraints) give way by little."""
+    arm = MockArm(robot, cal, mock_cfg)
+    worst = 0.0
+    for i in range(arm.m):
+        arm.reset(robot.home_pose_rad, 5.0)
+        f = np.full(arm.m, 5.0)
+        f[i] = 300.0
+        _hold(arm, f)
+        for _ in range(400):
+            arm.step()
+        q = arm.q_rad
+        worst = max(worst, float(np.max(np.maximum(q - robot.arm.upper_rad, 0.0)
+                                         + np.maximum(robot.arm.lower_rad - q, 0.0))))
+        assert arm.warnings() == {}
+    assert worst < 0.05

@@ -11,15 +11,18 @@ import pinocchio as pin
 import pytest
 from conftest import random_poses
 
+from musculo_control.errors import ConfigError
 from musculo_control.hardware.mock_arm import load_mock_config
 from musculo_control.hardware.mujoco_arm import (
     ModelErrorConfig,
+    PhysicsConfig,
     build_mujoco_arm,
     draw_model_error,
     site_name,
     tendon_jacobian,
     warning_counts,
 )
+from musculo_control.model.config import parse
 
 
 @pytest.fixture(scope="module")
@@ -165,6 +168,19 @@ def test_physics_config_reaches_the_model(robot, config_dir):
     np.testing.assert_allclose(m.dof_damping[arm.dof_adr], cfg.physics.joint_damping_nm_s_rad)
     np.testing.assert_allclose(m.dof_frictionloss[arm.dof_adr], cfg.physics.joint_frictionloss_nm)
     np.testing.assert_allclose(m.opt.gravity, robot.arm.config.gravity_m_s2)
+    np.testing.assert_allclose(m.jnt_solref[[arm.joint_id[n] for n in robot.arm.joint_names], 0],
+                               cfg.physics.joint_limit_time_constant_s)
+
+
+def test_physics_config_errors_name_the_key(robot):
+    with pytest.raises(ConfigError) as info:
+        parse(PhysicsConfig, {"timestep_s": 0.002, "joint_limit_time_constant_s": 0.003},
+              "mock_arm.yaml", "physics")
+    assert info.value.key == "physics.joint_limit_time_constant_s"
+    with pytest.raises(ConfigError) as info:
+        build_mujoco_arm(robot, PhysicsConfig(joint_damping_nm_s_rad=(0.1, 0.2)))
+    assert info.value.key == "physics.joint_damping_nm_s_rad"
+    assert "7 values" in info.value.expected
 
 
 def test_model_error_is_seeded_and_bounded(robot, exact):

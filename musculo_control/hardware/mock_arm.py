@@ -178,7 +178,11 @@ class MockArm:
         q0 = self.robot.arm.check_q(q0_rad, "MockArm.reset q0_rad")
         qd0 = np.zeros(self.n) if qd0_rad_s is None else self.robot.arm.check_q(
             qd0_rad_s, "MockArm.reset qd0_rad_s")
-        f0 = np.broadcast_to(np.asarray(tension_n, dtype=float), (self.m,))
+        try:
+            f0 = np.broadcast_to(np.asarray(tension_n, dtype=float), (self.m,))
+        except ValueError as exc:
+            raise InputError("MockArm.reset tension_n", f"a tension or {self.m} tensions",
+                             np.shape(tension_n)) from exc
         if not np.all(np.isfinite(f0)):
             raise InputError("MockArm.reset tension_n", "finite tensions", f0.tolist())
         mujoco.mj_resetData(self.model, self.data)
