@@ -205,3 +205,48 @@ def test_model_error_is_seeded_and_bounded(robot, exact):
 def test_model_error_off_gives_the_exact_model(robot):
     e = draw_model_error(robot, ModelErrorConfig(enabled=False), np.random.default_rng(0))
     assert not e.mass_scale and len(e.via_point_offset_m) == 0
+
+
+def test_oracle_holds_for_rotated_joint_frames_and_inertials(robot, config_dir, tmp_path):
+    """A URDF with rotated joint origins, rotated inertial frames and off-diagonal inertia:
+    MuJoCo's import and this builder keep link frames, so Jm, l and g(q) still agree."""
+    import shutil
+    import xml.etree.ElementTree as ET
+
+    from musculo_control.model.robot import load_robot
+
+    folder = tmp_path / "arm"
+    shutil.copytree(config_dir, folder)
+    urdf = folder / "arm.urdf"
+    tree = ET.parse(urdf)
+    moving = [j for j in tree.getroot().iter("joint") if j.get("type") != "fixed"]
+    for k, joint in enumerate(moving[1:4]):  # small tilts that keep every muscle's role
+        origin = joint.find("origin")
+        if origin is None:
+            origin = ET.SubElement(joint, "origin")
+        origin.set("rpy", f"{0.05 * (k + 1)} {-0.04 * k} 0.06")
+    for inertial in tree.getroot().iter("inertial"):
+        origin = inertial.find("origin")
+        if origin is None:
+            origin = ET.SubElement(inertial, "origin")
+        origin.set("rpy", "0.3 0.1 -0.2")
+        inertia = inertial.find("inertia")
+        if inertia is not None:
+            small = 0.05 * min(float(inertia.get(a, "0")) for a in ("ixx", "iyy", "izz"))
+            inertia.set("ixy", f"{small}")
+            inertia.set("ixz", f"{-small}")
+    tree.write(urdf)
+    shipped, robot = robot, load_robot(folder)
+    q = shipped.home_pose_rad
+    assert np.abs(robot.geometry.lengths_at(q, robot.new_data())
+                  - shipped.geometry.lengths_at(q, shipped.new_data())).max() > 1e-3
+    arm = build_mujoco_arm(robot)
+    pdata = robot.new_data()
+    for q in random_poses(robot, 20, seed=4):
+        data = _forward(arm, q, np.zeros(robot.arm.n_joints))
+        kin = robot.geometry.kinematics_at(q, pdata)
+        np.testing.assert_allclose(data.ten_length[arm.tendon_ids], kin.length_m, atol=1e-12)
+        np.testing.assert_allclose(tendon_jacobian(arm.model, data)[arm.tendon_ids][:, arm.dof_adr],
+                                   kin.jacobian, atol=1e-10)
+        g = pin.computeGeneralizedGravity(robot.arm.model, pdata, q)
+        np.testing.assert_allclose(data.qfrc_bias[arm.dof_adr], g, atol=1e-9)
