@@ -101,20 +101,16 @@ class ModelError:
     mass_scale: Mapping[str, float] = field(default_factory=dict)  # link -> factor [-]
     via_point_offset_m: FloatArray = field(default_factory=lambda: np.zeros((0, 3)))  # (P, 3)
 
-    @staticmethod
-    def none() -> ModelError:
-        return ModelError()
-
 
 def draw_model_error(robot: Robot, config: ModelErrorConfig,
                      rng: np.random.Generator) -> ModelError:
-    """Seeded model error: mass scale per moving link, an offset per via-point.
+    """Seeded model error: a mass scale per link (massless ones ignore it), an offset per via-point.
 
     Offsets have a uniformly random direction and a length uniform in [0, via_point_error_mm].
     """
-    n_points = sum(len(m.path) for m in robot.muscles_config.muscles)
     if not config.enabled:
         return ModelError()
+    n_points = sum(len(m.path) for m in robot.muscles_config.muscles)
     links = sorted(robot.arm.link_names())
     e = config.link_mass_error_percent / 100.0
     scales = {link: float(1.0 + rng.uniform(-e, e)) for link in links}
