@@ -335,7 +335,8 @@ class ActivationQP:
         s = self.structure
         Ax, l, u, c = self._Ax, self._l, self._u, self._c
         try:
-            s.fill(balance, lower, upper, rows, Ax, l, u, c)
+            with np.errstate(all="ignore"):  # NaN/inf inputs are caught just below, quietly
+                s.fill(balance, lower, upper, rows, Ax, l, u, c)
         except ValueError as exc:  # wrong shapes: a programming error upstream, reported
             return self._failure(f"bad QP input: {exc}")
         finite = bool(np.isfinite(Ax).all() and np.isfinite(l).all() and np.isfinite(u).all())
