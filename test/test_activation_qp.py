@@ -6,9 +6,9 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import random_poses
 from scipy.optimize import lsq_linear
 
-from conftest import random_poses
 from musculo_control.control.activation_qp import (
     ActivationQP,
     LinearRows,
@@ -243,7 +243,7 @@ def test_static_hold_cancels_gravity(robot, estimator, osqp_config):
         jm = s.muscle_jacobian
         fixed_tau = -jm[fixed].T @ robot.fixed_tension_n  # the finger muscles' torque
 
-        def muscle_torque(res):
+        def muscle_torque(res, jm=jm, fixed_tau=fixed_tau):
             return -jm[robot.controlled_idx].T @ res.tension_n + fixed_tau
 
         r9 = solve(qps["eq9"], balance_at(robot, s, g, False))
@@ -290,7 +290,7 @@ def test_activation_upper_bound_is_respected(robot, estimator, osqp_config):
         res = solve(qp, b, upper=np.full(15, 0.5))
         assert res.found
         assert np.all(res.activations <= 0.5) and np.all(res.activations >= 0.0)
-        a_ref, _, cost = bvls("eq11", b, np.zeros(15), np.full(15, 0.5))
+        _, _, cost = bvls("eq11", b, np.zeros(15), np.full(15, 0.5))
         assert res.objective == pytest.approx(cost, rel=1e-6)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import random_poses
 from scipy.optimize import lsq_linear
 
-from conftest import random_poses
 from musculo_control.control.baselines import (
     joint_stiffness_balance,
     joint_stiffness_torque,

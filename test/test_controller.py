@@ -249,7 +249,7 @@ def simulate(robot, estimator, controller, goal_of_t, duration_s, q0, dt=1e-3,
     n = robot.arm.n_joints
     q, qd = q0.copy(), np.zeros(n)
     snap, out, log = None, None, []
-    for i in range(int(round(duration_s / dt))):
+    for i in range(round(duration_s / dt)):
         t = i * dt
         if i % 50 == 0:
             snap = estimator.compute(q, qd, t)

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pinocchio as pin
 import pytest
-
 from conftest import random_poses
+
 from musculo_control.control.goal import HandGoal, WorkspaceConfig, check_goal
 from musculo_control.control.task_space import (
     GainsConfig,

@@ -28,6 +28,7 @@ the predictive joint limits (SPEC section 9).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -265,6 +266,19 @@ class QPStructure:
                              shape=(self.n_constraints, self.n_variables))
 
 
+def all_finite(*arrays: FloatArray) -> bool:
+    """True when no array holds a NaN or an infinity.
+
+    One sum per array instead of an elementwise test: a NaN or an infinity makes the sum
+    non-finite. A sum can also overflow from finite values beyond ~1e308, which then counts
+    as non-finite too; no torque, tension or activation gets there.
+    """
+    total = 0.0
+    for arr in arrays:
+        total += float(arr.sum())
+    return math.isfinite(total)
+
+
 def build_qp(formulation: str, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
              k: float, r: float, rows: LinearRows | None = None) -> QPMatrices:
     """The QP of one tick as matrices, without a solver (paper eq. 9-11)."""
@@ -339,8 +353,8 @@ class ActivationQP:
                 s.fill(balance, lower, upper, rows, Ax, l, u, c)
         except ValueError as exc:  # wrong shapes: a programming error upstream, reported
             return self._failure(f"bad QP input: {exc}")
-        finite = bool(np.isfinite(Ax).all() and np.isfinite(l).all() and np.isfinite(u).all())
-        if not finite or np.any(l > u):
+        finite = all_finite(Ax, l, u)
+        if not finite or (l > u).any():
             return self._failure("non-finite QP input" if not finite else "empty bound interval",
                                  build_time_s=time.perf_counter() - t0)
         if self._solver is None:
@@ -359,7 +373,7 @@ class ActivationQP:
             self.reset()  # an infeasible or unfinished iterate is no place to start from
             return self._failure(str(info.status), iters, solve_time, build)
         x = res.x
-        if not np.all(np.isfinite(x)):
+        if not all_finite(x):
             self.reset()
             return self._failure("non-finite QP solution", iters, solve_time, build)
         # the bounds hold to OSQP's tolerance; clip so a >= 0 holds exactly

@@ -32,6 +32,7 @@ from musculo_control.control.activation_qp import (
     QPConfig,
     QPResult,
     TorqueBalance,
+    all_finite,
 )
 from musculo_control.control.baselines import (
     BaselinesConfig,
@@ -106,7 +107,9 @@ class _SnapshotTerms:
         self.jm_controlled = np.ascontiguousarray(jm[robot.controlled_idx])  # (mc, n)
         # the uncontrolled muscles' Jm^T f_fixed (their torque is minus this)
         self.fixed_torque_nm = jm[robot.fixed_idx].T @ robot.fixed_tension_n  # (n,)
-        self.mass_matrix_inv = np.linalg.inv(snapshot.mass_matrix) if need_inverse else None
+        self.mass_matrix_inv: FloatArray | None = (
+            np.asarray(np.linalg.inv(snapshot.mass_matrix), dtype=np.float64) if need_inverse
+            else None)
 
 
 class _TickBase:
@@ -179,11 +182,11 @@ class _TickBase:
         tension = np.empty(self.robot.n_muscles)
         tension[self._ci] = controlled_tension
         tension[self._fi] = self.robot.fixed_tension_n
-        if not np.all(np.isfinite(tension)) or np.any(tension < self._f_min - _TENSION_SLACK_N):
+        # NaN fails every comparison, hence "not >=" rather than "<"
+        if not all_finite(tension) or not tension.min() >= self._f_min - _TENSION_SLACK_N:
             return self._fail(f"tension command out of range (non-finite or below f_min "
                               f"{self._f_min} N): {np.round(tension, 3).tolist()}", age, t0)
-        parts = (activations, tau_null, residual, tau_ref)
-        if not all(np.all(np.isfinite(p)) for p in parts):
+        if not all_finite(activations, tau_null, residual, tau_ref):
             return self._fail("non-finite controller state", age, t0)
         x = fresh.hand.position_m
         return ControlOutput(
@@ -240,8 +243,9 @@ class OSCController(_TickBase):
         rows = None
         if self._limits.enabled and terms.mass_matrix_inv is not None:
             jm = terms.jm_controlled
+            torque_matrix: FloatArray = jm.T * active  # B (n, m)
             rows = predictive_limit_rows(
-                terms.mass_matrix_inv, jm.T * active, passive @ jm + terms.fixed_torque_nm,
+                terms.mass_matrix_inv, torque_matrix, passive @ jm + terms.fixed_torque_nm,
                 snapshot.gravity_torque_nm + snapshot.coriolis_torque_nm, q, qd,
                 self.robot.arm.lower_rad, self.robot.arm.upper_rad, self._limits.horizon_s,
                 self._limits.margin_rad)

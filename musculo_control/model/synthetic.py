@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
@@ -79,9 +80,10 @@ def write_synthetic_arm(folder: Path, n_joints: int, n_muscles: int, *,
         z = (0.0 if j == 0 else -L) + h
         return ("base" if j == 0 else f"link{j}"), [*map(float, offset[:2]), z]
 
-    muscles = []
+    muscles: list[dict[str, Any]] = []
 
-    def add(name: str, origin: tuple[str, list[float]], insertion: tuple[str, list[float]]):
+    def add(name: str, origin: tuple[str, list[float]],
+            insertion: tuple[str, list[float]]) -> None:
         muscles.append({"name": name, "actuator_id": len(muscles) + 1,
                         "path": [{"link": origin[0], "point_m": origin[1]},
                                  {"link": insertion[0], "point_m": insertion[1]}]})
