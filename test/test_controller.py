@@ -315,3 +315,51 @@ def test_closed_loop_hold_on_the_shipped_arm(robot, config, estimator):
     _, log = simulate(robot, estimator, OSCController(robot, config), lambda t: goal, 0.2, q0)
     worst = max(np.linalg.norm(o.hand_error_m) for o in log)
     assert worst < 0.01, worst
+
+
+@pytest.mark.parametrize("formulation", ["eq9", "eq10", "eq11"])
+def test_static_hold_through_the_controller(synthetic, formulation):
+    """Zero task error and velocity on a well-conditioned arm: the muscles cancel gravity,
+    eq. 9 to 1e-6 Nm, eq. 10 and 11 (the latter up to its nullspace torque) to 1 % of ||g||."""
+    robot, cfg, estimator = synthetic
+    cfg = dataclasses.replace(cfg, qp=dataclasses.replace(cfg.qp, formulation=formulation))
+    rng = np.random.default_rng(30)
+    lo, hi = robot.arm.lower_rad, robot.arm.upper_rad
+    for q in [robot.home_pose_rad, *(lo + (hi - lo) * rng.uniform(0.3, 0.7, (5, 7)))]:
+        s = estimator.compute(q, np.zeros(7), 0.0)
+        goal = HandGoal.hold(s.hand_position_m, s.hand_rotation)
+        out = OSCController(robot, cfg).tick(s, q, np.zeros(7), goal, 0.0)
+        assert out.ok, out.reason
+        g = s.gravity_torque_nm
+        tau = -s.muscle_jacobian.T @ out.tension_n
+        if formulation == "eq9":
+            assert np.abs(tau - g).max() < 1e-6
+        else:
+            gap = tau - g - s.nullspace_projector @ out.tau_null_nm
+            assert np.linalg.norm(gap) <= 0.01 * np.linalg.norm(g)
+        if formulation != "eq11":
+            assert np.all(out.tau_null_nm == 0.0)
+
+
+def test_options_reach_the_qp(robot, config_dir, hold):
+    """activation_max, coriolis and predictive joint limits change what the tick computes."""
+    s0, goal = hold
+    s = dataclasses.replace(s0, qd_rad_s=np.full(7, 0.5))
+    qd = np.full(7, 0.5)
+    plain = make_controller("osc", robot, load_controller_config(config_dir)).tick(
+        s, s.q_rad, qd, goal, 0.0)
+    capped = make_controller("osc", robot, load_controller_config(
+        config_dir, {"qp.activation_max": 0.5})).tick(s, s.q_rad, qd, goal, 0.0)
+    assert capped.ok and capped.activations.max() <= 0.5 < plain.activations.max()
+    cor = make_controller("osc", robot, load_controller_config(
+        config_dir, {"qp.coriolis": True})).tick(s, s.q_rad, qd, goal, 0.0)
+    assert np.allclose(cor.tau_ref_nm - plain.tau_ref_nm, s.coriolis_torque_nm)
+    limited = make_controller("osc", robot, load_controller_config(
+        config_dir, {"qp.predictive_joint_limits.enabled": True}))
+    assert limited.qp.structure.n_limit_rows == 7
+    out = limited.tick(s, s.q_rad, qd, goal, 0.0)
+    assert out.ok, out.reason
+    with pytest.raises(ConfigError, match="margin_rad"):
+        make_controller("osc", robot, load_controller_config(
+            config_dir, {"qp.predictive_joint_limits.enabled": True,
+                         "qp.predictive_joint_limits.margin_rad": 5.0}))

@@ -225,7 +225,7 @@ class LiftedFreshQP:
 
 
 # -- timing -----------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Timing:
     """Wall times of a run of ticks [ms] and what the solver did."""
 

@@ -155,7 +155,7 @@ class QPMatrices(NamedTuple):
     structure: QPStructure
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq on arrays is ambiguous: compare fields
 class QPResult:
     """What one solve returns. When ``found`` is false the arrays are zeros and meaningless."""
 

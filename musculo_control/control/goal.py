@@ -52,7 +52,7 @@ def _rotation(value: npt.ArrayLike, what: str) -> FloatArray:
     return arr
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq on arrays is ambiguous: compare fields
 class HandGoal:
     """Desired hand state in the base frame (SPEC section 4).
 

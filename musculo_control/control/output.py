@@ -12,7 +12,7 @@ from musculo_control.model.robot import Robot
 FloatArray = npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq on arrays is ambiguous: compare fields
 class ControlOutput:
     """One 125 Hz tick's command and what the controller knew when it made it.
 
