@@ -325,8 +325,8 @@ class ActivationQP:
         self._zero_null = np.zeros(n_joints)
         self._failed_m = np.zeros(n_muscles)
         self._failed_n = np.zeros(n_joints)
-        self._failed_m.setflags(write=False)
-        self._failed_n.setflags(write=False)
+        for shared in (self._zero_null, self._failed_m, self._failed_n):
+            shared.setflags(write=False)  # handed out in results: nobody may change them
 
     @property
     def is_set_up(self) -> bool:
