@@ -196,7 +196,9 @@ def test_eq9_holds_the_torque_exactly_or_reports_infeasible(robot, estimator, os
         else:
             assert res.status == "maximum iterations reached"
             unsettled += int(oracle_feasible)
-    assert found > 0 and infeasible > 0  # both branches ran
+    # the found branch must run; infeasible cases occur on the weak stand-in arm and are also
+    # forced in test_eq9_far_goal_is_infeasible_not_nan, whatever the calibration
+    assert found > 0
     assert unsettled <= 0.2 * feasible
 
 
