@@ -1,0 +1,382 @@
+"""The ROS-free 125 Hz controllers: the operational-space controller and the paper's baselines.
+
+Every controller has ``tick(snapshot, q_rad, qd_rad_s, goal, t_s) -> ControlOutput`` and
+``reset()``, and is made by name with :func:`make_controller`:
+
+- ``osc``: operational-space control through the activation QP, formulation ``qp.formulation``
+  (eq. 11 by default; paper eq. 9-15);
+- ``osc-no-nullspace``: the same with eq. 10 (no nullspace torque), for experiment C;
+- ``joint-stiffness``: paper eq. 16; ``muscle-stiffness``: paper eq. 17. Both hold the joint
+  target ``q_des`` (``robot.home_pose_rad`` unless :meth:`set_joint_target` changes it) and
+  ignore the hand goal but for reporting the hand error.
+
+A tick never raises and never returns a NaN or a negative tension: a missing, stale or
+malformed input, an unsolved QP or any exception gives :func:`safe_output` (every muscle at the
+minimum tension) with the reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from musculo_control.control.activation_qp import (
+    ActivationQP,
+    OSQPConfig,
+    QPConfig,
+    QPResult,
+    TorqueBalance,
+    all_finite,
+)
+from musculo_control.control.baselines import (
+    BaselinesConfig,
+    joint_stiffness_balance,
+    joint_stiffness_torque,
+    muscle_stiffness_tension,
+)
+from musculo_control.control.fresh_state import FreshState, FreshStateEstimator
+from musculo_control.control.goal import HandGoal, WorkspaceConfig
+from musculo_control.control.joint_limits import predictive_limit_rows
+from musculo_control.control.output import ControlOutput, safe_output
+from musculo_control.control.task_space import (
+    GainsConfig,
+    reference_acceleration,
+    reference_torque,
+    task_rows,
+)
+from musculo_control.errors import ConfigError, InputError
+from musculo_control.estimation.snapshot import DynamicsSnapshot, TaskConfig
+from musculo_control.model.config import apply_overrides, parse, read_yaml, spec
+from musculo_control.model.robot import Robot
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Controller names accepted by :func:`make_controller`.
+CONTROLLER_NAMES = ("osc", "osc-no-nullspace", "joint-stiffness", "muscle-stiffness")
+#: Slack below f_min tolerated in a final tension check (rounding of a f_a + f_p) [N].
+_TENSION_SLACK_N = 1e-9
+
+
+@dataclass(frozen=True, kw_only=True)
+class ControllerConfig:
+    """The whole ``controller.yaml``."""
+
+    task: TaskConfig = spec(doc="task rows and decoupling mask (paper eq. 13)")
+    gains: GainsConfig = spec(GainsConfig(), doc="task-space gains (paper eq. 14-15)")
+    qp: QPConfig = spec(QPConfig(), doc="the activation QP (paper eq. 9-11)")
+    osqp: OSQPConfig = spec(OSQPConfig(), doc="OSQP settings")
+    baselines: BaselinesConfig = spec(doc="paper eq. 16-17")
+    workspace: WorkspaceConfig = spec(doc="where a hand goal may lie")
+
+
+def load_controller_config(config_dir: str | Path,
+                           overrides: dict[str, Any] | None = None) -> ControllerConfig:
+    """Parse ``controller.yaml`` of a config folder, with optional dotted-key overrides."""
+    path = Path(config_dir) / "controller.yaml"
+    data = read_yaml(path)
+    if overrides:
+        if not isinstance(data, dict):
+            raise ConfigError(str(path), "<top level>", "a mapping", type(data).__name__)
+        data = apply_overrides(data, overrides, str(path))
+    return parse(ControllerConfig, data, str(path))
+
+
+class Controller(Protocol):
+    """What every controller offers (the QP node and the simulation runner use only this)."""
+
+    name: str
+
+    def tick(self, snapshot: DynamicsSnapshot | None, q_rad: npt.ArrayLike,
+             qd_rad_s: npt.ArrayLike, goal: HandGoal, t_s: float) -> ControlOutput: ...
+
+    def reset(self) -> None: ...
+
+
+class _SnapshotTerms:
+    """Per-snapshot quantities, computed once per snapshot rather than once per tick."""
+
+    def __init__(self, robot: Robot, snapshot: DynamicsSnapshot, need_inverse: bool) -> None:
+        jm = snapshot.muscle_jacobian
+        self.snapshot = snapshot
+        self.jm_controlled = np.ascontiguousarray(jm[robot.controlled_idx])  # (mc, n)
+        # the uncontrolled muscles' Jm^T f_fixed (their torque is minus this)
+        self.fixed_torque_nm = jm[robot.fixed_idx].T @ robot.fixed_tension_n  # (n,)
+        self.mass_matrix_inv: FloatArray | None = (
+            np.asarray(np.linalg.inv(snapshot.mass_matrix), dtype=np.float64) if need_inverse
+            else None)
+
+
+class _TickBase:
+    """Input checks, snapshot age, fresh state and output assembly shared by all controllers."""
+
+    name = "base"
+
+    def __init__(self, robot: Robot, config: ControllerConfig,
+                 file: str = "controller.yaml") -> None:
+        config.task.check_joints(robot.arm.n_joints, file, "task")
+        self.robot = robot
+        self.config = config
+        self._fresh = FreshStateEstimator(robot)
+        self._terms: _SnapshotTerms | None = None
+        self._need_inverse = False
+        self._f_min = robot.hill.f_min_n
+        self._ci, self._fi = robot.controlled_idx, robot.fixed_idx
+
+    def reset(self) -> None:
+        self._terms = None
+
+    # -- the tick --------------------------------------------------------------------------
+    def tick(self, snapshot: DynamicsSnapshot | None, q_rad: npt.ArrayLike,
+             qd_rad_s: npt.ArrayLike, goal: HandGoal, t_s: float) -> ControlOutput:
+        """One control tick; never raises, never commands a NaN or a negative tension."""
+        t0 = time.perf_counter()
+        age = float("nan")
+        try:
+            if snapshot is None:
+                return self._fail("no dynamics snapshot yet", age, t0)
+            age = float(t_s) - snapshot.stamp_s
+            limit = self.config.qp.snapshot_max_age_s
+            if not np.isfinite(age):
+                return self._fail(f"non-finite time: t_s={t_s}, snapshot stamp "
+                                  f"{snapshot.stamp_s}", age, t0)
+            if age > limit:
+                return self._fail(f"dynamics snapshot {age * 1e3:.1f} ms old, limit "
+                                  f"{limit * 1e3:.1f} ms", age, t0)
+            if age < -limit:
+                return self._fail(f"dynamics snapshot stamped {-age * 1e3:.1f} ms in the future "
+                                  f"(clock mismatch?)", age, t0)
+            if not isinstance(goal, HandGoal):
+                return self._fail(f"goal must be a HandGoal, got {type(goal).__name__}", age, t0)
+            arm = self.robot.arm
+            q = arm.check_q(q_rad, "q_rad")
+            qd = arm.check_q(qd_rad_s, "qd_rad_s")
+            if self._terms is None or self._terms.snapshot is not snapshot:
+                self._terms = _SnapshotTerms(self.robot, snapshot, self._need_inverse)
+            fresh = self._fresh.compute(snapshot, q, qd)
+            return self._control(snapshot, self._terms, q, qd, fresh, goal, age, t0)
+        except InputError as exc:
+            return self._fail(str(exc), age, t0)
+        except Exception as exc:  # noqa: BLE001 - a control loop turns any fault into safe tension
+            return self._fail(f"{type(exc).__name__}: {exc}", age, t0)
+
+    def _control(self, snapshot: DynamicsSnapshot, terms: _SnapshotTerms, q: FloatArray,
+                 qd: FloatArray, fresh: FreshState, goal: HandGoal, age: float,
+                 t0: float) -> ControlOutput:
+        raise NotImplementedError
+
+    def _fail(self, reason: str, age: float, t0: float,
+              status: str = "not solved") -> ControlOutput:
+        return safe_output(self.robot, f"{self.name}: {reason}", age, status,
+                           time.perf_counter() - t0)
+
+    def _output(self, controlled_tension: FloatArray, activations: FloatArray,
+                tau_null: FloatArray, residual: FloatArray, tau_ref: FloatArray,
+                fresh: FreshState, goal: HandGoal, status: str, iterations: int,
+                solve_time_s: float, objective: float, age: float, t0: float) -> ControlOutput:
+        tension = np.empty(self.robot.n_muscles)
+        tension[self._ci] = controlled_tension
+        tension[self._fi] = self.robot.fixed_tension_n
+        # NaN fails every comparison, hence "not >=" rather than "<"
+        if not all_finite(tension) or not tension.min() >= self._f_min - _TENSION_SLACK_N:
+            return self._fail(f"tension command out of range (non-finite or below f_min "
+                              f"{self._f_min} N): {np.round(tension, 3).tolist()}", age, t0)
+        if not all_finite(activations, tau_null, residual, tau_ref):
+            return self._fail("non-finite controller state", age, t0)
+        x = fresh.hand.position_m
+        return ControlOutput(
+            ok=True, reason="", tension_n=tension, activations=activations,
+            tau_null_nm=tau_null, torque_residual_nm=residual, tau_ref_nm=tau_ref,
+            hand_position_m=x, hand_error_m=goal.position_m - x, solver_status=status,
+            iterations=iterations, solve_time_s=solve_time_s, snapshot_age_s=age,
+            objective=objective, compute_time_s=time.perf_counter() - t0)
+
+
+class OSCController(_TickBase):
+    """Biomimetic operational-space control (paper eq. 9-15; SPEC sections 4-5)."""
+
+    def __init__(self, robot: Robot, config: ControllerConfig, *, name: str = "osc",
+                 formulation: str | None = None, file: str = "controller.yaml") -> None:
+        super().__init__(robot, config, file)
+        self.name = name
+        self.formulation = formulation or config.qp.formulation
+        qp = config.qp
+        n, mc = robot.arm.n_joints, len(robot.controlled_idx)
+        self._rows = task_rows(config.task.rows, file)
+        self._limits = qp.predictive_joint_limits
+        if self._limits.enabled:
+            half = 0.5 * float(np.min(robot.arm.upper_rad - robot.arm.lower_rad))
+            if self._limits.margin_rad >= half:
+                raise ConfigError(file, "qp.predictive_joint_limits.margin_rad",
+                                  f"less than half the smallest joint range ({half:.3f} rad)",
+                                  self._limits.margin_rad)
+        self._need_inverse = self._limits.enabled
+        self.qp = ActivationQP(self.formulation, mc, n, k=qp.k, r=qp.r,
+                               osqp_config=config.osqp,
+                               n_limit_rows=n if self._limits.enabled else 0,
+                               accept_inaccurate=qp.accept_inaccurate)
+        self._lower = np.zeros(mc)
+        self._upper = np.full(mc, np.inf if qp.activation_max is None else qp.activation_max)
+
+    def reset(self) -> None:
+        super().reset()
+        self.qp.reset()
+
+    def _control(self, snapshot: DynamicsSnapshot, terms: _SnapshotTerms, q: FloatArray,
+                 qd: FloatArray, fresh: FreshState, goal: HandGoal, age: float,
+                 t0: float) -> ControlOutput:
+        xdd = reference_acceleration(goal, fresh.hand, self.config.gains, self._rows)
+        coriolis = snapshot.coriolis_torque_nm if self.config.qp.coriolis else None
+        tau_ref = reference_torque(snapshot.task_jacobian, snapshot.task_inertia, xdd,
+                                   snapshot.gravity_torque_nm, coriolis)
+        ci = self._ci
+        active, passive = fresh.forces.active_n[ci], fresh.forces.passive_n[ci]
+        balance = TorqueBalance(terms.jm_controlled, active, passive,
+                                tau_ref + terms.fixed_torque_nm,
+                                snapshot.nullspace_projector if self.formulation == "eq11"
+                                else None)
+        rows = None
+        if self._limits.enabled and terms.mass_matrix_inv is not None:
+            jm = terms.jm_controlled
+            torque_matrix: FloatArray = jm.T * active  # B (n, m)
+            rows = predictive_limit_rows(
+                terms.mass_matrix_inv, torque_matrix, passive @ jm + terms.fixed_torque_nm,
+                snapshot.gravity_torque_nm + snapshot.coriolis_torque_nm, q, qd,
+                self.robot.arm.lower_rad, self.robot.arm.upper_rad, self._limits.horizon_s,
+                self._limits.margin_rad)
+        res: QPResult = self.qp.solve(balance, self._lower, self._upper, rows)
+        if not res.found:
+            out = self._fail(f"QP {self.formulation} not solved: {res.status}", age, t0,
+                             res.status)
+            return _with_solver_info(out, res)
+        return self._output(res.tension_n, res.activations, res.tau_null, res.torque_residual_nm,
+                            tau_ref, fresh, goal, res.status, res.iterations, res.solve_time_s,
+                            res.objective, age, t0)
+
+
+def _with_solver_info(out: ControlOutput, res: QPResult) -> ControlOutput:
+    """A failure output that still reports the solver's status, iterations and time."""
+    return dataclasses.replace(out, solver_status=res.status, iterations=res.iterations,
+                               solve_time_s=res.solve_time_s)
+
+
+class _JointTargetMixin:
+    """The joint target q_des of the baselines (``robot.home_pose_rad`` by default)."""
+
+    robot: Robot
+
+    def _init_target(self) -> None:
+        self.joint_target_rad = self.robot.home_pose_rad.copy()
+
+    def set_joint_target(self, q_des_rad: npt.ArrayLike) -> None:
+        """Hold another joint pose from now on."""
+        self.joint_target_rad = self.robot.arm.check_q(q_des_rad, "q_des_rad").copy()
+        self._target_changed()
+
+    def _target_changed(self) -> None:
+        return None
+
+
+def _equivalent_activation(tension: FloatArray, forces_active: FloatArray,
+                           forces_passive: FloatArray) -> FloatArray:
+    """max(f - f_p, 0) / f_a where f_a > 0, else 0: the activation a tension amounts to."""
+    out = np.zeros_like(tension)
+    np.divide(np.maximum(tension - forces_passive, 0.0), forces_active, out=out,
+              where=forces_active > 0.0)
+    return out
+
+
+class JointStiffnessController(_JointTargetMixin, _TickBase):
+    """Baseline of paper eq. 16: a joint-space spring K (q_des - q) plus gravity, as a QP."""
+
+    name = "joint-stiffness"
+
+    def __init__(self, robot: Robot, config: ControllerConfig,
+                 file: str = "controller.yaml") -> None:
+        super().__init__(robot, config, file)
+        js = config.baselines.joint_stiffness
+        n = robot.arm.n_joints
+        if len(js.stiffness_nm_rad) != n:
+            raise ConfigError(file, "baselines.joint_stiffness.stiffness_nm_rad",
+                              f"{n} values (one per joint)", len(js.stiffness_nm_rad))
+        self._stiffness = np.array(js.stiffness_nm_rad)
+        mc = len(robot.controlled_idx)
+        # eq. 16 is eq. 10 in the tensions: same QP structure, variables f >= f_min
+        self.qp = ActivationQP("eq10", mc, n, k=js.k, r=config.qp.r, osqp_config=config.osqp,
+                               accept_inaccurate=config.qp.accept_inaccurate)
+        self._lower = np.full(mc, robot.hill.f_min_n)
+        self._upper = np.full(mc, np.inf)
+        self._init_target()
+
+    def reset(self) -> None:
+        super().reset()
+        self.qp.reset()
+
+    def _control(self, snapshot: DynamicsSnapshot, terms: _SnapshotTerms, q: FloatArray,
+                 qd: FloatArray, fresh: FreshState, goal: HandGoal, age: float,
+                 t0: float) -> ControlOutput:
+        target = joint_stiffness_torque(self._stiffness, self.joint_target_rad, q,
+                                        snapshot.gravity_torque_nm)
+        balance = joint_stiffness_balance(terms.jm_controlled, target, terms.fixed_torque_nm)
+        res = self.qp.solve(balance, self._lower, self._upper)
+        if not res.found:
+            return _with_solver_info(self._fail(f"QP eq16 not solved: {res.status}", age, t0,
+                                                res.status), res)
+        ci = self._ci
+        act = _equivalent_activation(res.tension_n, fresh.forces.active_n[ci],
+                                     fresh.forces.passive_n[ci])
+        return self._output(res.tension_n, act, np.zeros(self.robot.arm.n_joints),
+                            res.torque_residual_nm, target, fresh, goal, res.status,
+                            res.iterations, res.solve_time_s, res.objective, age, t0)
+
+
+class MuscleStiffnessController(_JointTargetMixin, _TickBase):
+    """Baseline of paper eq. 17: each muscle a spring towards its length at q_des."""
+
+    name = "muscle-stiffness"
+
+    def __init__(self, robot: Robot, config: ControllerConfig,
+                 file: str = "controller.yaml") -> None:
+        super().__init__(robot, config, file)
+        self._k_m = config.baselines.muscle_stiffness.stiffness_n_m
+        self._data = robot.new_data()
+        self._init_target()
+        self._target_changed()
+
+    def _target_changed(self) -> None:
+        lengths = self.robot.geometry.lengths_at(self.joint_target_rad, self._data)
+        self._length_des = lengths[self._ci]
+
+    def _control(self, snapshot: DynamicsSnapshot, terms: _SnapshotTerms, q: FloatArray,
+                 qd: FloatArray, fresh: FreshState, goal: HandGoal, age: float,
+                 t0: float) -> ControlOutput:
+        ci = self._ci
+        tension = muscle_stiffness_tension(fresh.muscle_length_m[ci], self._length_des,
+                                           self._k_m, self._f_min)
+        # the torque the tensions fall short of holding gravity, in the Jm^T f + tau = 0 sign
+        residual = terms.jm_controlled.T @ tension + terms.fixed_torque_nm \
+            + snapshot.gravity_torque_nm
+        act = _equivalent_activation(tension, fresh.forces.active_n[ci],
+                                     fresh.forces.passive_n[ci])
+        n = self.robot.arm.n_joints
+        return self._output(tension, act, np.zeros(n), residual, snapshot.gravity_torque_nm,
+                            fresh, goal, "none", 0, 0.0, 0.0, age, t0)
+
+
+def make_controller(name: str, robot: Robot, config: ControllerConfig,
+                    file: str = "controller.yaml") -> Controller:
+    """The controller called ``name`` (one of :data:`CONTROLLER_NAMES`)."""
+    if name == "osc":
+        return OSCController(robot, config, name="osc", file=file)
+    if name == "osc-no-nullspace":
+        return OSCController(robot, config, name=name, formulation="eq10", file=file)
+    if name == "joint-stiffness":
+        return JointStiffnessController(robot, config, file)
+    if name == "muscle-stiffness":
+        return MuscleStiffnessController(robot, config, file)
+    raise InputError("controller name", f"one of {list(CONTROLLER_NAMES)}", name)

@@ -1,0 +1,101 @@
+"""Task-space reference: orientation error, reference acceleration and torque (SPEC section 4).
+
+- Position: ``xdd_r = kp (x_des - x) + kd (xd_des - xd) + xdd_des`` (paper eq. 14).
+- Orientation: ``xdd_r = kr theta`` (paper eq. 15), with ``theta`` the rotation vector of
+  ``R_des R^T`` in world axes (the log map), of which the task keeps the world y and z parts.
+  The log map has no Euler-angle wrap: it is continuous everywhere but at a half-turn error.
+  An optional damping ``-kdr w`` (not in the paper; 0 by default) acts on the hand's angular
+  velocity; without a desired rotation only that damping remains.
+- Reference torque ``tau_ref = J^T Lambda xdd_r + g`` (+ ``C(q, qd) qd`` as an option).
+
+The 6-D vectors here follow Pinocchio's frame-Jacobian row order [vx, vy, vz, wx, wy, wz]; the
+task keeps the rows named in ``TaskConfig.rows``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import pinocchio as pin
+
+from musculo_control.control.goal import HandGoal
+from musculo_control.errors import ConfigError
+from musculo_control.estimation.snapshot import TASK_ROW_NAMES
+from musculo_control.model.config import spec
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GainsConfig:
+    """Task-space feedback gains (paper Table I; controller.yaml ``gains``)."""
+
+    kp_s2: float = spec(300.0, ge=0.0, doc="position stiffness per unit mass kp [1/s^2]")
+    kd_s: float | None = spec(None, ge=0.0,
+                              doc="position damping kd [1/s]; null: 2 sqrt(kp), critical")
+    kr_s2: float = spec(300.0, ge=0.0, doc="orientation stiffness kr [1/s^2]")
+    kdr_s: float = spec(0.0, ge=0.0,
+                        doc="orientation damping [1/s]; not in the paper, 0 keeps eq. 15 as is")
+
+    @property
+    def kd(self) -> float:
+        """kd [1/s]: the configured value or the critical damping 2 sqrt(kp)."""
+        return 2.0 * math.sqrt(self.kp_s2) if self.kd_s is None else self.kd_s
+
+
+class HandState(NamedTuple):
+    """The hand's pose and twist in world axes."""
+
+    position_m: FloatArray  # (3,)
+    velocity_m_s: FloatArray  # (3,)
+    rotation: FloatArray  # (3, 3) world_R_hand
+    angular_velocity_rad_s: FloatArray  # (3,) world axes
+
+
+def orientation_error(rotation_des: FloatArray, rotation: FloatArray) -> FloatArray:
+    """(3,) rotation vector theta [rad] in world axes with ``exp(theta) R = R_des``.
+
+    ``theta = log(R_des R^T)``: no Euler angles, so no wrap-around jumps (paper eq. 15).
+    """
+    return np.asarray(pin.log3(rotation_des @ rotation.T), dtype=float)
+
+
+def task_rows(rows: tuple[str, ...], file: str = "controller.yaml") -> npt.NDArray[np.intp]:
+    """Indices of the named task rows in the 6-D [vx, vy, vz, wx, wy, wz] order."""
+    for i, r in enumerate(rows):
+        if r not in TASK_ROW_NAMES:
+            raise ConfigError(file, f"task.rows[{i}]", f"one of {list(TASK_ROW_NAMES)}", r)
+    return np.array([TASK_ROW_NAMES.index(r) for r in rows], dtype=np.intp)
+
+
+def reference_acceleration_6d(goal: HandGoal, hand: HandState, gains: GainsConfig) -> FloatArray:
+    """(6,) [m/s^2; rad/s^2] reference acceleration of the hand (paper eq. 14-15)."""
+    out = np.empty(6)
+    out[:3] = (gains.kp_s2 * (goal.position_m - hand.position_m)
+               + gains.kd * (goal.velocity_m_s - hand.velocity_m_s)
+               + goal.acceleration_m_s2)
+    out[3:] = -gains.kdr_s * hand.angular_velocity_rad_s
+    if goal.rotation is not None:
+        out[3:] += gains.kr_s2 * orientation_error(goal.rotation, hand.rotation)
+    return out
+
+
+def reference_acceleration(goal: HandGoal, hand: HandState, gains: GainsConfig,
+                           rows: npt.NDArray[np.intp]) -> FloatArray:
+    """(k,) reference acceleration xdd_r of the task rows (paper eq. 14-15)."""
+    return reference_acceleration_6d(goal, hand, gains)[rows]
+
+
+def reference_torque(task_jacobian: FloatArray, task_inertia: FloatArray,
+                     acceleration: FloatArray, gravity_nm: FloatArray,
+                     coriolis_nm: FloatArray | None = None) -> FloatArray:
+    """(n,) tau_ref = J^T Lambda xdd_r + g (+ C qd) [Nm] (SPEC section 4)."""
+    tau = task_jacobian.T @ (task_inertia @ acceleration)
+    tau += gravity_nm
+    if coriolis_nm is not None:
+        tau += coriolis_nm
+    return tau

@@ -1,0 +1,132 @@
+"""Synthetic chain arms of any size, written as ordinary config folders (benchmarks and tests).
+
+``write_synthetic_arm(folder, n_joints, n_muscles)`` writes ``arm.urdf``, ``muscles.yaml`` and
+``robot.yaml`` for a hanging chain of equal links whose revolute joints alternate between the
+x and y axes. Every joint gets an agonist/antagonist pair of mono-articular muscles; the
+remaining muscles are bi-articular, spanning two neighbouring joints with the four sign
+combinations of their offsets. It is not a model of anything: it scales the controller's
+problem (m muscles, n joints) with a well-conditioned, fully controllable arm.
+
+:class:`SyntheticRobot` loads such a folder. It differs from :class:`Robot` in one respect: it
+samples muscle length ranges at random poses only, since the corners of a 28-joint box are 2^28.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from musculo_control.model.robot import FloatArray, Robot
+
+#: Up to this many joints, the joint box's corners are sampled as in :class:`Robot`.
+_MAX_CORNER_JOINTS = 10
+
+
+def _axis(j: int) -> tuple[int, int, int]:
+    return (1, 0, 0) if j % 2 == 0 else (0, 1, 0)
+
+
+def _perpendicular(j: int) -> np.ndarray:
+    """The in-plane direction across joint j's axis along which its muscles are offset."""
+    return np.array([0.0, 1.0, 0.0]) if j % 2 == 0 else np.array([1.0, 0.0, 0.0])
+
+
+def write_synthetic_arm(folder: Path, n_joints: int, n_muscles: int, *,
+                        link_length_m: float = 0.1, link_mass_kg: float = 0.4,
+                        offset_m: float = 0.03, limit_rad: float = 1.2,
+                        home_bend_rad: float = 0.35) -> Path:
+    """Write a synthetic arm config folder; returns ``folder``.
+
+    Needs ``2 n_joints <= n_muscles <= 2 n_joints + 4 (n_joints - 1)``.
+    """
+    n, m = n_joints, n_muscles
+    if not 2 * n <= m <= 2 * n + 4 * (n - 1):
+        raise ValueError(f"{m} muscles for {n} joints: need between {2 * n} and "
+                         f"{2 * n + 4 * (n - 1)}")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    L = link_length_m
+    inertia = link_mass_kg * L * L / 12.0
+    links = ['  <link name="base"/>']
+    joints = []
+    for j in range(n):
+        links.append(
+            f'  <link name="link{j + 1}"><inertial><origin xyz="0 0 {-L / 2}"/>'
+            f'<mass value="{link_mass_kg}"/><inertia ixx="{inertia}" iyy="{inertia}" '
+            f'izz="{inertia / 10}" ixy="0" ixz="0" iyz="0"/></inertial></link>')
+        parent = "base" if j == 0 else f"link{j}"
+        z = 0.0 if j == 0 else -L
+        ax = " ".join(map(str, _axis(j)))
+        joints.append(
+            f'  <joint name="j{j + 1}" type="revolute"><parent link="{parent}"/>'
+            f'<child link="link{j + 1}"/><origin xyz="0 0 {z}"/><axis xyz="{ax}"/>'
+            f'<limit lower="{-limit_rad}" upper="{limit_rad}" effort="100" velocity="3"/>'
+            f'</joint>')
+    links.append('  <link name="hand"/>')
+    joints.append(f'  <joint name="hand_fixed" type="fixed"><parent link="link{n}"/>'
+                  f'<child link="hand"/><origin xyz="0 0 {-L}"/></joint>')
+    urdf = "\n".join(['<?xml version="1.0"?>', f'<robot name="synthetic_{n}_{m}">', *links,
+                      *joints, "</robot>", ""])
+    (folder / "arm.urdf").write_text(urdf)
+
+    h = 0.4 * L  # how far from the joint the muscle attaches, along the link
+
+    def parent_point(j: int, offset: np.ndarray) -> tuple[str, list[float]]:
+        """A point on joint j's parent link, h above the joint."""
+        z = (0.0 if j == 0 else -L) + h
+        return ("base" if j == 0 else f"link{j}"), [*map(float, offset[:2]), z]
+
+    muscles: list[dict[str, Any]] = []
+
+    def add(name: str, origin: tuple[str, list[float]],
+            insertion: tuple[str, list[float]]) -> None:
+        muscles.append({"name": name, "actuator_id": len(muscles) + 1,
+                        "path": [{"link": origin[0], "point_m": origin[1]},
+                                 {"link": insertion[0], "point_m": insertion[1]}]})
+
+    for j in range(n):
+        for sign, tag in ((1.0, "a"), (-1.0, "b")):
+            off = sign * offset_m * _perpendicular(j)
+            add(f"m{j + 1}{tag}", parent_point(j, off),
+                (f"link{j + 1}", [*map(float, off[:2]), -h]))
+    signs = ((1, 1), (1, -1), (-1, 1), (-1, -1))
+    k = 0
+    while len(muscles) < m:
+        j, (s1, s2) = k % (n - 1), signs[(k // (n - 1)) % 4]
+        off = offset_m * (s1 * _perpendicular(j) + s2 * _perpendicular(j + 1)) / math.sqrt(2)
+        add(f"b{j + 1}_{j + 2}_{k // (n - 1)}", parent_point(j, off),
+            (f"link{j + 2}", [*map(float, off[:2]), -h]))
+        k += 1
+    (folder / "muscles.yaml").write_text(yaml.safe_dump(
+        {"length_range_samples": 4096, "length_range_seed": 0, "muscles": muscles},
+        sort_keys=False))
+    home = [home_bend_rad * (1 if j % 3 else -1) for j in range(n)]
+    robot = {
+        "arm": {"urdf": "arm.urdf", "joints": [f"j{j + 1}" for j in range(n)],
+                "task_frame": "hand", "gravity_m_s2": [0.0, 0.0, -9.81]},
+        "muscles_file": "muscles.yaml",
+        "hill": {"f1_n": 200.0, "f2_n": 40.0, "f_min_n": 5.0},
+        "home_pose_rad": home,
+    }
+    (folder / "robot.yaml").write_text(yaml.safe_dump(robot, sort_keys=False))
+    return folder
+
+
+class SyntheticRobot(Robot):
+    """A :class:`Robot` that skips the joint-box corners when there are too many of them."""
+
+    def sample_poses(self, count: int, seed: int) -> FloatArray:
+        if self.arm.n_joints <= _MAX_CORNER_JOINTS:
+            return super().sample_poses(count, seed)
+        lo, hi = self.arm.lower_rad, self.arm.upper_rad
+        rng = np.random.default_rng(seed)
+        return lo + (hi - lo) * rng.random((count, self.arm.n_joints))
+
+
+def full_task_mask(n_rows: int, n_joints: int) -> tuple[tuple[bool, ...], ...]:
+    """A decoupling mask that lets every task row use every joint (no eq. 13 decoupling)."""
+    return tuple(tuple(True for _ in range(n_joints)) for _ in range(n_rows))
