@@ -17,6 +17,7 @@ from musculo_control.errors import MusculoError
 COMMANDS = (
     "musculo_control.commands.model_report",
     "musculo_control.commands.bench",
+    "musculo_control.commands.simulate",
 )
 
 

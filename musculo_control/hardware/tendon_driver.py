@@ -141,6 +141,18 @@ class TendonDriver:
         self._cmd_fault = ""
         return ()
 
+    def prime(self, tension_n: npt.ArrayLike, stamp_s: float) -> tuple[str, ...]:
+        """Start as if already sending ``tension_n`` at ``stamp_s`` (an arm that was holding).
+
+        The command goes through the same checks and clamp as :meth:`command`; the output then
+        starts at it instead of ramping up from the minimum tension. Returns the faults found.
+        """
+        faults = self.command(tension_n, stamp_s)
+        if not faults:
+            self._out = self._target.copy()
+            self._out_stamp = float(stamp_s)
+        return faults
+
     def _bad(self, stamp: float, reason: str) -> tuple[str, ...]:
         self._cmd_fault = reason
         self._cmd_stamp = stamp if math.isfinite(stamp) else self._cmd_stamp

@@ -1,0 +1,52 @@
+"""The potentiometer reader and the tendon driver of a config folder, from ``hardware.yaml``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+from musculo_control.errors import ConfigError
+from musculo_control.hardware.calibration import Calibration, load_calibration
+from musculo_control.hardware.potentiometer import PotentiometerReader, PotentiometerReaderConfig
+from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
+from musculo_control.model.config import parse, read_yaml
+from musculo_control.model.robot import Robot
+
+#: Top-level sections of hardware.yaml.
+SECTIONS = ("calibration", "driver", "potentiometer_reader")
+
+
+class Drivers(NamedTuple):
+    """The logic of the two driver nodes, sharing one calibration."""
+
+    calibration: Calibration
+    potentiometers: PotentiometerReader
+    tendons: TendonDriver
+
+
+def load_drivers(robot: Robot, file: str | Path | None = None) -> Drivers:
+    """Build both drivers from ``hardware.yaml`` (default: the robot's config folder)."""
+    path = Path(file) if file is not None else robot.config_dir / "hardware.yaml"
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(str(path), "<top level>", f"a mapping with keys {list(SECTIONS)}", data)
+    for key in data:
+        if key not in SECTIONS:
+            raise ConfigError(str(path), str(key), f"one of the known keys {list(SECTIONS)}",
+                              "unknown key")
+    for key in SECTIONS:
+        if key not in data:
+            raise ConfigError(str(path), key, "a section", "missing")
+    calibration = load_calibration(robot, path)
+    pot_cfg = parse(PotentiometerReaderConfig, data["potentiometer_reader"], str(path),
+                    "potentiometer_reader")
+    drv_cfg = parse(TendonDriverConfig, data["driver"], str(path), "driver")
+    if drv_cfg.min_tension_n < robot.hill.f_min_n:
+        raise ConfigError(str(path), "driver.min_tension_n",
+                          f"at least the Hill model's f_min = {robot.hill.f_min_n} N "
+                          f"({robot.robot_file})", drv_cfg.min_tension_n)
+    return Drivers(
+        calibration,
+        PotentiometerReader(calibration, robot.arm.lower_rad, robot.arm.upper_rad, pot_cfg),
+        TendonDriver(calibration, drv_cfg),
+    )
