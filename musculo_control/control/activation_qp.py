@@ -319,6 +319,7 @@ class ActivationQP:
         self._accepted = {_SOLVED, _SOLVED_INACCURATE} if accept_inaccurate else {_SOLVED}
         self._Ax, self._l, self._u, self._c = self.structure.new_buffers()
         self._solver: osqp.OSQP | None = None
+        self._max_iter_override: int | None = None  # see limit_iterations
         s = self.structure
         self._zero_x = np.zeros(s.n_variables)
         self._zero_y = np.zeros(s.n_constraints)
@@ -336,6 +337,17 @@ class ActivationQP:
         """Forget the warm start (the next solve starts from zero)."""
         if self._solver is not None:
             self._solver.warm_start(x=self._zero_x, y=self._zero_y)
+
+    def limit_iterations(self, max_iter: int | None) -> None:
+        """Cap OSQP's iterations at ``max_iter`` (``None``: back to the configured limit).
+
+        For fault injection: a cap of 1 makes every solve end unsolved ("maximum iterations
+        reached"), the run-time failure the controller must survive.
+        """
+        limit = self.settings["max_iter"] if max_iter is None else int(max_iter)
+        self._max_iter_override = max_iter
+        if self._solver is not None:
+            self._solver.update_settings(max_iter=limit)
 
     def _failure(self, status: str, iterations: int = 0, solve_time_s: float = 0.0,
                  build_time_s: float = 0.0) -> QPResult:
@@ -362,6 +374,8 @@ class ActivationQP:
             solver.setup(s.P_matrix(), np.zeros(s.n_variables), s.A_matrix(Ax), l, u,
                          **self.settings)
             self._solver = solver
+            if self._max_iter_override is not None:
+                solver.update_settings(max_iter=self._max_iter_override)
         else:
             self._solver.update(Ax=Ax, l=l, u=u)
         build = time.perf_counter() - t0
