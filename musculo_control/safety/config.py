@@ -65,8 +65,8 @@ class SafetyConfig:
     resume_ramp_s: float = spec(gt=0.0, doc="on resuming, the goal starts at the hand's pose "
                                             "and velocity and joins the real goal over this "
                                             "[s]")
-    saturation_timeout_s: float = spec(gt=0.0, doc="a tension pinned at the limit longer: "
-                                                   "fault [s]")
+    saturation_timeout_s: float = spec(gt=0.0, doc="a tension above the limit longer: "
+                                                   "warning saturation_persistent [s]")
     tendons: TendonMonitorConfig = spec(doc="per-tendon checks")
     consistency: ConsistencyConfig = spec(doc="joint angles against muscle lengths")
     log_length: int = spec(256, ge=1, doc="state transitions kept in memory")

@@ -1,8 +1,9 @@
 """Joint angles against muscle lengths: analytical redundancy between two sensor sets.
 
 Eighteen winch encoders measure the muscle lengths; seven potentiometers measure the joint
-angles; the model says what the lengths are at those angles (to first order around the latest
-dynamics snapshot, ``l = l_snap + Jm (q - q_snap)``). The mismatch ``r = l_measured - l_model``
+angles; the model says what the lengths are at those angles (computed exactly at the measured angles:
+a first-order step ``l_snap + Jm (q - q_snap)`` from a snapshot up to 50 ms old misses
+millimetres when a light joint whips). The mismatch ``r = l_measured - l_model``
 is not zero (via-point and calibration errors of a few millimetres) but changes slowly with the
 pose, so the check compares ``r`` with a baseline that follows it through a first-order lag
 ``tau`` (``baseline_time_constant_s``) and fires when a muscle departs from it by more than

@@ -116,10 +116,12 @@ RULES: tuple[Rule, ...] = (
          "the control tick it happens in",
          "the command is clamped to [min, max] (the driver clamps again); control goes on",
          "immediate"),
-    Rule("saturation_persistent", FAULT, True, "supervisor",
-         "a tendon commanded above the limit for longer than `saturation_timeout_s` (the task "
-         "cannot be held; a motor would run at full current; unlatched it would cycle between "
-         "pulling and going limp)", "`saturation_timeout_s`", _MIN, _ACK),
+    Rule("saturation_persistent", WARNING, False, "supervisor",
+         "a tendon commanded above the limit for longer than `saturation_timeout_s`: the task "
+         "asks more than the arm can give (the actuator's own current limit protects the "
+         "motor; going limp would drop the arm for asking too much)",
+         "`saturation_timeout_s`", "the command stays clamped; control goes on",
+         "immediate, when the demand falls below the limit"),
     Rule("command_watchdog", FAULT, False, "tendon driver",
          "no command for `driver.watchdog_timeout_s` (the controller stopped), a bad command or "
          "a clock fault", "`watchdog_timeout_s` after the last command, at a 500 Hz driver tick",

@@ -118,6 +118,7 @@ class Supervisor:
         self.consistency = ConsistencyMonitor(robot.muscle_names, config.consistency)
         self.goals = GoalGate(workspace)
         self._hand = FreshStateEstimator(robot)  # the hand's state when control resumes
+        self._data = robot.new_data()  # Pinocchio data of the consistency check
         self.transitions: deque[Transition] = deque(maxlen=config.log_length)
         self.reset()
 
@@ -195,11 +196,12 @@ class Supervisor:
         joints_ok = self._check_joints(t, joints, joint_faults, add)
         tendons_ok = self._check_tendons(t, tendons, add)
         snapshot_ok = self._check_snapshot(t, snapshot, add)
-        if (cfg.consistency.enabled and joints_ok and tendons_ok and snapshot_ok
-                and joints is not None and tendons is not None and snapshot is not None
+        if (cfg.consistency.enabled and joints_ok and tendons_ok
+                and joints is not None and tendons is not None
                 and abs(joints.stamp_s - tendons.stamp_s) <= cfg.consistency.max_stamp_skew_s):
-            model = snapshot.muscle_length_m + snapshot.muscle_jacobian @ (
-                joints.q_rad - snapshot.q_rad)
+            # exact model lengths at the measured angles (~20 us): a first-order step from a
+            # snapshot 50 ms old misses millimetres when a light joint whips
+            model = self.robot.geometry.lengths_at(joints.q_rad, self._data)
             finding = self.consistency.update(joints.stamp_s, tendons.length_m, model,
                                               tendons.velocity_m_s)
             if finding is not None:
