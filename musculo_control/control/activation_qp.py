@@ -369,6 +369,11 @@ class ActivationQP:
         if not finite or (l > u).any():
             return self._failure("non-finite QP input" if not finite else "empty bound interval",
                                  build_time_s=time.perf_counter() - t0)
+        if np.abs(c).max() >= _OSQP_INFTY or np.abs(Ax).max() >= _OSQP_INFTY:
+            # OSQP would clip such an equality bound to its infinity, find l > u, refuse the
+            # update without raising and solve the previous tick's problem again
+            return self._failure("QP input beyond the solver's range (|value| >= OSQP_INFTY)",
+                                 build_time_s=time.perf_counter() - t0)
         if self._solver is None:
             solver = osqp.OSQP()
             solver.setup(s.P_matrix(), np.zeros(s.n_variables), s.A_matrix(Ax), l, u,

@@ -51,7 +51,8 @@ class ConsistencyMonitor:
         """Compare one pair of samples taken at ``stamp_s`` [s], with the measured muscle
         length rates ``rate_m_s`` [m/s]; ``None`` when they agree."""
         r = measured_m - model_m
-        if not bool(np.isfinite(r).all()):
+        if not (bool(np.isfinite(r).all()) and bool(np.isfinite(rate_m_s).all())
+                and math.isfinite(stamp_s)):
             return None  # non-finite inputs are other rules' business
         if self._baseline is None or self._travel is None:
             self._baseline = r.copy()

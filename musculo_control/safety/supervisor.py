@@ -53,6 +53,12 @@ RUNNING, FAULT_STATE, HOLDING, LATCHED = "running", "fault", "holding", "latched
 _TENSION_SLACK_N = 1e-9
 
 
+def _shaped(state: TendonState, m: int) -> bool:
+    """Every array of a tendon state has one value per muscle."""
+    return (np.shape(state.length_m) == (m,) and np.shape(state.velocity_m_s) == (m,)
+            and np.shape(state.tension_n) == (m,))
+
+
 class SafetyReport(NamedTuple):
     """What the supervisor found at one tick (the payload of a /diagnostics status)."""
 
@@ -157,7 +163,7 @@ class Supervisor:
 
     def tendon_sample(self, state: TendonState) -> None:
         """Run the tendon monitor on one tendon state (a faulted sample is skipped)."""
-        if state.ok:
+        if state.ok and _shaped(state, self.m):
             for f in self.monitor.check(state):
                 self._pending[f.rule] = f
 
@@ -176,9 +182,27 @@ class Supervisor:
     def tick(self, t_s: float, controller: Controller, *, joints: PotentiometerReading | None,
              tendons: TendonState | None, snapshot: DynamicsSnapshot | None, goal: object,
              joint_faults: Sequence[str] = ()) -> SupervisedOutput:
-        """One control tick: check every input, tick the controller, check its command."""
+        """One control tick: check every input, tick the controller, check its command.
+
+        Never raises: an exception inside (a bug) is itself a fault, with minimum tension."""
+        try:
+            return self._tick(float(t_s), controller, joints, tendons, snapshot, goal,
+                              joint_faults)
+        except Exception as exc:  # noqa: BLE001 - the last line before the actuators
+            finding = Finding("command_invalid", f"supervisor error {type(exc).__name__}: {exc}")
+            t = float(t_s) if isinstance(t_s, (int, float)) else math.nan
+            self._last_fault_t = t if math.isfinite(t) else self._last_fault_t
+            report = SafetyReport(t, FAULT_STATE, (finding,), (), tuple(self._latched.values()))
+            if self.state != FAULT_STATE:
+                self.transitions.append(Transition(t, self.state, FAULT_STATE, report.summary()))
+                self.state = FAULT_STATE
+            self.report = report
+            return SupervisedOutput(self._safe(report, None), report)
+
+    def _tick(self, t: float, controller: Controller, joints: PotentiometerReading | None,
+              tendons: TendonState | None, snapshot: DynamicsSnapshot | None, goal: object,
+              joint_faults: Sequence[str]) -> SupervisedOutput:
         cfg = self.config
-        t = float(t_s)
         faults: dict[str, Finding] = {}
         warnings: dict[str, Finding] = {}
 
@@ -269,6 +293,11 @@ class Supervisor:
         if joints is None:
             add(Finding("joint_state", "no joint state received yet"))
             return False
+        n = self.robot.arm.n_joints
+        if np.shape(joints.q_rad) != (n,) or np.shape(joints.qd_rad_s) != (n,):
+            add(Finding("joint_state", f"joint state of shape {np.shape(joints.q_rad)}, "
+                                       f"expected ({n},)"))
+            return False
         age = t - joints.stamp_s
         if not age <= self.config.joint_state_timeout_s:
             add(Finding("joint_state_stale", f"newest joint sample is {age * 1e3:.1f} ms old "
@@ -286,6 +315,10 @@ class Supervisor:
             return False
         if tendons.faults:
             add(Finding("tendon_state", "; ".join(tendons.faults)))
+            return False
+        if not _shaped(tendons, self.m):
+            add(Finding("tendon_state", f"tendon state of shape {np.shape(tendons.length_m)}, "
+                                        f"expected ({self.m},)"))
             return False
         age = t - tendons.stamp_s
         if not age <= self.config.tendon_state_timeout_s:

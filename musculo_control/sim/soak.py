@@ -293,6 +293,19 @@ class _Observer:
         self._kind = ""
 
 
+def rss_bytes() -> int:
+    """Resident set size of this process [bytes] (C extensions included, unlike tracemalloc);
+    0 where /proc is missing."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            pages = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    import os
+
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
 def _percentiles(values: FloatArray) -> dict[str, float]:
     if values.size == 0:
         return {"p50": math.nan, "p99": math.nan, "max": math.nan}
@@ -325,19 +338,19 @@ def run_soak(setup: Setup, cfg: SoakConfig, safety_overrides: dict[str, Any] | N
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start()
-    memory: list[tuple[float, int]] = []  # (t, traced bytes) after the warm-up
+    memory: list[tuple[float, int, int]] = []  # (t, traced bytes, RSS bytes) after warm-up
     baseline_snapshot = None
     wall0 = time.perf_counter()
     try:
         if cfg.warmup_s > 0.0:
             loop.run(min(cfg.warmup_s, cfg.duration_s), schedule.goal_at,
                      hook=schedule.step_hook, on_control=on_control)
-        memory.append((loop.time_s, tracemalloc.get_traced_memory()[0]))
+        memory.append((loop.time_s, tracemalloc.get_traced_memory()[0], rss_bytes()))
         baseline_snapshot = tracemalloc.take_snapshot()
         while loop.time_s < cfg.duration_s - 1e-9:
             step = min(chunk, cfg.duration_s - loop.time_s)
             loop.run(step, schedule.goal_at, hook=schedule.step_hook, on_control=on_control)
-            memory.append((loop.time_s, tracemalloc.get_traced_memory()[0]))
+            memory.append((loop.time_s, tracemalloc.get_traced_memory()[0], rss_bytes()))
             if progress is not None:
                 wall = time.perf_counter() - wall0
                 progress(f"soak: {loop.time_s:7.0f} s simulated, {wall:6.0f} s wall, "
@@ -358,7 +371,9 @@ def run_soak(setup: Setup, cfg: SoakConfig, safety_overrides: dict[str, Any] | N
                                      "bytes": int(stat.size_diff), "count": int(stat.count_diff)})
     t_mem = np.array([m[0] for m in memory])
     b_mem = np.array([m[1] for m in memory], dtype=float)
+    rss = np.array([m[2] for m in memory], dtype=float)
     slope = float(np.polyfit(t_mem, b_mem, 1)[0]) * 3600.0 if len(memory) >= 3 else math.nan
+    rss_slope = float(np.polyfit(t_mem, rss, 1)[0]) * 3600.0 if len(memory) >= 3 else math.nan
     windows = observer.windows[:observer.n_windows]
     rests = windows[windows[:, 1] == 1.0]
     holds = windows[windows[:, 1] == 0.0]
@@ -375,6 +390,9 @@ def run_soak(setup: Setup, cfg: SoakConfig, safety_overrides: dict[str, Any] | N
             "max_above_start_bytes": int(b_mem.max() - b_mem[0]),
             "slope_bytes_per_hour": slope, "peak_bytes": int(peak),
             "samples": len(memory), "largest_growth_sites": growth_sites,
+            "rss_start_bytes": int(rss[0]), "rss_end_bytes": int(rss[-1]),
+            "rss_max_bytes": int(rss.max()), "rss_slope_bytes_per_hour": rss_slope,
+            "traced_series": [[round(float(t), 1), int(b)] for t, b in zip(t_mem, b_mem)],
         },
         "rest": {
             "count": int(len(rests)),
