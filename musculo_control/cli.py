@@ -18,6 +18,7 @@ COMMANDS = (
     "musculo_control.commands.model_report",
     "musculo_control.commands.bench",
     "musculo_control.commands.simulate",
+    "musculo_control.commands.report",
 )
 
 
