@@ -46,6 +46,7 @@ from musculo_control.control.joint_limits import predictive_limit_rows
 from musculo_control.control.output import ControlOutput, safe_output
 from musculo_control.control.task_space import (
     GainsConfig,
+    nullspace_damping_torque,
     reference_acceleration,
     reference_torque,
     task_rows,
@@ -234,6 +235,10 @@ class OSCController(_TickBase):
         coriolis = snapshot.coriolis_torque_nm if self.config.qp.coriolis else None
         tau_ref = reference_torque(snapshot.task_jacobian, snapshot.task_inertia, xdd,
                                    snapshot.gravity_torque_nm, coriolis)
+        kv = self.config.gains.nullspace_damping_s
+        if kv > 0.0:
+            tau_ref += nullspace_damping_torque(snapshot.nullspace_projector,
+                                                snapshot.mass_matrix, qd, kv)
         ci = self._ci
         active, passive = fresh.forces.active_n[ci], fresh.forces.passive_n[ci]
         balance = TorqueBalance(terms.jm_controlled, active, passive,
