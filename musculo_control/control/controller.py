@@ -220,7 +220,8 @@ class OSCController(_TickBase):
         self.qp = ActivationQP(self.formulation, mc, n, k=qp.k, r=qp.r,
                                osqp_config=config.osqp,
                                n_limit_rows=n if self._limits.enabled else 0,
-                               accept_inaccurate=qp.accept_inaccurate)
+                               accept_inaccurate=qp.accept_inaccurate,
+                               tau_null_max_nm=qp.tau_null_max_nm)
         self._lower = np.zeros(mc)
         self._upper = np.full(mc, np.inf if qp.activation_max is None else qp.activation_max)
 
