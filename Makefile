@@ -18,7 +18,8 @@ $(VENV)/.installed: setup.py package.xml
 install: $(VENV)/.installed
 
 run: install
-	$(VENV)/bin/musculo model-report --json $(OUT)/model_report.json
+	$(VENV)/bin/musculo model-report --json $(OUT)/model_report.json > /dev/null
+	$(VENV)/bin/musculo report --out $(OUT)
 
 test: install
 	$(PY) -m pytest -q test

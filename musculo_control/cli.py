@@ -18,6 +18,8 @@ COMMANDS = (
     "musculo_control.commands.model_report",
     "musculo_control.commands.bench",
     "musculo_control.commands.simulate",
+    "musculo_control.commands.report",
+    "musculo_control.commands.sweep",
     "musculo_control.commands.reliability",
 )
 
