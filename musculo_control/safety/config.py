@@ -27,6 +27,8 @@ class TendonMonitorConfig:
                                                     "[m/s]")
     actuator_time_constant_s: float = spec(gt=0.0, doc="first-order lag of the actuators' "
                                                        "tension loop, for the expectation [s]")
+    command_delay_s: float = spec(0.0, ge=0.0, doc="time from the driver's output to the "
+                                                   "actuator, for the expectation [s]")
     max_length_rate_m_s: float = spec(gt=0.0, doc="largest plausible |muscle length rate| [m/s]")
     length_margin_m: float = spec(0.01, ge=0.0, doc="muscle lengths beyond [l_min, l_max] by "
                                                     "more are faults [m]")
@@ -48,6 +50,9 @@ class ConsistencyConfig:
                                                          "off) [-]")
     max_stamp_skew_s: float = spec(0.001, ge=0.0, doc="compare only joint and tendon samples "
                                                       "this close in time [s]")
+    snap_margin_m: float = spec(gt=0.0, doc="a slack tendon whose winch has wound in this much "
+                                            "past its path (plus the travel allowance) has "
+                                            "snapped [m]")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import numpy.typing as npt
+import numpy.typing as npt  # noqa: F401 - used in annotations
 
 from musculo_control.safety.config import ConsistencyConfig
 from musculo_control.safety.rules import Finding
@@ -38,6 +38,20 @@ class ConsistencyMonitor:
         self.names = tuple(names)
         self.config = config
         self.reset()
+
+    def unwound(self) -> npt.NDArray[np.bool_]:
+        """(m,) muscles whose winch has wound in past their path at the last comparison.
+
+        The winch of an intact tendon can never take in more than the path gives back; one
+        that has is no longer attached. All of a free winch's travel shows as mismatch, while
+        model error shows at most ``relative_tolerance`` of it, so the test is
+        ``-deviation > snap_margin_m + relative_tolerance * travel`` (with the tendon's load
+        cell reading slack, which the caller checks).
+        """
+        if self.deviation_m is None or self._travel is None:
+            return np.zeros(len(self.names), dtype=bool)
+        cfg = self.config
+        return -self.deviation_m > cfg.snap_margin_m + cfg.relative_tolerance * self._travel
 
     def reset(self) -> None:
         """Forget the baseline: the next comparison starts a new one."""

@@ -76,21 +76,29 @@ RULES: tuple[Rule, ...] = (
          "as soon as the joint has moved about tolerance / moment arm (~0.05 rad) away from "
          "the frozen reading; not before (a frozen reading of a still joint is correct)",
          _MIN, _HOLD),
+    Rule("tendon_snapped", FAULT, False, "supervisor (tension + consistency)",
+         "a load cell below `tendons.slack_tension_n` while its winch has wound in past the "
+         "muscle's path (`consistency.snap_margin_m` plus the travel allowance): a winch "
+         "can only take in what the path gives back unless the tendon is gone",
+         "a few milliseconds of free winding", _MIN,
+         _HOLD + " (a snapped tendon stays snapped: the fault stands until it is mended)"),
     Rule("tendon_slack", FAULT, False, "tendon monitor",
-         "load cell below `tendons.slack_tension_n` for `tendons.slack_samples` samples while "
-         "at least the minimum tension is commanded (snapped or unhooked tendon; or the arm "
-         "moves faster than the winch can reel in)", "`slack_samples` tendon samples",
-         _MIN, _HOLD + " (a snapped tendon stays slack, so the fault stands until it is "
-         "mended)"),
+         "load cell below `tendons.slack_tension_n` for `tendons.slack_samples` samples on a "
+         "tendon slower than `tendons.tracking_max_rate_m_s` while at least the minimum tension "
+         "is commanded (unhooked tendon, dead load cell; faster, the winch is at its speed limit "
+         "and slack is the motor envelope)", "`slack_samples` tendon samples", _MIN,
+         _HOLD + " (a tendon that stays unhooked keeps the fault standing)"),
     Rule("tendon_runaway", FAULT, True, "tendon monitor",
          "muscle length rate above `tendons.max_length_rate_m_s` or length beyond [l_min, "
-         "l_max] +- `tendons.length_margin_m` (a free winch winding in)",
-         "when the filtered rate passes the limit (a few samples)", _MIN, _ACK),
+         "l_max] +- `tendons.length_margin_m` (a snapped tendon's free winch keeps winding; "
+         "the consistency check sees it first)", "when the length leaves its range", _MIN,
+         _ACK),
     Rule("actuator_tracking", FAULT, True, "tendon monitor",
-         "measured tension off the expected one (sent command through the actuator lag "
-         "`tendons.actuator_time_constant_s`) by more than `tendons.tracking_tolerance_n` for "
-         "`tendons.tracking_samples` samples (actuator saturated below its command, load-cell "
-         "fault)", "`tracking_samples` tendon samples", _MIN, _ACK),
+         "measured tension off the expected one (the sent command, `tendons.command_delay_s` "
+         "later, through the actuator lag `tendons.actuator_time_constant_s`) by more than "
+         "`tendons.tracking_tolerance_n` for `tendons.tracking_samples` samples on a tendon "
+         "slower than `tendons.tracking_max_rate_m_s` (actuator saturated below its command, "
+         "snapped tendon, load-cell fault)", "`tracking_samples` tendon samples", _MIN, _ACK),
     Rule("goal_invalid", WARNING, False, "supervisor (goal gate)",
          "a goal with a non-finite value, a wrong shape or a rotation that is not one",
          "the control tick it arrives at",

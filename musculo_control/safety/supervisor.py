@@ -230,12 +230,24 @@ class Supervisor:
                                               tendons.velocity_m_s)
             if finding is not None:
                 add(finding)
+            snapped = self.consistency.unwound() & (
+                tendons.tension_n < cfg.tendons.slack_tension_n)
+            if snapped.any():
+                idx = np.flatnonzero(snapped)
+                add(Finding("tendon_snapped", "tendon snapped: " + ", ".join(
+                    f"{self.robot.muscle_names[i]} reads {tendons.tension_n[i]:.1f} N and its "
+                    f"winch has wound "
+                    f"{-1e3 * float(self.consistency.deviation_m[i]):.1f} mm past its path"
+                    for i in idx)))
         out: ControlOutput | None = None
         if joints_ok and snapshot_ok and goal_now is not None and joints is not None:
             target = self._resume_goal(t, goal_now, joints, not faults)
             answer = controller.tick(snapshot, joints.q_rad, joints.qd_rad_s, target, t)
             if answer.ok:
-                out = self._check_command(t, answer, add)
+                # saturation is worth a word only about a command that goes out
+                sending = (not faults and not self._latched
+                           and t - self._last_fault_t >= cfg.recovery_hold_s)
+                out = self._check_command(t, answer, add, sending)
             else:
                 add(Finding("controller", answer.reason))
         for name, f in faults.items():
@@ -339,7 +351,8 @@ class Supervisor:
             return False
         return True
 
-    def _check_command(self, t: float, out: ControlOutput, add: Any) -> ControlOutput | None:
+    def _check_command(self, t: float, out: ControlOutput, add: Any,
+                       sending: bool) -> ControlOutput | None:
         try:
             f = np.asarray(out.tension_n, dtype=float)
         except (TypeError, ValueError):
@@ -351,8 +364,8 @@ class Supervisor:
                                            f"{np.round(f, 2).tolist()}"))
             return None
         above = f > self.tension_max_n
-        self._saturated_since[~above] = np.nan
-        if above.any():
+        self._saturated_since[~(above & sending)] = np.nan
+        if above.any() and sending:
             new = above & np.isnan(self._saturated_since)
             self._saturated_since[new] = t
             names = [self.robot.muscle_names[i] for i in np.flatnonzero(above)]

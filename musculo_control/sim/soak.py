@@ -73,6 +73,8 @@ class SoakConfig:
                                        "[s]")
     memory_every_s: float = spec(gt=0.0, doc="memory sample period; also the progress line [s]")
     warmup_s: float = spec(ge=0.0, doc="the memory baseline is taken after this [s]")
+    acknowledge_after_s: float = spec(gt=0.0, doc="the soak's operator acknowledges a latched "
+                                                  "fault after this (counted) [s]")
 
     def check(self, file: str, key: str) -> None:
         for name in ("move_s", "hold_s", "push_depth_m", "push_hold_s"):
@@ -229,6 +231,8 @@ class _Observer:
         self.warn_counts: dict[str, int] = {}
         self.fault_counts: dict[str, int] = {}
         self.first_fault = ""
+        self.acknowledged = 0  # latched faults the operator cleared
+        self._latched_since = math.nan
         self.command_max = 0.0
         self.nonfinite = 0
         # quiet windows: one row per window: [t_end, kind (0 hold, 1 rest), mean error,
@@ -329,6 +333,13 @@ def run_soak(setup: Setup, cfg: SoakConfig, safety_overrides: dict[str, Any] | N
     mock = rig.mock
 
     def on_control(state: LoopState) -> None:
+        report = supervisor.report
+        if report is not None and report.latched:
+            if math.isnan(observer._latched_since):
+                observer._latched_since = state.t_s
+            elif state.t_s - observer._latched_since >= cfg.acknowledge_after_s:
+                observer.acknowledged += len(supervisor.acknowledge())
+                observer._latched_since = math.nan
         hand = mock.hand_position_m
         goal = schedule.seg.goal(state.t_s).position_m
         observer.tick(state, supervisor.report, hand, goal, schedule.quiet(state.t_s),
@@ -414,6 +425,7 @@ def run_soak(setup: Setup, cfg: SoakConfig, safety_overrides: dict[str, Any] | N
         },
         "safety": {
             "unsafe_ticks": observer.unsafe, "state_changes": observer.transitions,
+            "latched_faults_acknowledged": observer.acknowledged,
             "faults_by_rule": dict(observer.fault_counts),
             "warnings_by_rule": dict(observer.warn_counts), "first_fault": observer.first_fault,
             "max_command_N": observer.command_max, "nonfinite_commands": observer.nonfinite,
