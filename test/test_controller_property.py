@@ -38,8 +38,9 @@ def controllers(robot, config):
 
 @pytest.fixture(scope="module")
 def snapshots(robot, task):
-    from musculo_control.estimation.snapshot import DynamicsEstimator
     from conftest import random_poses
+
+    from musculo_control.estimation.snapshot import DynamicsEstimator
 
     est = DynamicsEstimator(robot, task)
     return [est.compute(q, np.zeros(7), 0.0) for q in random_poses(robot, 4, seed=11)]

@@ -16,12 +16,18 @@ from hypothesis import strategies as st
 
 from musculo_control.control.controller import load_controller_config, make_controller
 from musculo_control.control.goal import HandGoal
-from musculo_control.control.output import ControlOutput, safe_output
+from musculo_control.control.output import safe_output
 from musculo_control.control.task_space import HandState
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.hardware.tendon_driver import TendonState
-from musculo_control.safety import RULES, GoalGate, GoalRequest, Supervisor, rules_markdown
+from musculo_control.safety import (
+    RULES,
+    GoalGate,
+    GoalRequest,
+    Supervisor,
+    rules_markdown,
+)
 from musculo_control.safety.config import load_safety_config
 from musculo_control.safety.consistency import ConsistencyMonitor
 from musculo_control.safety.resume import ResumeRamp

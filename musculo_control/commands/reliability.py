@@ -30,12 +30,12 @@ from musculo_control.paths import default_config_dir
 from musculo_control.sim.experiments import Overrides, load_setup
 from musculo_control.sim.fault_matrix import (
     TARGET_DETECTION_MS,
-    FaultMatrixConfig,
+    load_fault_matrix_config,
     matrix_markdown,
     run_matrix,
 )
-from musculo_control.sim.soak import SoakConfig, run_soak
-from musculo_control.sim.supervised_loop import load_reliability_section, split_overrides
+from musculo_control.sim.soak import load_soak_config, run_soak
+from musculo_control.sim.supervised_loop import split_overrides
 
 _OWN_PREFIXES = ("safety", "reliability")
 
@@ -73,7 +73,7 @@ def run_faults(args: argparse.Namespace) -> int:
     """``musculo simulate faults``: the fault matrix."""
     safety, reliability, overrides, folder = _split(args)
     setup = load_setup(folder, overrides)
-    cfg = load_reliability_section(folder, "faults", FaultMatrixConfig, reliability)
+    cfg = load_fault_matrix_config(folder, setup.robot, reliability)
     if args.controller != cfg.controller:
         cfg = dataclasses.replace(cfg, controller=args.controller)
     results, baseline = run_matrix(setup, cfg, safety, progress=True)
@@ -126,7 +126,7 @@ def run_soak_command(args: argparse.Namespace) -> int:
     if args.controller is not None:
         reliability["soak.controller"] = args.controller
     setup = load_setup(folder, overrides)
-    cfg = load_reliability_section(folder, "soak", SoakConfig, reliability)
+    cfg = load_soak_config(folder, setup.robot, reliability)
     report = run_soak(setup, cfg, safety,
                       progress=lambda line: print(line, file=sys.stderr, flush=True))
     doc = report.as_dict()

@@ -1,17 +1,19 @@
 """Joint angles against muscle lengths: analytical redundancy between two sensor sets.
 
 Eighteen winch encoders measure the muscle lengths; seven potentiometers measure the joint
-angles; the model says what the lengths are at those angles (computed exactly at the measured angles:
-a first-order step ``l_snap + Jm (q - q_snap)`` from a snapshot up to 50 ms old misses
-millimetres when a light joint whips). The mismatch ``r = l_measured - l_model``
-is not zero (via-point and calibration errors of a few millimetres) but changes slowly with the
-pose, so the check compares ``r`` with a baseline that follows it through a first-order lag
-``tau`` (``baseline_time_constant_s``) and fires when a muscle departs from it by more than
+angles; the model says what the lengths are at those angles (computed exactly at the measured
+angles: a first-order step ``l_snap + Jm (q - q_snap)`` from a snapshot up to 50 ms old misses
+millimetres when a light joint whips). The mismatch ``r = l_measured - l_model`` is not zero
+(via-point and calibration errors of a few millimetres) but changes slowly with the pose, so the
+check compares ``r`` with a baseline that follows it through a first-order lag ``tau``
+(``baseline_time_constant_s``) and fires when a muscle departs from it by more than
 ``tolerance_m + relative_tolerance * travel``, with ``travel`` the muscle's recent travel
 weighted like the baseline's memory, ``integral |l_dot(s)| exp(-(t - s) / tau) ds``: the
-baseline lags the mismatch by about that much times the model's relative moment-arm error. A potentiometer that freezes while its joint moves by ``d`` shifts ``r`` by
-``Jm[:, j] d`` at once (moment arms of 1-3 cm: 1.5 mm is 0.05-0.15 rad); a slipped encoder
-or a tendon running off its winch shifts its own muscle.
+baseline lags the mismatch by about that much times the model's relative moment-arm error.
+
+A potentiometer that freezes while its joint moves by ``d`` shifts ``r`` by ``Jm[:, j] d``
+(moment arms of 1-3 cm: 0.5 mm is 0.02-0.05 rad); a slipped encoder, or the free winch of a
+snapped tendon, shifts its own muscle (:meth:`ConsistencyMonitor.unwound`).
 
 While the check fires the baseline stands still, so a persisting fault keeps firing, and it
 clears when the readings agree again. A frozen reading of a joint that does not move is correct
@@ -23,7 +25,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import numpy.typing as npt  # noqa: F401 - used in annotations
+import numpy.typing as npt
 
 from musculo_control.safety.config import ConsistencyConfig
 from musculo_control.safety.rules import Finding

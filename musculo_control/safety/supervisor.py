@@ -188,7 +188,7 @@ class Supervisor:
         try:
             return self._tick(float(t_s), controller, joints, tendons, snapshot, goal,
                               joint_faults)
-        except Exception as exc:  # noqa: BLE001 - the last line before the actuators
+        except Exception as exc:
             finding = Finding("command_invalid", f"supervisor error {type(exc).__name__}: {exc}")
             t = float(t_s) if isinstance(t_s, (int, float)) else math.nan
             self._last_fault_t = t if math.isfinite(t) else self._last_fault_t
@@ -232,13 +232,12 @@ class Supervisor:
                 add(finding)
             snapped = self.consistency.unwound() & (
                 tendons.tension_n < cfg.tendons.slack_tension_n)
-            if snapped.any():
-                idx = np.flatnonzero(snapped)
+            deviation = self.consistency.deviation_m
+            if snapped.any() and deviation is not None:
                 add(Finding("tendon_snapped", "tendon snapped: " + ", ".join(
                     f"{self.robot.muscle_names[i]} reads {tendons.tension_n[i]:.1f} N and its "
-                    f"winch has wound "
-                    f"{-1e3 * float(self.consistency.deviation_m[i]):.1f} mm past its path"
-                    for i in idx)))
+                    f"winch has wound {-1e3 * float(deviation[i]):.1f} mm past its path"
+                    for i in np.flatnonzero(snapped))))
         out: ControlOutput | None = None
         if joints_ok and snapshot_ok and goal_now is not None and joints is not None:
             target = self._resume_goal(t, goal_now, joints, not faults)
@@ -312,7 +311,7 @@ class Supervisor:
             return False
         age = t - joints.stamp_s
         if not age <= self.config.joint_state_timeout_s:
-            add(Finding("joint_state_stale", f"newest joint sample is {age * 1e3:.1f} ms old "
+            add(Finding("joint_state_stale", f"newest joint sample is {age * 1e3:.2f} ms old "
                                              f"(limit {self.config.joint_state_timeout_s * 1e3:.1f}"
                                              f" ms)"))
             return False
@@ -334,9 +333,9 @@ class Supervisor:
             return False
         age = t - tendons.stamp_s
         if not age <= self.config.tendon_state_timeout_s:
-            add(Finding("tendon_state_stale", f"newest tendon sample is {age * 1e3:.1f} ms old "
-                                              f"(limit "
-                                              f"{self.config.tendon_state_timeout_s * 1e3:.1f} ms)"))
+            limit_ms = self.config.tendon_state_timeout_s * 1e3
+            add(Finding("tendon_state_stale", f"newest tendon sample is {age * 1e3:.2f} ms old "
+                                              f"(limit {limit_ms:.1f} ms)"))
             return False
         return True
 
@@ -346,7 +345,7 @@ class Supervisor:
             return False
         age = t - snapshot.stamp_s
         if not age <= self.config.snapshot_timeout_s:
-            add(Finding("snapshot_stale", f"dynamics snapshot is {age * 1e3:.1f} ms old (limit "
+            add(Finding("snapshot_stale", f"dynamics snapshot is {age * 1e3:.2f} ms old (limit "
                                           f"{self.config.snapshot_timeout_s * 1e3:.1f} ms)"))
             return False
         return True

@@ -23,20 +23,31 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.control.goal import HandGoal
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.model.config import spec
 from musculo_control.model.robot import Robot
 from musculo_control.sim.experiments import Setup, minimum_jerk, start_pose
-from musculo_control.sim.faults import FAULT_NAMES, FaultInjector, InjectionConfig, fault_kind
+from musculo_control.sim.faults import (
+    FAULT_NAMES,
+    FaultInjector,
+    InjectionConfig,
+    fault_kind,
+)
 from musculo_control.sim.runner import LoopState
-from musculo_control.sim.supervised_loop import SupervisedRig
+from musculo_control.sim.supervised_loop import (
+    SupervisedRig,
+    check_start_pose,
+    load_reliability_section,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -48,7 +59,7 @@ TARGET_DETECTION_MS = 16.0
 class FaultMatrixConfig:
     """``reliability.yaml`` key ``faults``."""
 
-    controller: str = spec("osc", doc="controller under test")
+    controller: str = spec("osc", choices=CONTROLLER_NAMES, doc="controller under test")
     start_pose: str = spec("home", doc="'home' or a named pose of robot.yaml")
     move_m: tuple[float, ...] = spec(length=3, doc="the hand goal moves by this [m]")
     move_start_s: float = spec(ge=0.0, doc="the move starts [s]")
@@ -144,6 +155,16 @@ class _Trace:
             self.nonfinite += 1
         elif top > self.command_max:
             self.command_max = top
+
+
+def load_fault_matrix_config(config_dir: Path, robot: Robot,
+                             overrides: dict[str, Any] | None = None) -> FaultMatrixConfig:
+    """``reliability.yaml`` ``faults``, checked against the robot (joints, start pose)."""
+    file = str(Path(config_dir) / "reliability.yaml")
+    cfg = load_reliability_section(Path(config_dir), "faults", FaultMatrixConfig, overrides)
+    cfg.injection.check_robot(robot, file, "faults.injection")
+    check_start_pose(robot, cfg.start_pose, file, "faults.start_pose")
+    return cfg
 
 
 def fault_duration(cfg: FaultMatrixConfig, name: str | None) -> float:

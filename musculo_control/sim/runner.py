@@ -158,7 +158,7 @@ class ClosedLoop:
         self.config = config
         self.div = divisors(config, mock.dt_s, file)
         self.dt_s = mock.dt_s
-        self._sensors: DelayLine[tuple[float, FloatArray, FloatArray, FloatArray]] = \
+        self._sensors: DelayLine[SensorMessage] = \
             DelayLine(self.div.delay)
         self._snapshots: DelayLine[DynamicsSnapshot] = DelayLine(self.div.delay)
         self._commands: DelayLine[tuple[float, FloatArray]] = DelayLine(self.div.delay)
@@ -244,13 +244,13 @@ class ClosedLoop:
                 else:
                     for at, m in injected.sensor_messages(k, message):
                         self._sensors.send(at, m)
-            for stamp, counts, enc, cell in self._sensors.receive(k):
+            for stamp, pot_counts, enc_counts, cell_counts in self._sensors.receive(k):
                 if safety is not None and not safety.admit("sensors", stamp):
                     continue
-                if counts is not None:
-                    self.joints = pots.update(counts, stamp)
-                if enc is not None and cell is not None:
-                    self.tendons = driver.read(enc, cell, stamp)
+                if pot_counts is not None:
+                    self.joints = pots.update(pot_counts, stamp)
+                if enc_counts is not None and cell_counts is not None:
+                    self.tendons = driver.read(enc_counts, cell_counts, stamp)
                     if safety is not None:
                         safety.tendon_sample(self.tendons)
             if k % div.dynamics == 0 and self.joints is not None and self.joints.ok and (

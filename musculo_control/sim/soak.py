@@ -31,19 +31,26 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
 
+from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.control.goal import HandGoal, check_goal
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.model.config import spec
+from musculo_control.model.robot import Robot
 from musculo_control.sim.experiments import Setup, start_pose
 from musculo_control.sim.runner import LoopState
-from musculo_control.sim.supervised_loop import SupervisedRig
+from musculo_control.sim.supervised_loop import (
+    SupervisedRig,
+    check_start_pose,
+    load_reliability_section,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -52,7 +59,7 @@ FloatArray = npt.NDArray[np.float64]
 class SoakConfig:
     """``reliability.yaml`` key ``soak``."""
 
-    controller: str = spec("osc", doc="controller under test")
+    controller: str = spec("osc", choices=CONTROLLER_NAMES, doc="controller under test")
     duration_s: float = spec(gt=0.0, doc="simulated time [s]")
     seed: int = spec(0, ge=0, doc="seed of the goals and pushes")
     start_pose: str = spec("home", doc="'home' or a named pose; also the rest goal")
@@ -87,6 +94,20 @@ class SoakConfig:
                               self.window_s)
         if self.move_s[0] <= 0.0:
             raise ConfigError(file, f"{key}.move_s", "a positive shortest move", self.move_s[0])
+
+
+def load_soak_config(config_dir: Path, robot: Robot,
+                     overrides: dict[str, Any] | None = None) -> SoakConfig:
+    """``reliability.yaml`` ``soak``, checked against the robot (start pose)."""
+    cfg = load_reliability_section(Path(config_dir), "soak", SoakConfig, overrides)
+    check_start_pose(robot, cfg.start_pose, str(Path(config_dir) / "reliability.yaml"),
+                     "soak.start_pose")
+    return cfg
+
+
+def _draw(rng: np.random.Generator, low_high: tuple[float, ...]) -> float:
+    """A uniform draw from a [low, high] pair of the config."""
+    return float(rng.uniform(low_high[0], low_high[1]))
 
 
 class Segment:
@@ -157,14 +178,14 @@ class SoakSchedule:
                     self.seg = Segment("rest", t0, t0 + cfg.rest_s, here, here)
                     self.rests += 1
                 else:
-                    duration = float(rng.uniform(*cfg.hold_s))
+                    duration = _draw(rng, cfg.hold_s)
                     push = None
                     if rng.random() < cfg.push_probability:
                         angle = float(rng.uniform(0.0, 2.0 * math.pi))
                         axis = np.array([math.cos(angle), math.sin(angle), 0.0])
                         t_touch = t0 + 0.5 * (duration - cfg.window_s) * float(rng.random())
-                        t_release = t_touch + cfg.push_s + float(rng.uniform(*cfg.push_hold_s))
-                        push = (t_touch, t_release, axis, float(rng.uniform(*cfg.push_depth_m)))
+                        t_release = t_touch + cfg.push_s + _draw(rng, cfg.push_hold_s)
+                        push = (t_touch, t_release, axis, _draw(rng, cfg.push_depth_m))
                         # the quiet window at the end of the hold starts after the release
                         duration = max(duration, t_release - t0 + cfg.window_s)
                     self.seg = Segment("hold", t0, t0 + duration, here, here, push)
@@ -173,8 +194,8 @@ class SoakSchedule:
                 if to_rest:
                     self.next_rest += cfg.rest_every_s
                 target = self.home if to_rest else self._random_target()
-                self.seg = Segment("move", t0, t0 + float(rng.uniform(*cfg.move_s)), here,
-                                   target, to_rest=to_rest)
+                self.seg = Segment("move", t0, t0 + _draw(rng, cfg.move_s), here, target,
+                                   to_rest=to_rest)
 
     def goal_at(self, t: float) -> HandGoal:
         self._advance(t)
@@ -432,9 +453,8 @@ def run_soak(setup: Setup, cfg: SoakConfig, safety_overrides: dict[str, Any] | N
             "max_sent_N": loop.sent_max_n, "nonfinite_sent": loop.sent_nonfinite,
             "limit_N": rig.tension_limit_n,
         },
-        "compute_time_ms": {k: v * 1e3 for k, v in
-                            _percentiles(observer.compute_s[:min(observer.n,
-                                                                 observer.compute_s.size)]).items()},
+        "compute_time_ms": {k: v * 1e3 for k, v in _percentiles(
+            observer.compute_s[:min(observer.n, observer.compute_s.size)]).items()},
         "rests_scheduled": schedule.rests,
     }
     return SoakReport(loop.time_s, wall, figures)
