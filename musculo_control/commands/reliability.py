@@ -85,7 +85,8 @@ def run_faults(args: argparse.Namespace) -> int:
           f"no NaN; {sum(r.recovered for r in results)}/{len(results)} recovered; fault-free "
           f"run: {baseline['alarms']} alarms.")
     for r in missed:
-        print(f"  {r.name}: detected={r.detected} after {r.detection_time_ms} ms "
+        after = "-" if r.detection_time_ms is None else f"{r.detection_time_ms:.1f}"
+        print(f"  {r.name}: detected={r.detected} after {after} ms "
               f"({r.rule or 'no rule'}), max command {r.max_command_N:.1f} N, NaN {r.any_nan}")
     doc = {"faults": [r.as_dict() for r in results],
            "target": {"detection_time_ms": TARGET_DETECTION_MS,

@@ -188,7 +188,7 @@ class Supervisor:
         try:
             return self._tick(float(t_s), controller, joints, tendons, snapshot, goal,
                               joint_faults)
-        except Exception as exc:
+        except Exception as exc:  # the last check before the actuators: any bug means safe
             finding = Finding("command_invalid", f"supervisor error {type(exc).__name__}: {exc}")
             t = float(t_s) if isinstance(t_s, (int, float)) else math.nan
             self._last_fault_t = t if math.isfinite(t) else self._last_fault_t

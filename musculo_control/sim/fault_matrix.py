@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.control.controller import CONTROLLER_NAMES, make_controller
 from musculo_control.control.goal import HandGoal
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.mock_arm import MockArm
@@ -300,7 +300,12 @@ def run_matrix(setup: Setup, cfg: FaultMatrixConfig,
         "limit_N": round(base_extra["limit_N"], 3),
     }
     results = []
+    has_qp = hasattr(make_controller(cfg.controller, setup.robot, setup.controller_config), "qp")
     for name in cfg.cases:
+        if name == "qp_failure" and not has_qp:
+            if progress:
+                print(f"  {name}: skipped, {cfg.controller} solves no QP", file=sys.stderr)
+            continue
         trace, extra = run_case(setup, cfg, name, safety_overrides)
         result = evaluate(name, cfg, trace, extra, baseline)
         results.append(result)
