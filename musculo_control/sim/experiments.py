@@ -224,7 +224,7 @@ class Bench:
         mock = self.mock
         goal = self._goal_now
         hand = mock.hand_position_m
-        a = out.activations if out is not None else np.zeros(self._mc)
+        a = out.activations
         self.recorder.add(state.t_s, {
             "q_rad": mock.q_rad, "qd_rad_s": mock.qd_rad_s,
             "q_measured_rad": state.joints.q_rad if state.joints is not None else np.full(
