@@ -70,7 +70,7 @@ class NamedPose:
 
 @dataclass(frozen=True, kw_only=True)
 class OperatingPointConfig:
-    """``poses.operating_point``: what ``musculo operating-point`` measures (SPEC sections 1, 8C)."""
+    """``poses.operating_point``: what ``musculo operating-point`` checks (SPEC sections 1, 8C)."""
 
     pose: str = spec(doc="named pose (poses.named) whose hold is the operating point")
     activation_weight: float = spec(gt=0.0, doc="k of paper eq. 10-11 (Table I) [Nm^2]")
@@ -81,6 +81,9 @@ class OperatingPointConfig:
     target_activation_norm: tuple[float, ...] = spec(
         length=2, gt=0.0,
         doc="[low, high] band the eq. 10 ||a|| at the pose should fall in (paper: about 10)")
+    target_fall_ratio: float = spec(
+        gt=0.0, le=1.0,
+        doc="the sweep's last eq. 10 ||a|| is at most this fraction of its first (paper: 10 -> <5)")
 
     def check(self, file: str, key: str) -> None:
         lo, hi = self.target_activation_norm
@@ -95,7 +98,7 @@ class PosesConfig:
     elbow_frame: str = spec(doc="URDF frame whose origin is the elbow centre")
     ik_joints: tuple[str, ...] = spec(
         min_length=1, doc="joints the solver may move; the others keep their start values")
-    tolerance_m: float = spec(1e-6, gt=0.0, doc="converged when hand and elbow errors are below [m]")
+    tolerance_m: float = spec(1e-6, gt=0.0, doc="hand and elbow error at convergence [m]")
     damping_m: float = spec(1e-3, gt=0.0, doc="damping mu of the least-squares step [m]")
     max_step_rad: float = spec(0.2, gt=0.0, doc="largest joint change per iteration [rad]")
     max_iterations: int = spec(200, ge=1, doc="iterations before the solver gives up")
@@ -133,8 +136,8 @@ class PoseSolver:
         self.config = config
         model = arm.model
         if not model.existFrame(config.elbow_frame):
-            raise ConfigError(file, f"{key}.elbow_frame", f"a frame of the URDF {arm.frame_names()}",
-                              config.elbow_frame)
+            raise ConfigError(file, f"{key}.elbow_frame",
+                              f"a frame of the URDF {arm.frame_names()}", config.elbow_frame)
         self.elbow_frame_id = model.getFrameId(config.elbow_frame)
         cols = []
         for i, name in enumerate(config.ik_joints):

@@ -21,7 +21,7 @@ from musculo_control.model.arm import Arm, ArmConfig
 from musculo_control.model.config import load, parse, read_yaml, spec
 from musculo_control.model.hill import HillParams, MuscleForces, muscle_forces
 from musculo_control.model.muscles import MuscleGeometry, MusclesConfig
-from musculo_control.model.poses import PoseSolver, PosesConfig
+from musculo_control.model.poses import PosesConfig, PoseSolver
 
 FloatArray = npt.NDArray[np.float64]
 
