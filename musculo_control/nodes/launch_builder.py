@@ -59,6 +59,11 @@ def arguments(mock: bool) -> list[DeclareLaunchArgument]:
                                           f"<config_dir>/{ROS_PARAMS_FILE}"),
         DeclareLaunchArgument("controller", default_value="osc", choices=list(CONTROLLER_NAMES),
                               description="the 125 Hz controller"),
+        DeclareLaunchArgument("goal_orientation", default_value="",
+                              choices=["", "true", "false"],
+                              description="track the goal's orientation (rows wy, wz); false: "
+                                          "position only, as the paper's trajectory experiment "
+                                          "(kr = 0); empty: the parameter file's"),
         DeclareLaunchArgument("use_rviz", default_value="true", description="start RViz"),
         DeclareLaunchArgument("use_muscle_markers", default_value="",
                               description="start muscle_marker_node; empty: as use_rviz"),
@@ -108,12 +113,14 @@ def _nodes(context: LaunchContext) -> list[Any]:
     trajectory = LaunchConfiguration("trajectory_file").perform(context)
     if trajectory:
         goal_extra["trajectory_file"] = trajectory
+    qp_extra: dict[str, Any] = {"controller": LaunchConfiguration("controller").perform(context)}
+    if LaunchConfiguration("goal_orientation").perform(context):
+        qp_extra["use_goal_orientation"] = _flag(context, "goal_orientation")
     actions: list[Any] = [
         node(POTENTIOMETER_NODE),
         node(TENDON_DRIVER_NODE),
         node(DYNAMICS_NODE),
-        node(ACTIVATION_QP_NODE, {"controller": LaunchConfiguration("controller").perform(
-            context)}),
+        node(ACTIVATION_QP_NODE, qp_extra),
         node(GOAL_NODE, goal_extra),
     ]
     markers = LaunchConfiguration("use_muscle_markers").perform(context)
