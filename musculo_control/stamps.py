@@ -37,8 +37,10 @@ class Stamp(NamedTuple):
     def from_seconds(cls, t_s: float) -> Stamp:
         if not math.isfinite(t_s):
             raise InputError("stamp", "a finite time", t_s)
-        total_ns = int(round(t_s * NS_PER_S))
-        return cls(total_ns // NS_PER_S, total_ns % NS_PER_S)
+        # whole seconds apart: t_s * 1e9 near today's epoch (1.8e18) would round to 256 ns
+        sec = math.floor(t_s)
+        ns = int(round((t_s - sec) * NS_PER_S))
+        return cls.from_nanoseconds(sec * NS_PER_S + ns)
 
     @classmethod
     def from_nanoseconds(cls, t_ns: int) -> Stamp:

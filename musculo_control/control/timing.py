@@ -95,6 +95,40 @@ class GcPauses:
         return out
 
 
+class Percentiles(NamedTuple):
+    """p50, p99 and max of a window of samples (NaN when empty)."""
+
+    count: int
+    p50: float
+    p99: float
+    max: float
+
+
+class WindowStats:
+    """Samples of one quantity (an input's age, say) until :meth:`take` summarises them."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        if capacity < 1:
+            raise InputError("WindowStats capacity", "at least 1 sample", capacity)
+        self._values = np.empty(capacity)
+        self._n = 0
+
+    def add(self, value: float) -> None:
+        if self._n < len(self._values):
+            self._values[self._n] = value
+            self._n += 1
+
+    def take(self) -> Percentiles:
+        """The window's statistics; starts a new window."""
+        v = self._values[:self._n]
+        self._n = 0
+        if not v.size:
+            nan = float("nan")
+            return Percentiles(0, nan, nan, nan)
+        return Percentiles(int(v.size), float(np.percentile(v, 50)), float(np.percentile(v, 99)),
+                           float(v.max()))
+
+
 class TickTimer:
     """Measures one periodic loop (see the module docstring)."""
 

@@ -46,8 +46,10 @@ from musculo_control.control.state_record import (
 from musculo_control.control.timing import (
     TIMING_LAYOUT,
     GcPauses,
+    Percentiles,
     TickTimer,
     TimingSummary,
+    WindowStats,
     timing_record,
 )
 from musculo_control.errors import InputError
@@ -125,6 +127,11 @@ class ActivationQPNode(Node):
         self._gc = GcPauses().install()
         self.timer = TickTimer(1.0 / p.rate_hz, gc_pauses=self._gc)
         self.last_timing: TimingSummary | None = None
+        # how old the inputs are at the ticks: joint state (now - stamp), dynamics (time since
+        # a message last arrived) [s]
+        self._joint_age = WindowStats()
+        self._dynamics_silence = WindowStats()
+        self.last_ages: tuple[Percentiles, Percentiles] | None = None
         self._ever_ok = False
         self._last_ok: bool | None = None
         self._fault_ticks = 0
@@ -216,12 +223,14 @@ class ActivationQPNode(Node):
         if joints is None:
             return safe_output(self.robot, f"joint state: no {JOINTS_TOPIC} received yet")
         age = t_s - joints.stamp.seconds
+        self._joint_age.add(age)
         if not age <= p.joint_state_timeout_s:
             return safe_output(self.robot, f"joint state: newest {JOINTS_TOPIC} is "
                                            f"{age * 1e3:.1f} ms old (limit "
                                            f"{p.joint_state_timeout_s * 1e3:.0f} ms)")
         if self._snapshot_received_s is not None:
             silent = t_s - self._snapshot_received_s
+            self._dynamics_silence.add(silent)
             if not silent <= p.dynamics_timeout_s:
                 return safe_output(self.robot, f"dynamics: no {DYNAMICS_TOPIC} message for "
                                                f"{silent * 1e3:.0f} ms (limit "
@@ -257,6 +266,7 @@ class ActivationQPNode(Node):
     def _report_timing(self) -> None:
         summary = self.timer.summary()
         self.last_timing = summary
+        self.last_ages = (self._joint_age.take(), self._dynamics_silence.take())
         self._timing_pub.publish(self._timing_msg.write(TIMING_LAYOUT.pack(timing_record(summary))))
 
     def _values(self) -> dict[str, str]:
@@ -275,6 +285,11 @@ class ActivationQPNode(Node):
                 "gc collections / longest pause [ms]": f"{t.gc_collections} / "
                                                        f"{t.gc_pause_max_s * 1e3:.2f}",
             })
+        if self.last_ages is not None:
+            for label, pct in zip(("joint_states age", "time since a dynamics message"),
+                                  self.last_ages):
+                values[f"{label} p50/p99/max [ms]"] = \
+                    f"{pct.p50 * 1e3:.1f} / {pct.p99 * 1e3:.1f} / {pct.max * 1e3:.1f}"
         out = self._last_output
         if out is not None and out.ok:
             values["solve time [ms]"] = f"{out.solve_time_s * 1e3:.3f}"
