@@ -98,7 +98,7 @@ def test_params_files_from_argv():
 
 def test_rejections_are_throttled_per_topic_and_counted():
     r = Rejections(throttle_s=1.0)
-    first = r.refuse("joint_states", "2 joint names, expected 7", 10.0)
+    first = r.refuse("joint_states", "joint_states: 2 joint names, expected 7", 10.0)
     assert first == "refused a message on joint_states: 2 joint names, expected 7"
     assert r.refuse("joint_states", "again", 10.5) is None
     other = r.refuse("hand_goal", "NaN", 10.6)  # another topic is not held back

@@ -36,7 +36,9 @@ class Rejections:
         more = f" ({c.suppressed} more refused since the last warning)" if c.suppressed else ""
         c.suppressed = 0
         c.last_warned_s = now_s
-        return f"refused a message on {topic}: {reason}{more}"
+        prefix = f"{topic}: "
+        text = reason[len(prefix):] if reason.startswith(prefix) else reason
+        return f"refused a message on {topic}: {text}{more}"
 
     def total(self, topic: str | None = None) -> int:
         if topic is not None:
