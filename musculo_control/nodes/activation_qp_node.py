@@ -74,7 +74,7 @@ from musculo_control.nodes.ros_common import (
     now_stamp,
     run,
 )
-from musculo_control.stamps import StampOrder
+from musculo_control.stamps import Stamp, StampOrder
 
 JOINTS_TOPIC = "joint_states"
 DYNAMICS_TOPIC = "dynamics"
@@ -132,10 +132,15 @@ class ActivationQPNode(Node):
         self._joint_age = WindowStats()
         self._dynamics_silence = WindowStats()
         self.last_ages: tuple[Percentiles, Percentiles] | None = None
+        # the tick's CPU time (thread time): the wall-clock compute time minus the time the
+        # process waited for a CPU [s]
+        self._compute_cpu = WindowStats()
+        self.last_compute_cpu: Percentiles | None = None
         self._ever_ok = False
         self._last_ok: bool | None = None
         self._fault_ticks = 0
         self._last_output: ControlOutput | None = None
+        self._last_tick: Stamp | None = None
         self.diag = Diagnostics(self, p.diagnostics_period_s, "controller", self._values)
         self.create_timer(p.timing_report_period_s, self._report_timing)
         self.ticker = Ticker(self, p.housekeeping_period_s)
@@ -199,8 +204,14 @@ class ActivationQPNode(Node):
 
     # -- the tick -------------------------------------------------------------------------------
     def _tick(self) -> None:
-        self.timer.start(time.perf_counter())
         stamp = now_stamp(self)
+        if self._last_tick is not None and stamp.nanoseconds <= self._last_tick.nanoseconds:
+            # on simulated time a late rclpy timer can fire again before /clock has moved:
+            # one command per instant (the driver would refuse the repeat as out of order)
+            return
+        self._last_tick = stamp
+        self.timer.start(time.perf_counter())
+        cpu0 = time.thread_time()
         try:
             self._take_inputs()
             out = self._control(stamp.seconds)
@@ -208,6 +219,7 @@ class ActivationQPNode(Node):
             out = safe_output(self.robot, f"node fault: {type(exc).__name__}: {exc}")
         self._cmd_pub.publish(self._cmd_msg.write(stamp, effort=out.tension_n))
         self.timer.stop(time.perf_counter())
+        self._compute_cpu.add(time.thread_time() - cpu0)
         self._act_pub.publish(self._act_msg.write(stamp, out.activations))
         self._state_pub.publish(self._state_msg.write(
             self._state_layout.pack(controller_state_values(out, self.timer.last_period_s))))
@@ -267,6 +279,7 @@ class ActivationQPNode(Node):
         summary = self.timer.summary()
         self.last_timing = summary
         self.last_ages = (self._joint_age.take(), self._dynamics_silence.take())
+        self.last_compute_cpu = self._compute_cpu.take()
         self._timing_pub.publish(self._timing_msg.write(TIMING_LAYOUT.pack(timing_record(summary))))
 
     def _values(self) -> dict[str, str]:
@@ -282,9 +295,14 @@ class ActivationQPNode(Node):
                                             f"{t.compute_p99_s * 1e3:.2f} / "
                                             f"{t.compute_max_s * 1e3:.2f}",
                 "overruns": str(t.overruns),
+                "ticks skipped by the loop (late by a period)": str(self.ticker.late_ticks),
                 "gc collections / longest pause [ms]": f"{t.gc_collections} / "
                                                        f"{t.gc_pause_max_s * 1e3:.2f}",
             })
+        cpu = self.last_compute_cpu
+        if cpu is not None:
+            values["compute CPU time p50/p99/max [ms]"] = \
+                f"{cpu.p50 * 1e3:.2f} / {cpu.p99 * 1e3:.2f} / {cpu.max * 1e3:.2f}"
         if self.last_ages is not None:
             for label, pct in zip(("joint_states age", "time since a dynamics message"),
                                   self.last_ages):

@@ -43,7 +43,7 @@ from musculo_control.nodes.ros_common import (
     now_stamp,
     run,
 )
-from musculo_control.stamps import StampOrder
+from musculo_control.stamps import Stamp, StampOrder
 
 COMMAND_TOPIC = "muscle_commands"
 STATE_IN_TOPIC = "hw/tendon_states"
@@ -80,6 +80,7 @@ class TendonDriverNode(Node):
         self.ticker = Ticker(self, self.params.housekeeping_period_s)
         self.ticker.every(self._period_s, self._output)
         self._limited_ticks = 0
+        self._last_tick: Stamp | None = None
         self._ticks = 0
         self.get_logger().info(f"driving {len(self.actuators)} tendons at "
                                f"{self.params.output_rate_hz:g} Hz")
@@ -120,6 +121,9 @@ class TendonDriverNode(Node):
         if msg is not None:
             self._on_command(msg)
         stamp = now_stamp(self)
+        if self._last_tick is not None and stamp.nanoseconds <= self._last_tick.nanoseconds:
+            return  # simulated time: a late timer fired again before /clock moved
+        self._last_tick = stamp
         out = self.driver.output(stamp.seconds)
         self._hw_pub.publish(self._hw_msg.write(stamp, effort=out.units))
         self._ticks += 1
