@@ -39,7 +39,7 @@ class Stamp(NamedTuple):
             raise InputError("stamp", "a finite time", t_s)
         # whole seconds apart: t_s * 1e9 near today's epoch (1.8e18) would round to 256 ns
         sec = math.floor(t_s)
-        ns = int(round((t_s - sec) * NS_PER_S))
+        ns = round((t_s - sec) * NS_PER_S)
         return cls.from_nanoseconds(sec * NS_PER_S + ns)
 
     @classmethod

@@ -74,9 +74,9 @@ def test_window_stats_percentiles():
     for v in range(101):
         w.add(float(v))
     p = w.take()
-    assert (p.count, p.p50, p.max) == (101, 50.0, 100.0)
+    assert (p.n, p.p50, p.max) == (101, 50.0, 100.0)
     assert p.p99 == pytest.approx(99.0)
-    assert w.take().count == 0
+    assert w.take().n == 0
 
 
 def test_bad_construction():

@@ -36,7 +36,8 @@ def controller_state_layout(n_joints: int) -> RecordLayout:
     ])
 
 
-def controller_state_values(out: ControlOutput, tick_period_s: float) -> dict[str, object]:
+def controller_state_values(out: ControlOutput,
+                            tick_period_s: float) -> dict[str, npt.ArrayLike | float]:
     """Field values of one tick's output, for :func:`controller_state_layout`."""
     return {
         "ok": 1.0 if out.ok else 0.0,

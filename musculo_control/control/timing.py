@@ -98,7 +98,7 @@ class GcPauses:
 class Percentiles(NamedTuple):
     """p50, p99 and max of a window of samples (NaN when empty)."""
 
-    count: int
+    n: int
     p50: float
     p99: float
     max: float

@@ -27,6 +27,7 @@ compare it with the source joint state's header to the nanosecond.
 from __future__ import annotations
 
 import dataclasses
+
 import numpy as np
 import numpy.typing as npt
 

@@ -24,7 +24,11 @@ from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.model.robot import load_robot
 from musculo_control.nodes import conversions as cv
-from musculo_control.nodes.node_config import DYNAMICS_NODE, DynamicsNodeParams, config_dir_of
+from musculo_control.nodes.node_config import (
+    DYNAMICS_NODE,
+    DynamicsNodeParams,
+    config_dir_of,
+)
 from musculo_control.nodes.ros_common import (
     MSGS,
     QOS_STATE_PUB,

@@ -14,6 +14,7 @@ Goals outside the workspace are not sent (a warning says why); the QP node check
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -77,7 +78,7 @@ class GoalNode(Node):
         self._pub = self.create_publisher(PoseStamped, GOAL_TOPIC, QOS_GOAL)
         self._joint_sub = self.create_subscription(JointState, JOINTS_TOPIC, self._on_joints,
                                                    QOS_STATE_SUB)
-        self._server = None
+        self._server: Any = None  # interactive_markers.InteractiveMarkerServer
         self._trajectory: GoalTrajectory | None = None
         self._start_s: float | None = None
         self._finished = False

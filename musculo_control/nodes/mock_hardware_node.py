@@ -55,7 +55,6 @@ from musculo_control.nodes.ros_common import (
     PolledInputs,
     Ticker,
     declare_parameters,
-    now_stamp,
     run,
 )
 from musculo_control.stamps import Stamp
@@ -68,7 +67,7 @@ _DIVIDES_TOL = 1e-9
 
 def _divisor(rate_hz: float, dt_s: float, key: str) -> int:
     ratio = 1.0 / (rate_hz * dt_s)
-    n = int(round(ratio))
+    n = round(ratio)
     if n < 1 or abs(ratio - n) > _DIVIDES_TOL * ratio:
         raise ConfigError(f"parameters of node '{MOCK_HARDWARE_NODE}'",
                           f"{MOCK_HARDWARE_NODE}.ros__parameters.{key}",
@@ -100,7 +99,7 @@ class MockHardwareNode(Node):
         self.dt_s = self.mock.dt_s
         self._sensor_div = _divisor(p.sensor_rate_hz, self.dt_s, "sensor_rate_hz")
         self._truth_div = _divisor(p.truth_rate_hz, self.dt_s, "truth_rate_hz")
-        self._max_steps = max(1, int(round(p.max_catch_up_s / self.dt_s)))
+        self._max_steps = max(1, round(p.max_catch_up_s / self.dt_s))
         self.joints = robot.arm.joint_names
         self.actuators = tuple(str(a) for a in robot.actuator_ids)
         self._cmd_order = cv.NameOrder(COMMAND_TOPIC, self.actuators, "actuator id")
@@ -117,7 +116,7 @@ class MockHardwareNode(Node):
         self._overrun_steps = 0
         self._wall0 = self._wall_start = time.monotonic()
         # stamp of physics time 0: simulated time starts at clock_start_s; real time at now
-        self._anchor_ns = (int(round(p.clock_start_s * 1e9)) if p.publish_clock
+        self._anchor_ns = (round(p.clock_start_s * 1e9) if p.publish_clock
                            else self.get_clock().now().nanoseconds)
         # topics
         self._pot_pub = self.create_publisher(JointState, "hw/potentiometers", QOS_STATE_PUB)
@@ -182,7 +181,7 @@ class MockHardwareNode(Node):
 
     # -- stepping -------------------------------------------------------------------------------
     def _stamp(self) -> Stamp:
-        return Stamp.from_nanoseconds(self._anchor_ns + int(round(self.steps * self.dt_s * 1e9)))
+        return Stamp.from_nanoseconds(self._anchor_ns + round(self.steps * self.dt_s * 1e9))
 
     def _tick(self) -> None:
         p = self.params
@@ -198,7 +197,7 @@ class MockHardwareNode(Node):
             # jump forward by it, so that they stay the ROS time of the sample
             self._wall0 += skipped * self.dt_s / p.real_time_factor
             if not p.publish_clock:
-                self._anchor_ns += int(round(skipped * self.dt_s * 1e9))
+                self._anchor_ns += round(skipped * self.dt_s * 1e9)
             due = self._max_steps
         if not self.running and due > 0:
             self._hold(wall, due * self.dt_s)

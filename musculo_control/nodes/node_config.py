@@ -55,6 +55,10 @@ class CommonNodeParams:
     housekeeping_period_s: float = spec(
         0.02, gt=0.0, doc="in the real-time tick loop, how often the executor runs what is "
                           "ready (parameter services, goals, diagnostics timer) [s]")
+    realtime_priority: int = spec(
+        0, ge=0, le=99, doc="SCHED_FIFO priority of the node's tick thread; 0: the normal "
+                            "scheduler. Needs CAP_SYS_NICE or an rtprio limit; without, the "
+                            "node warns and runs normally")
 
 
 @dataclass(frozen=True, kw_only=True)

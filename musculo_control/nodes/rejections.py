@@ -37,7 +37,7 @@ class Rejections:
         c.suppressed = 0
         c.last_warned_s = now_s
         prefix = f"{topic}: "
-        text = reason[len(prefix):] if reason.startswith(prefix) else reason
+        text = reason.removeprefix(prefix)
         return f"refused a message on {topic}: {text}{more}"
 
     def total(self, topic: str | None = None) -> int:

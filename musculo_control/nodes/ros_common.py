@@ -38,8 +38,10 @@ spun; command-line topic remaps do not apply to it (use namespaces instead).
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -122,6 +124,7 @@ class Diagnostics:
         self.level = cv.STALE
         self.message = "starting"
         self._published_level: int | None = None
+        self.publish_error = ""  # why the last publication failed, if it did
         node.create_timer(period_s, self.publish)
 
     def update(self, level: int, message: str) -> None:
@@ -136,8 +139,8 @@ class Diagnostics:
         try:
             self._pub.publish(cv.diagnostic_array_msg(MSGS, now_stamp(self.node), [status]))
             self._published_level = self.level
-        except Exception:  # noqa: BLE001 - the context may be going down; never crash on this
-            pass
+        except Exception as exc:  # noqa: BLE001 - the context may be going down: do not crash
+            self.publish_error = f"{type(exc).__name__}: {exc}"
 
 
 class InputGuard:
@@ -181,7 +184,7 @@ class PolledSubscription:
 
     def take_all(self) -> list[Any]:
         """Every message queued since the last call (at most the QoS depth), oldest first."""
-        out = []
+        out: list[Any] = []
         handle = self._sub.handle
         with handle:
             while True:
@@ -230,15 +233,15 @@ class Ticker:
         else:
             self.node.create_timer(period_s, work)
 
-    def spin(self, executor: SingleThreadedExecutor) -> None:
-        """Run until KeyboardInterrupt (raised by SIGINT or SIGTERM, see :func:`run`)."""
+    def spin(self, executor: SingleThreadedExecutor, stop: threading.Event) -> None:
+        """Run until ``stop`` is set (by SIGINT or SIGTERM, see :func:`run`)."""
         if not self._entries:
-            executor.spin()
+            spin_until(executor, stop)
             return
         now = time.monotonic()
         deadlines = [now + period for period, _ in self._entries]
         housekeeping = now
-        while True:
+        while not stop.is_set():
             wake = min(min(deadlines), housekeeping)
             delay = wake - time.monotonic()
             if delay > 0.0:
@@ -269,17 +272,40 @@ class Ticker:
                 raise exc
 
 
-def _raise_keyboard_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
+def _realtime(node: Node) -> None:
+    """Put the calling (tick) thread on SCHED_FIFO if the node's parameters ask for it."""
+    params = getattr(node, "params", None)
+    priority = getattr(params, "realtime_priority", 0)
+    if not priority:
+        return
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
+    except (OSError, AttributeError) as exc:
+        node.get_logger().warning(f"realtime_priority {priority}: SCHED_FIFO not permitted "
+                                  f"({exc}); running on the normal scheduler")
+        return
+    node.get_logger().info(f"tick thread on SCHED_FIFO priority {priority}")
+
+
+#: Poll period of a plain executor loop for the stop request [s].
+_STOP_POLL_S = 0.1
+
+
+def spin_until(executor: SingleThreadedExecutor, stop: threading.Event) -> None:
+    """The executor's spin, until ``stop`` is set."""
+    while not stop.is_set():
+        executor.spin_once(timeout_sec=_STOP_POLL_S)
 
 
 def run(node_name: str, params_cls: type, factory: Callable[[], Node],
         argv: list[str] | None = None) -> int:
     """main() of a node: check parameter files, spin, shut down in order; the exit code.
 
-    rclpy's own signal handlers are off: SIGINT and SIGTERM raise KeyboardInterrupt in the
-    spinning thread, so that the node's ``shutdown()`` still has a live context and can send
-    its last messages (the tendon driver's minimum tensions) before the process ends.
+    rclpy's own signal handlers are off: SIGINT and SIGTERM only set a stop flag that the
+    loop checks between ticks, so the node's ``shutdown()`` still has a live context and can
+    send its last messages (the tendon driver's minimum tensions) before the process ends. (A
+    KeyboardInterrupt raised by the default handler inside an rclpy call surfaces as an
+    unrelated RuntimeError from pybind11 and a non-zero exit code.)
     """
     args = list(sys.argv if argv is None else argv)
     try:
@@ -289,18 +315,21 @@ def run(node_name: str, params_cls: type, factory: Callable[[], Node],
         print(f"[FATAL] [{node_name}]: parameter file: {exc}", file=sys.stderr, flush=True)
         return 2
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda signum, frame: stop.set())
     node: Node | None = None
     code = 0
     try:
         node = factory()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
+        _realtime(node)
         ticker = getattr(node, "ticker", None)
         if isinstance(ticker, Ticker):
-            ticker.spin(executor)
+            ticker.spin(executor, stop)
         else:
-            executor.spin()
+            spin_until(executor, stop)
     except MusculoError as exc:
         print(f"[FATAL] [{node_name}]: {exc}", file=sys.stderr, flush=True)
         code = 1

@@ -15,14 +15,14 @@ import numpy as np
 import rclpy
 from ament_index_python.packages import get_package_share_directory
 from diagnostic_msgs.msg import DiagnosticArray
-from launch import LaunchDescription
 from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from launch import LaunchDescription
 from musculo_control.nodes import conversions as cv
-from musculo_control.nodes.node_config import NODE_PARAMS, MUSCLE_MARKER_NODE, GOAL_NODE
+from musculo_control.nodes.node_config import GOAL_NODE, MUSCLE_MARKER_NODE, NODE_PARAMS
 
 #: Nodes the mock launch starts with use_rviz:=false (no muscle markers without RViz).
 LAUNCHED_NODES = tuple(n for n in NODE_PARAMS if n != MUSCLE_MARKER_NODE)

@@ -20,24 +20,24 @@ import pytest
 rclpy = pytest.importorskip(
     "rclpy", reason="launch tests need ROS 2 (rclpy): source a ROS 2 Humble (or newer) setup "
                     "and the colcon install of musculo_control, then run launch_test on this file")
-launch_testing = pytest.importorskip("launch_testing", reason="launch_testing is not installed")
+pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 
-import launch_testing.asserts  # noqa: E402
-import numpy as np  # noqa: E402
-from geometry_msgs.msg import PoseStamped  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
+import launch_testing.asserts
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from sensor_msgs.msg import JointState
 
 sys.path.insert(0, os.path.dirname(__file__))
-from launch_helpers import (  # noqa: E402
+from launch_helpers import (
     STARTUP_TIMEOUT_S,
     DiagnosticsLog,
     Probe,
     mock_arm_launch,
 )
 
-from musculo_control.nodes import conversions as cv  # noqa: E402
-from musculo_control.nodes.ros_common import MSGS, QOS_GOAL  # noqa: E402
-from musculo_control.stamps import Stamp  # noqa: E402
+from musculo_control.nodes import conversions as cv
+from musculo_control.nodes.ros_common import MSGS, QOS_GOAL
+from musculo_control.stamps import Stamp
 
 JOINTS = ["shoulder_p", "shoulder_r", "shoulder_y", "elbow_p", "elbow_y", "wrist_r", "wrist_p"]
 #: Bad joint states are repeated this often so that the polling nodes see some as the newest.

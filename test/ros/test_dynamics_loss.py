@@ -20,25 +20,25 @@ import pytest
 rclpy = pytest.importorskip(
     "rclpy", reason="launch tests need ROS 2 (rclpy): source a ROS 2 Humble (or newer) setup "
                     "and the colcon install of musculo_control, then run launch_test on this file")
-launch_testing = pytest.importorskip("launch_testing", reason="launch_testing is not installed")
+pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 psutil = pytest.importorskip("psutil", reason="the test finds the node's process with psutil")
 
-import launch_testing.asserts  # noqa: E402
-import numpy as np  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
+import launch_testing.asserts
+import numpy as np
+from sensor_msgs.msg import JointState
 
 sys.path.insert(0, os.path.dirname(__file__))
-from launch_helpers import (  # noqa: E402
+from launch_helpers import (
     STARTUP_TIMEOUT_S,
     DiagnosticsLog,
     Probe,
     mock_arm_launch,
 )
 
-from musculo_control.model.config import load  # noqa: E402
-from musculo_control.model.robot import RobotConfig  # noqa: E402
-from musculo_control.nodes import conversions as cv  # noqa: E402
-from musculo_control.paths import default_config_dir  # noqa: E402
+from musculo_control.model.config import load
+from musculo_control.model.robot import RobotConfig
+from musculo_control.nodes import conversions as cv
+from musculo_control.paths import default_config_dir
 
 #: The issue's limit: minimum tension within this long after the dynamics node dies [s].
 REACTION_LIMIT_S = 0.100

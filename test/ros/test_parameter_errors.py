@@ -28,7 +28,7 @@ def _prefix() -> Path:
 
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT_S,
-                          env=dict(os.environ))
+                          env=dict(os.environ), check=False)
 
 
 def _node(params_file: Path, *extra: str) -> subprocess.CompletedProcess[str]:

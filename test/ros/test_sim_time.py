@@ -16,21 +16,21 @@ import pytest
 rclpy = pytest.importorskip(
     "rclpy", reason="launch tests need ROS 2 (rclpy): source a ROS 2 Humble (or newer) setup "
                     "and the colcon install of musculo_control, then run launch_test on this file")
-launch_testing = pytest.importorskip("launch_testing", reason="launch_testing is not installed")
+pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 
-import launch_testing.asserts  # noqa: E402
-from rosgraph_msgs.msg import Clock  # noqa: E402
-from sensor_msgs.msg import JointState  # noqa: E402
+import launch_testing.asserts
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
 
 sys.path.insert(0, os.path.dirname(__file__))
-from launch_helpers import (  # noqa: E402
+from launch_helpers import (
     STARTUP_TIMEOUT_S,
     DiagnosticsLog,
     Probe,
     mock_arm_launch,
 )
 
-from musculo_control.nodes import conversions as cv  # noqa: E402
+from musculo_control.nodes import conversions as cv
 
 REAL_TIME_FACTOR = 0.5
 WINDOW_S = 6.0  # wall seconds
