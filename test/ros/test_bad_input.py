@@ -101,7 +101,7 @@ class TestBadInput(unittest.TestCase):
 
         self._goal([0.3, float("nan"), 0.3])
         warned("refused a message on hand_goal: position [0.3, nan, 0.3] is not 3 finite values")
-        time.sleep(1.1)  # past the warning throttle of the topic
+        time.sleep(1.1)  # past the warning throttle of the topic (one warning per second)
         self._goal([1.5, 0.2, 0.3])
         warned("beyond the reach")
         time.sleep(1.1)
@@ -112,8 +112,10 @@ class TestBadInput(unittest.TestCase):
         warned("(out of order)")
         self._joints(JOINTS[:6])
         warned("refused a message on joint_states: 6 joint names, expected 7")
+        time.sleep(1.1)
         self._joints(JOINTS[:6] + ["wrist_x"])
         warned("unknown joint names ['wrist_x']")
+        time.sleep(1.1)
         self._joints(JOINTS, stamp=Stamp(1, 0))
         warned("joint_states: stamp 1.000000 s before the previous")
         for _ in range(REPEATS):
