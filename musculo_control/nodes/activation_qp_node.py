@@ -124,7 +124,7 @@ class ActivationQPNode(Node):
         self._dynamics_in = self.inputs.subscribe(Float64MultiArray, DYNAMICS_TOPIC)
         self.create_subscription(PoseStamped, GOAL_TOPIC, self._on_goal, QOS_GOAL)
         # timing and health
-        self._gc = GcPauses().install()
+        self._gc = GcPauses()
         self.timer = TickTimer(1.0 / p.rate_hz, gc_pauses=self._gc)
         self.last_timing: TimingSummary | None = None
         # how old the inputs are at the ticks: joint state (now - stamp), dynamics (time since
@@ -148,6 +148,7 @@ class ActivationQPNode(Node):
         if p.gc_freeze:
             gc.collect()
             gc.freeze()  # start-up objects (models, solver) leave the collector's working set
+        self._gc.install()  # counts the collections of the running loop, not the one above
         self.get_logger().info(f"controller '{p.controller}' at {p.rate_hz:g} Hz")
 
     # -- inputs -------------------------------------------------------------------------------
