@@ -6,12 +6,14 @@ sensor samples every ``sensor_rate_hz`` (hw/potentiometers: ADC counts per joint
 hw/tendon_states: encoder and load-cell counts per actuator id), and the newest
 hw/tendon_commands (driver units per actuator id) applied before each step.
 
-Pacing: a wall-clock timer runs every sensor period / ``real_time_factor``; each tick steps as
-many physics steps as the elapsed wall time calls for (at most ``max_catch_up_s`` worth; time
-beyond is dropped and counted as an overrun, and the stamps jump forward with it). Stamps are
-the sample times: in real time, the ROS time at physics time 0 plus the physics time; with
-``publish_clock`` the physics time itself, also published on /clock, so the other nodes run
-on simulated time (``use_sim_time``) at any ``real_time_factor``.
+Pacing: a wall-clock tick loop runs every sensor period / ``real_time_factor``; each tick steps
+as many physics steps as the elapsed wall time calls for (in real time at most
+``max_catch_up_s`` worth; time beyond is dropped and reported, and the stamps jump forward with
+it). Stamps are the sample times: in real time, the ROS time at physics time 0 plus the physics
+time; with ``publish_clock`` the physics time itself, also published on /clock, so the other
+nodes run on simulated time (``use_sim_time``). Then the node never catches up in a burst (at
+most one sensor period per tick): when the machine cannot keep ``real_time_factor``, simulated
+time runs slower, steadily, instead of jumping over instants the other nodes' timers would miss.
 
 Start-up: the arm is held still (physics paused, sensors running) until commands above the
 minimum tension have arrived for ``release_after_s``; then the actuators start at the commanded
@@ -99,7 +101,10 @@ class MockHardwareNode(Node):
         self.dt_s = self.mock.dt_s
         self._sensor_div = _divisor(p.sensor_rate_hz, self.dt_s, "sensor_rate_hz")
         self._truth_div = _divisor(p.truth_rate_hz, self.dt_s, "truth_rate_hz")
-        self._max_steps = max(1, round(p.max_catch_up_s / self.dt_s))
+        # in simulated time this node is the clock: it never catches up in a burst (the other
+        # nodes' timers would skip the instants it jumps over); it lets simulated time run slower
+        self._max_steps = (self._sensor_div if p.publish_clock
+                           else max(1, round(p.max_catch_up_s / self.dt_s)))
         self.joints = robot.arm.joint_names
         self.actuators = tuple(str(a) for a in robot.actuator_ids)
         self._cmd_order = cv.NameOrder(COMMAND_TOPIC, self.actuators, "actuator id")
