@@ -19,6 +19,7 @@ COMMANDS = (
     "musculo_control.commands.bench",
     "musculo_control.commands.simulate",
     "musculo_control.commands.report",
+    "musculo_control.commands.sweep",
 )
 
 

@@ -46,7 +46,7 @@ def torque_terms(b: TorqueBalance) -> tuple[np.ndarray, np.ndarray]:
     return b.muscle_jacobian.T * b.active_n, b.muscle_jacobian.T @ b.passive_n + b.offset_nm
 
 
-def bvls(formulation: str, b: TorqueBalance, lower, upper, k=K, r=R):
+def bvls(formulation: str, b: TorqueBalance, lower, upper, k=K, r=R, tau_null_max=INF):
     """Exact bounded least squares of eq. 10 / 11: (activations, tau_null, cost)."""
     B, c = torque_terms(b)
     n, m = B.shape
@@ -56,7 +56,8 @@ def bvls(formulation: str, b: TorqueBalance, lower, upper, k=K, r=R):
     else:
         A = np.block([[B, b.nullspace], [np.sqrt(k) * np.eye(m), np.zeros((m, n))],
                       [np.zeros((n, m)), np.sqrt(r) * np.eye(n)]])
-        lo, hi = np.r_[lower, np.full(n, -INF)], np.r_[upper, np.full(n, INF)]
+        lo = np.r_[lower, np.full(n, -tau_null_max)]
+        hi = np.r_[upper, np.full(n, tau_null_max)]
     rhs = np.r_[-c, np.zeros(A.shape[0] - n)]
     res = lsq_linear(A, rhs, bounds=(lo, hi), method="bvls", tol=1e-15, max_iter=10000)
     assert res.success
@@ -294,6 +295,24 @@ def test_activation_upper_bound_is_respected(robot, estimator, osqp_config):
         assert np.all(res.activations <= 0.5) and np.all(res.activations >= 0.0)
         _, _, cost = bvls("eq11", b, np.zeros(15), np.full(15, 0.5))
         assert res.objective == pytest.approx(cost, rel=1e-6)
+
+
+def test_tau_null_bound_is_respected_and_exact(robot, estimator, osqp_config):
+    """The optional box on tau_null (a remedy for a runaway nullspace) against BVLS."""
+    bound = 0.2
+    qp = ActivationQP("eq11", 15, 7, k=K, r=R, osqp_config=osqp_config, tau_null_max_nm=bound)
+    free = ActivationQP("eq11", 15, 7, k=K, r=R, osqp_config=osqp_config)
+    binding = 0
+    for s, tau_ref in random_problems(robot, estimator, 30, seed=17, goal_scale=2.0):
+        b = balance_at(robot, s, tau_ref, True)
+        res = solve(qp, b)
+        assert res.found, res.status
+        assert np.all(np.abs(res.tau_null) <= bound + 1e-6)
+        _, tn_ref, cost = bvls("eq11", b, np.zeros(15), np.full(15, INF), tau_null_max=bound)
+        assert res.objective == pytest.approx(cost, rel=1e-6)
+        assert np.allclose(res.tau_null, tn_ref, atol=1e-5)
+        binding += np.abs(solve(free, b).tau_null).max() > bound
+    assert binding > 0  # the bound was active somewhere, so the test can fail
 
 
 def test_predictive_joint_limits_keep_the_prediction_inside(robot, estimator, osqp_config):

@@ -110,6 +110,8 @@ class QPConfig:
     activation_max: float | None = spec(None, gt=0.0, doc="upper bound on every activation; "
                                                           "null: none (the paper's choice)")
     coriolis: bool = spec(False, doc="add the snapshot's C(q, qd) qd to tau_ref")
+    tau_null_max_nm: float | None = spec(
+        None, gt=0.0, doc="bound on every |tau_null_i| of eq. 11 [Nm]; null: none (the paper's)")
     predictive_joint_limits: PredictiveLimitsConfig = spec(PredictiveLimitsConfig(),
                                                            doc="SPEC section 9")
     snapshot_max_age_s: float = spec(0.1, gt=0.0, doc="refuse a dynamics snapshot older than "
@@ -175,7 +177,7 @@ class QPStructure:
     """The fixed sparsity pattern of one formulation and the code that fills its values."""
 
     def __init__(self, formulation: str, n_muscles: int, n_joints: int, k: float, r: float,
-                 n_limit_rows: int = 0) -> None:
+                 n_limit_rows: int = 0, tau_null_max_nm: float | None = None) -> None:
         if formulation not in FORMULATIONS:
             raise ValueError(f"unknown formulation {formulation!r}; valid: {list(FORMULATIONS)}")
         m, n, p = n_muscles, n_joints, n_limit_rows
@@ -185,14 +187,18 @@ class QPStructure:
         self.has_residual = formulation != "eq9"
         n_null = n if self.has_null else 0
         n_res = n if self.has_residual else 0
+        # optional box |tau_null_i| <= tau_null_max (one identity row per tau_null column)
+        self.tau_null_max_nm = tau_null_max_nm if self.has_null else None
+        nb = n_null if self.tau_null_max_nm is not None else 0
         self.n_variables = m + n_null + n_res
-        self.n_constraints = n + m + p
+        self.n_constraints = n + m + p + nb
         self.a = slice(0, m)
         self.tau_null = slice(m, m + n_null)
         self.residual = slice(m + n_null, m + n_null + n_res)
         self.torque_rows = slice(0, n)
         self.bound_rows = slice(n, n + m)
         self.limit_rows = slice(n + m, n + m + p)
+        self.null_bound_rows = slice(n + m + p, n + m + p + nb)
         self.k, self.r = float(k), float(r)
         # P: constant diagonal
         diag = np.empty(self.n_variables)
@@ -208,9 +214,9 @@ class QPStructure:
         for j in range(m):
             indices += [*range(n), n + j, *range(n + m, n + m + p)]
             indptr.append(indptr[-1] + per_a)
-        for _ in range(n_null):
-            indices += list(range(n))
-            indptr.append(indptr[-1] + n)
+        for j in range(n_null):
+            indices += list(range(n)) + ([n + m + p + j] if nb else [])
+            indptr.append(indptr[-1] + n + (1 if nb else 0))
         for j in range(n_res):
             indices.append(j)
             indptr.append(indptr[-1] + 1)
@@ -218,7 +224,8 @@ class QPStructure:
         self.A_indices = np.array(indices, dtype=np.int64)
         self.nnz = len(indices)
         self._a_end = m * per_a
-        self._null_end = self._a_end + n_null * n
+        self._per_null = n + (1 if nb else 0)
+        self._null_end = self._a_end + n_null * self._per_null
 
     def new_buffers(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
         """Fresh (Ax, l, u, c) arrays with the constant entries already in place."""
@@ -226,7 +233,12 @@ class QPStructure:
         m, n, p = self.n_muscles, self.n_joints, self.n_limit_rows
         Ax[: self._a_end].reshape(m, n + 1 + p)[:, n] = 1.0  # bound rows: identity
         Ax[self._null_end:] = -1.0  # residual columns: -I
-        return Ax, np.zeros(self.n_constraints), np.zeros(self.n_constraints), np.zeros(n)
+        l, u = np.zeros(self.n_constraints), np.zeros(self.n_constraints)
+        if self.tau_null_max_nm is not None:
+            Ax[self._a_end: self._null_end].reshape(n, self._per_null)[:, n] = 1.0
+            l[self.null_bound_rows] = -self.tau_null_max_nm
+            u[self.null_bound_rows] = self.tau_null_max_nm
+        return Ax, l, u, np.zeros(n)
 
     def fill(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
              rows: LinearRows | None, Ax: FloatArray, l: FloatArray, u: FloatArray,
@@ -247,7 +259,8 @@ class QPStructure:
             if balance.nullspace is None:
                 raise ValueError("eq11 needs the nullspace projector N")
             # column j of N is row j of N^T
-            Ax[self._a_end: self._null_end].reshape(n, n)[:] = balance.nullspace.T
+            Ax[self._a_end: self._null_end].reshape(n, self._per_null)[:, :n] = \
+                balance.nullspace.T
         np.dot(balance.passive_n, balance.muscle_jacobian, out=c)
         c += balance.offset_nm
         np.negative(c, out=l[self.torque_rows])
@@ -312,8 +325,9 @@ class ActivationQP:
 
     def __init__(self, formulation: str, n_muscles: int, n_joints: int, *, k: float, r: float,
                  osqp_config: OSQPConfig, n_limit_rows: int = 0,
-                 accept_inaccurate: bool = False) -> None:
-        self.structure = QPStructure(formulation, n_muscles, n_joints, k, r, n_limit_rows)
+                 accept_inaccurate: bool = False, tau_null_max_nm: float | None = None) -> None:
+        self.structure = QPStructure(formulation, n_muscles, n_joints, k, r, n_limit_rows,
+                                     tau_null_max_nm)
         self.settings = osqp_config.settings()
         # OSQP statuses that count as a solution
         self._accepted = {_SOLVED, _SOLVED_INACCURATE} if accept_inaccurate else {_SOLVED}

@@ -46,6 +46,7 @@ from musculo_control.control.joint_limits import predictive_limit_rows
 from musculo_control.control.output import ControlOutput, safe_output
 from musculo_control.control.task_space import (
     GainsConfig,
+    nullspace_damping_torque,
     reference_acceleration,
     reference_torque,
     task_rows,
@@ -219,7 +220,8 @@ class OSCController(_TickBase):
         self.qp = ActivationQP(self.formulation, mc, n, k=qp.k, r=qp.r,
                                osqp_config=config.osqp,
                                n_limit_rows=n if self._limits.enabled else 0,
-                               accept_inaccurate=qp.accept_inaccurate)
+                               accept_inaccurate=qp.accept_inaccurate,
+                               tau_null_max_nm=qp.tau_null_max_nm)
         self._lower = np.zeros(mc)
         self._upper = np.full(mc, np.inf if qp.activation_max is None else qp.activation_max)
 
@@ -234,6 +236,10 @@ class OSCController(_TickBase):
         coriolis = snapshot.coriolis_torque_nm if self.config.qp.coriolis else None
         tau_ref = reference_torque(snapshot.task_jacobian, snapshot.task_inertia, xdd,
                                    snapshot.gravity_torque_nm, coriolis)
+        kv = self.config.gains.nullspace_damping_s
+        if kv > 0.0:
+            tau_ref += nullspace_damping_torque(snapshot.nullspace_projector,
+                                                snapshot.mass_matrix, qd, kv)
         ci = self._ci
         active, passive = fresh.forces.active_n[ci], fresh.forces.passive_n[ci]
         balance = TorqueBalance(terms.jm_controlled, active, passive,

@@ -40,6 +40,9 @@ class GainsConfig:
     kr_s2: float = spec(300.0, ge=0.0, doc="orientation stiffness kr [1/s^2]")
     kdr_s: float = spec(0.0, ge=0.0,
                         doc="orientation damping [1/s]; not in the paper, 0 keeps eq. 15 as is")
+    nullspace_damping_s: float = spec(
+        0.0, ge=0.0, doc="damping of joint velocity inside the task nullspace, kv in "
+                         "-N M kv qd [1/s]; not in the paper, 0 keeps eq. 11 as is")
 
     @property
     def kd(self) -> float:
@@ -99,3 +102,13 @@ def reference_torque(task_jacobian: FloatArray, task_inertia: FloatArray,
     if coriolis_nm is not None:
         tau += coriolis_nm
     return tau
+
+
+def nullspace_damping_torque(projector: FloatArray, mass_matrix: FloatArray, qd: FloatArray,
+                             damping_s: float) -> FloatArray:
+    """(n,) -N M kv qd [Nm]: damps joint motion the task does not see, leaves the task alone.
+
+    N = I - J^T Jbar^T (paper eq. 8) keeps the torque out of the task space (J M^-1 N = 0), and
+    weighting by M gives every joint the same damping rate kv whatever its inertia.
+    """
+    return -damping_s * (projector @ (mass_matrix @ qd))

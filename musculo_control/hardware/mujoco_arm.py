@@ -57,6 +57,9 @@ class PhysicsConfig:
         (), ge=0.0, doc="dry (Coulomb) friction per joint, MuJoCo frictionloss [Nm]; empty = none")
     joint_armature_kg_m2: tuple[float, ...] = spec(
         (), ge=0.0, doc="reflected rotor inertia per joint [kg m^2]; empty = none")
+    tendon_frictionloss_n: float = spec(
+        0.0, ge=0.0, doc="dry (Coulomb) friction of every tendon along its path, MuJoCo tendon "
+                         "frictionloss [N]: the tendon sliding over pulleys and through sheaths")
     joint_limit_time_constant_s: float = spec(
         0.005, gt=0.0, doc="time constant of MuJoCo's soft joint-limit constraint [s] (MuJoCo's "
                            "default 0.02 s lets a 300 N tendon push a wrist 0.25 rad past its "
@@ -222,6 +225,7 @@ def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
     muscles_file = robot.muscles_file
     for i, m in enumerate(robot.muscles_config.muscles):
         tendon = sp.add_tendon(name=m.name)
+        tendon.frictionloss = physics.tendon_frictionloss_n
         for k, vp in enumerate(m.path):
             if vp.link not in bodies:
                 raise ConfigError(muscles_file, f"muscles[{i}].path[{k}].link",

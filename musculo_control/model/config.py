@@ -135,10 +135,9 @@ def _convert(tp: Any, value: Any, file: str, key: str) -> Any:
             raise ConfigError(file, key, "a non-empty string", value)
         return value
     if origin is tuple:
-        args = typing.get_args(tp)
         if not isinstance(value, (list, tuple)):
             raise ConfigError(file, key, "a list", _short(value))
-        item_tp = args[0]
+        item_tp = typing.get_args(tp)[0]
         return tuple(_convert(item_tp, v, file, f"{key}[{i}]") for i, v in enumerate(value))
     raise TypeError(f"unsupported config field type {tp!r} at {key}")
 

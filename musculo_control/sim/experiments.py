@@ -206,6 +206,12 @@ class Bench:
         })
         self._n, self._mc = n, mc
         self._goal_now = HandGoal.hold(np.zeros(3))  # set by run() before each tick
+        #: joint-space baselines (eq. 16-17) follow this instead of the hand goal
+        self.joint_target_at: Callable[[float], FloatArray] | None = None
+
+    def hold_joints(self, q_rad: FloatArray) -> None:
+        """Give a joint-space baseline the target ``q_rad`` (no effect on the OSC)."""
+        self.joint_target_at = lambda t: q_rad
 
     def hand_pose_at(self, q: FloatArray) -> tuple[FloatArray, FloatArray]:
         data = self.robot.new_data()
@@ -218,7 +224,7 @@ class Bench:
         mock = self.mock
         goal = self._goal_now
         hand = mock.hand_position_m
-        a = out.activations if out is not None else np.zeros(self._mc)
+        a = out.activations
         self.recorder.add(state.t_s, {
             "q_rad": mock.q_rad, "qd_rad_s": mock.qd_rad_s,
             "q_measured_rad": state.joints.q_rad if state.joints is not None else np.full(
@@ -235,8 +241,12 @@ class Bench:
 
     def run(self, duration_s: float, goal_at: Callable[[float], HandGoal], *,
             hook: Callable[[float, MockArm], None] | None = None, label: str = "") -> float:
+        set_target = getattr(self.controller, "set_joint_target", None)
+
         def goal_fn(t: float) -> HandGoal:
             self._goal_now = goal_at(t)
+            if set_target is not None and self.joint_target_at is not None:
+                set_target(self.joint_target_at(t))
             return self._goal_now
 
         return self.loop.run(duration_s, goal_fn, hook=hook, on_control=self.record, label=label)
@@ -260,6 +270,32 @@ def minimum_jerk(start: FloatArray, end: FloatArray, duration_s: float,
     vel = d * (30 * s**2 - 60 * s**3 + 30 * s**4) / duration_s
     acc = d * (60 * s - 180 * s**2 + 120 * s**3) / duration_s**2
     return pos, vel, acc
+
+
+def joint_path(robot: Robot, q0: FloatArray, start: FloatArray, end: FloatArray,
+               move_s: float, t_move_s: float,
+               samples: int = 41) -> Callable[[float], FloatArray]:
+    """Joint targets along the minimum-jerk hand path, for the joint-space baselines.
+
+    Each sample is solved by the pose solver from the previous one, keeping the start pose's
+    elbow height (the baselines have no hand task, so they need the path in joint space).
+    """
+    if robot.poses is None:
+        raise ConfigError(robot.robot_file, "poses", "a poses section (the baselines need IK)")
+    solver = robot.poses
+    elbow_z = solver.targets_at(q0)[1]
+    times = np.linspace(0.0, move_s, samples)
+    path = [q0]
+    for t in times[1:]:
+        hand = minimum_jerk(start, end, move_s, t)[0]
+        path.append(solver.solve(path[-1], hand, elbow_z).q_rad)
+    qs = np.array(path)
+
+    def at(t: float) -> FloatArray:
+        s = t - t_move_s
+        return np.array([np.interp(s, times, qs[:, j]) for j in range(qs.shape[1])])
+
+    return at
 
 
 def _window_mean(t: FloatArray, v: FloatArray, t0: float, t1: float) -> float:
@@ -292,6 +328,7 @@ def run_disturbance(setup: Setup, controller: str, label: str = "") -> RunResult
     q0 = start_pose(setup.robot, cfg.start_pose)
     x0, R0 = bench.hand_pose_at(q0)
     goal = HandGoal.hold(x0, R0)
+    bench.hold_joints(q0)
     bench.loop.reset(q0, goal)
     axis = np.asarray(cfg.axis) / np.linalg.norm(cfg.axis)
     radius = setup.mock_config.gauge.contact_radius_m
@@ -348,6 +385,8 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
         pos, vel, acc = minimum_jerk(start, end, cfg.move_s, t - t_move)
         return HandGoal(pos, vel, acc, R0)
 
+    if hasattr(bench.controller, "set_joint_target"):
+        bench.joint_target_at = joint_path(setup.robot, q0, start, end, cfg.move_s, t_move)
     bench.loop.reset(q0, goal_at(0.0))
     duration = cfg.settle_s + cfg.move_s + cfg.hold_s
     wall = bench.run(duration, goal_at, label=label)
@@ -374,6 +413,7 @@ def run_nullspace(setup: Setup, controller: str, label: str = "") -> RunResult:
     q0 = start_pose(setup.robot, cfg.start_pose)
     x0, R0 = bench.hand_pose_at(q0)
     goal = HandGoal.hold(x0, R0)
+    bench.hold_joints(q0)
     bench.loop.reset(q0, goal)
     wall = bench.run(cfg.duration_s, lambda t: goal, label=label)
     rec = bench.recorder

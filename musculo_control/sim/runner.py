@@ -78,7 +78,7 @@ def divisors(config: RunnerConfig, physics_dt_s: float, file: str) -> Divisors:
         raise ConfigError(file, "runner.transport_delay_s",
                           f"a whole number of physics steps ({physics_dt_s} s)",
                           config.transport_delay_s)
-    return Divisors(*out, int(round(delay)))
+    return Divisors(out[0], out[1], out[2], out[3], int(round(delay)))
 
 
 class DelayLine(Generic[T]):
@@ -108,7 +108,7 @@ class LoopState(NamedTuple):
     joints: PotentiometerReading | None
     tendons: TendonState | None
     snapshot: DynamicsSnapshot | None
-    output: ControlOutput | None
+    output: ControlOutput  # the tick's command
 
 
 #: Called every physics step before it, with (t_s, mock): moves a force gauge, injects faults.
@@ -200,10 +200,11 @@ class ClosedLoop:
             for snap in self._snapshots.receive(k):
                 self.snapshot = snap
             if k % div.control == 0:
-                self.output = self._control(t, goal_at)
-                self._commands.send(k, (t, self.output.tension_n))
+                out = self._control(t, goal_at)
+                self.output = out
+                self._commands.send(k, (t, out.tension_n))
                 if on_control is not None:
-                    on_control(LoopState(t, self.joints, self.tendons, self.snapshot, self.output))
+                    on_control(LoopState(t, self.joints, self.tendons, self.snapshot, out))
             for stamp, tension in self._commands.receive(k):
                 driver.command(tension, stamp)
             if k % div.driver == 0:
