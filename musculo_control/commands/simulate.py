@@ -41,8 +41,10 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("simulate", help="run an experiment of the paper on the mock arm",
                        description="Runs disturbance (A), trajectory (B) or nullspace (C) with one "
                                    "controller against the MuJoCo mock arm; writes logs (CSV, "
-                                   "MCAP), a PNG plot and JSON metrics.")
-    p.add_argument("experiment", choices=EXPERIMENT_NAMES)
+                                   "MCAP), a PNG plot and JSON metrics. 'faults' runs the fault "
+                                   "matrix instead (reliability.yaml; see musculo_control."
+                                   "commands.reliability).")
+    p.add_argument("experiment", choices=(*EXPERIMENT_NAMES, "faults"))
     p.add_argument("--controller", choices=CONTROLLER_NAMES, default="osc")
     p.add_argument("--out", type=Path, default=Path("out"), help="output folder (default: out)")
     p.add_argument("--json", type=Path, default=None, help="write the metrics here too")
@@ -89,6 +91,10 @@ def print_runs(runs: list[RunResult]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.experiment == "faults":
+        from musculo_control.commands.reliability import run_faults
+
+        return run_faults(args)
     setup = setup_from_args(args)
     runs = run_experiment(setup, args.experiment, args.controller)
     print_runs(runs)

@@ -333,6 +333,7 @@ class ActivationQP:
         self._accepted = {_SOLVED, _SOLVED_INACCURATE} if accept_inaccurate else {_SOLVED}
         self._Ax, self._l, self._u, self._c = self.structure.new_buffers()
         self._solver: osqp.OSQP | None = None
+        self._max_iter_override: int | None = None  # see limit_iterations
         s = self.structure
         self._zero_x = np.zeros(s.n_variables)
         self._zero_y = np.zeros(s.n_constraints)
@@ -350,6 +351,17 @@ class ActivationQP:
         """Forget the warm start (the next solve starts from zero)."""
         if self._solver is not None:
             self._solver.warm_start(x=self._zero_x, y=self._zero_y)
+
+    def limit_iterations(self, max_iter: int | None) -> None:
+        """Cap OSQP's iterations at ``max_iter`` (``None``: back to the configured limit).
+
+        For fault injection: a cap of 1 makes every solve end unsolved ("maximum iterations
+        reached"), the run-time failure the controller must survive.
+        """
+        limit = self.settings["max_iter"] if max_iter is None else int(max_iter)
+        self._max_iter_override = max_iter
+        if self._solver is not None:
+            self._solver.update_settings(max_iter=limit)
 
     def _failure(self, status: str, iterations: int = 0, solve_time_s: float = 0.0,
                  build_time_s: float = 0.0) -> QPResult:
@@ -371,11 +383,18 @@ class ActivationQP:
         if not finite or (l > u).any():
             return self._failure("non-finite QP input" if not finite else "empty bound interval",
                                  build_time_s=time.perf_counter() - t0)
+        if np.abs(c).max() >= _OSQP_INFTY or np.abs(Ax).max() >= _OSQP_INFTY:
+            # OSQP would clip such an equality bound to its infinity, find l > u, refuse the
+            # update without raising and solve the previous tick's problem again
+            return self._failure("QP input beyond the solver's range (|value| >= OSQP_INFTY)",
+                                 build_time_s=time.perf_counter() - t0)
         if self._solver is None:
             solver = osqp.OSQP()
             solver.setup(s.P_matrix(), np.zeros(s.n_variables), s.A_matrix(Ax), l, u,
                          **self.settings)
             self._solver = solver
+            if self._max_iter_override is not None:
+                solver.update_settings(max_iter=self._max_iter_override)
         else:
             self._solver.update(Ax=Ax, l=l, u=u)
         build = time.perf_counter() - t0

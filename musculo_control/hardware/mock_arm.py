@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import mujoco
 import numpy as np
@@ -102,6 +103,20 @@ class MockArmConfig:
     seed: int = spec(0, ge=0, doc="seed of the model error and the sensor noise")
 
 
+class MockFaultHook(Protocol):
+    """Fault injection inside the mock (see :mod:`musculo_control.sim.faults`): each method
+    sees what the healthy mock would produce at time ``t_s`` and returns or edits it."""
+
+    def potentiometers(self, counts: FloatArray, t_s: float) -> FloatArray: ...
+
+    def tendons(self, encoder: FloatArray, loadcell: FloatArray,
+                t_s: float) -> tuple[FloatArray, FloatArray]: ...
+
+    def actuators(self, tension_n: FloatArray, t_s: float) -> None:
+        """Edit the delivered tensions (m,) [N] in place (a snapped tendon, a weak motor)."""
+        ...
+
+
 class MockArm:
     """MuJoCo arm with raw-unit sensors and driver-unit commands (see the module docstring).
 
@@ -165,6 +180,7 @@ class MockArm:
         self._gauge_tip = np.zeros(3)
         self._gauge_axis = np.array([1.0, 0.0, 0.0])
         self._gauge_force = 0.0
+        self.fault_hook: MockFaultHook | None = None  # injected faults; None: healthy
         self.reset(np.clip(np.zeros(self.n), robot.arm.lower_rad, robot.arm.upper_rad))
 
     # -- set-up -----------------------------------------------------------------------------------
@@ -223,6 +239,8 @@ class MockArm:
         self._f += self._tmp
         np.minimum(self._f, self._cap, out=self._f)
         np.maximum(self._f, 0.0, out=self._f)
+        if self.fault_hook is not None:
+            self.fault_hook.actuators(self._f, self.time_s)
         np.copyto(self._ctrl, self._f)
         if self._gauge_on:
             self._apply_gauge()
@@ -282,7 +300,10 @@ class MockArm:
         noise = self.config.sensors.potentiometer_noise_counts
         if noise > 0.0:
             counts += noise * self._noise.standard_normal(self.n)
-        return np.maximum(np.minimum(np.rint(counts), cal.pot_full_scale_counts), 0.0)
+        counts = np.maximum(np.minimum(np.rint(counts), cal.pot_full_scale_counts), 0.0)
+        if self.fault_hook is not None:
+            counts = self.fault_hook.potentiometers(counts, self.time_s)
+        return counts
 
     def read_tendons(self) -> tuple[FloatArray, FloatArray]:
         """(encoder counts (m,), load-cell counts (m,)), quantised, with noise."""
@@ -294,6 +315,8 @@ class MockArm:
             enc += sens.encoder_noise_counts * self._noise.standard_normal(self.m)
         if sens.loadcell_noise_counts > 0.0:
             cell += sens.loadcell_noise_counts * self._noise.standard_normal(self.m)
+        if self.fault_hook is not None:
+            return self.fault_hook.tendons(np.rint(enc), np.rint(cell), self.time_s)
         return np.rint(enc), np.rint(cell)
 
     # -- true state (for evaluation, never for the controller) ----------------------------------

@@ -140,6 +140,13 @@ def load_setup(config_dir: Path, overrides: Overrides) -> Setup:
     exp = _parse_file(ExperimentsConfig, config_dir / "experiments.yaml", overrides.experiments)
     mock = _parse_file(MockArmConfig, config_dir / "mock_arm.yaml", overrides.mock_arm)
     mock.physics.check_joints(robot.arm.n_joints, str(config_dir / "mock_arm.yaml"), "physics")
+    from musculo_control.sim.supervised_loop import check_start_pose
+
+    file = str(config_dir / "experiments.yaml")
+    check_start_pose(robot, exp.disturbance.start_pose, file, "disturbance.start_pose")
+    check_start_pose(robot, exp.nullspace.start_pose, file, "nullspace.start_pose")
+    for i, name in enumerate(exp.trajectory.start_poses):
+        check_start_pose(robot, name, file, f"trajectory.start_poses[{i}]")
     return Setup(robot, ctrl, exp, mock, overrides)
 
 

@@ -19,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -31,13 +31,19 @@ from musculo_control.errors import ConfigError
 from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnapshot
 from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.hardware.potentiometer import PotentiometerReader, PotentiometerReading
-from musculo_control.hardware.tendon_driver import TendonDriver, TendonState
+from musculo_control.hardware.tendon_driver import DriverOutput, TendonDriver, TendonState
 from musculo_control.model.config import spec
 from musculo_control.model.robot import Robot
 from musculo_control.sim.recorder import Recorder
 
+if TYPE_CHECKING:
+    from musculo_control.safety.supervisor import Supervisor
+
 FloatArray = npt.NDArray[np.float64]
 T = TypeVar("T")
+#: One raw sensor message: (stamp, potentiometer counts, encoder counts, load-cell counts);
+#: a fault injector may blank a part (None: that sensor's message never came).
+SensorMessage = tuple[float, "FloatArray | None", "FloatArray | None", "FloatArray | None"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,18 +123,42 @@ StepHook = Callable[[float, MockArm], None]
 GoalFn = Callable[[float], HandGoal]
 
 
+class StreamFaults(Protocol):
+    """Fault injection in the loop's message streams (see :mod:`musculo_control.sim.faults`)."""
+
+    def sensor_messages(self, step: int,
+                        message: SensorMessage) -> list[tuple[int, SensorMessage]]:
+        """The messages to send at ``step`` instead: (send step, message) pairs."""
+        ...
+
+    def snapshot_passes(self, t_s: float) -> bool: ...
+
+    def goal(self, t_s: float, goal: HandGoal) -> object:
+        """The goal the controller receives (may be malformed)."""
+        ...
+
+    def command_passes(self, t_s: float) -> bool: ...
+
+
+TICK_KINDS = ("physics", "sensor", "dynamics", "control", "driver")
+
+
 class ClosedLoop:
     """The mock arm, the drivers, the estimator and one controller, stepped together."""
 
     def __init__(self, robot: Robot, controller: Controller, mock: MockArm,
                  pots: PotentiometerReader, driver: TendonDriver, estimator: DynamicsEstimator,
-                 config: RunnerConfig, file: str = "experiments.yaml") -> None:
+                 config: RunnerConfig, file: str = "experiments.yaml", *,
+                 safety: Supervisor | None = None, faults: StreamFaults | None = None) -> None:
+        """``safety``: apply the safety rules around the controller (else the plain policy:
+        minimum tension on a potentiometer fault); ``faults``: inject stream faults."""
         self.robot, self.controller, self.mock = robot, controller, mock
+        self.safety, self.stream_faults = safety, faults
         self.pots, self.driver, self.estimator = pots, driver, estimator
         self.config = config
         self.div = divisors(config, mock.dt_s, file)
         self.dt_s = mock.dt_s
-        self._sensors: DelayLine[tuple[float, FloatArray, FloatArray, FloatArray]] = \
+        self._sensors: DelayLine[SensorMessage] = \
             DelayLine(self.div.delay)
         self._snapshots: DelayLine[DynamicsSnapshot] = DelayLine(self.div.delay)
         self._commands: DelayLine[tuple[float, FloatArray]] = DelayLine(self.div.delay)
@@ -139,6 +169,10 @@ class ClosedLoop:
         self.snapshot: DynamicsSnapshot | None = None
         self.output: ControlOutput | None = None
         self.faults: list[tuple[float, str]] = []  # (time, reason) of every unsafe tick
+        self.ticks = dict.fromkeys(TICK_KINDS, 0)  # events run, for the tick accounting
+        self.driver_output: DriverOutput | None = None
+        self.sent_max_n = 0.0  # largest tension the driver sent to the arm [N]
+        self.sent_nonfinite = 0  # driver outputs with a non-finite value (must stay 0)
 
     def reset(self, q0_rad: FloatArray, goal: HandGoal) -> None:
         """Arm at rest at ``q0_rad``, holding with the controller's own first answer.
@@ -167,19 +201,32 @@ class ClosedLoop:
         self.tendons = self.driver.read(enc, cell, before)
         self.snapshot = self.estimator.compute(self.joints.q_rad, self.joints.qd_rad_s, before)
         self.driver.prime(tension, before)
+        if self.safety is not None:
+            self.safety.reset(before, tension)
+            self.safety.admit("sensors", before)
         self.step_count = 0
         self.output = None
         self.faults = []
+        self.ticks = dict.fromkeys(TICK_KINDS, 0)
+        self.driver_output = None
+        self.sent_max_n, self.sent_nonfinite = 0.0, 0
 
     @property
     def time_s(self) -> float:
         return self.step_count * self.dt_s
+
+    def expected_ticks(self) -> dict[str, int]:
+        """How many events of each kind the steps run so far must have had."""
+        k, div = self.step_count, self.div
+        return {"physics": k, "sensor": -(-k // div.sensor), "dynamics": -(-k // div.dynamics),
+                "control": -(-k // div.control), "driver": -(-k // div.driver)}
 
     def run(self, duration_s: float, goal_at: GoalFn, *, hook: StepHook | None = None,
             on_control: Callable[[LoopState], None] | None = None, label: str = "") -> float:
         """Advance ``duration_s`` of simulated time; returns the wall time it took [s]."""
         div = self.div
         mock, pots, driver = self.mock, self.pots, self.driver
+        safety, injected, ticks = self.safety, self.stream_faults, self.ticks
         steps = int(round(duration_s / self.dt_s))
         progress_every = max(1, int(round(self.config.progress_interval_s / self.dt_s)))
         wall0 = time.perf_counter()
@@ -189,30 +236,57 @@ class ClosedLoop:
             if hook is not None:
                 hook(t, mock)
             if k % div.sensor == 0:
+                ticks["sensor"] += 1
                 enc, cell = mock.read_tendons()
-                self._sensors.send(k, (t, mock.read_potentiometers(), enc, cell))
-            for stamp, counts, enc, cell in self._sensors.receive(k):
-                self.joints = pots.update(counts, stamp)
-                self.tendons = driver.read(enc, cell, stamp)
-            if k % div.dynamics == 0 and self.joints is not None and self.joints.ok:
+                message: SensorMessage = (t, mock.read_potentiometers(), enc, cell)
+                if injected is None:
+                    self._sensors.send(k, message)
+                else:
+                    for at, m in injected.sensor_messages(k, message):
+                        self._sensors.send(at, m)
+            for stamp, pot_counts, enc_counts, cell_counts in self._sensors.receive(k):
+                if safety is not None and not safety.admit("sensors", stamp):
+                    continue
+                if pot_counts is not None:
+                    self.joints = pots.update(pot_counts, stamp)
+                if enc_counts is not None and cell_counts is not None:
+                    self.tendons = driver.read(enc_counts, cell_counts, stamp)
+                    if safety is not None:
+                        safety.tendon_sample(self.tendons)
+            if k % div.dynamics == 0 and self.joints is not None and self.joints.ok and (
+                    injected is None or injected.snapshot_passes(t)):
+                ticks["dynamics"] += 1
                 self._snapshots.send(k, self.estimator.compute(
                     self.joints.q_rad, self.joints.qd_rad_s, self.joints.stamp_s))
             for snap in self._snapshots.receive(k):
                 self.snapshot = snap
             if k % div.control == 0:
+                ticks["control"] += 1
                 out = self._control(t, goal_at)
                 self.output = out
-                self._commands.send(k, (t, out.tension_n))
+                if injected is None or injected.command_passes(t):
+                    self._commands.send(k, (t, out.tension_n))
                 if on_control is not None:
                     on_control(LoopState(t, self.joints, self.tendons, self.snapshot, out))
             for stamp, tension in self._commands.receive(k):
                 driver.command(tension, stamp)
             if k % div.driver == 0:
-                self._to_arm.send(k, driver.output(t).units)
+                ticks["driver"] += 1
+                sent = driver.output(t)
+                self.driver_output = sent
+                top = float(sent.tension_n.max())
+                if not (math.isfinite(top) and bool(np.isfinite(sent.units).all())):
+                    self.sent_nonfinite += 1
+                elif top > self.sent_max_n:
+                    self.sent_max_n = top
+                if safety is not None:
+                    safety.driver_sent(t, sent.tension_n)
+                self._to_arm.send(k, sent.units)
             for units in self._to_arm.receive(k):
                 mock.set_command(units)
             mock.step()
             self.step_count += 1
+            ticks["physics"] += 1
             if label and self.step_count % progress_every == 0:
                 wall = time.perf_counter() - wall0
                 done = self.step_count * self.dt_s
@@ -222,6 +296,16 @@ class ClosedLoop:
         return time.perf_counter() - wall0
 
     def _control(self, t: float, goal_at: GoalFn) -> ControlOutput:
+        if self.safety is not None:
+            wanted = goal_at(t)
+            goal = wanted if self.stream_faults is None else self.stream_faults.goal(t, wanted)
+            joint_faults = self.joints.faults if self.joints is not None else ()
+            out = self.safety.tick(t, self.controller, joints=self.joints, tendons=self.tendons,
+                                   snapshot=self.snapshot, goal=goal,
+                                   joint_faults=joint_faults).output
+            if not out.ok:
+                self.faults.append((t, out.reason))
+            return out
         faults = self.pots.check(t)
         if faults:
             out = safe_output(self.robot, "joint state: " + "; ".join(faults))

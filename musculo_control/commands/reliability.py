@@ -1,0 +1,159 @@
+"""``musculo simulate faults`` (the fault matrix) and ``musculo soak``, ROS-free.
+
+``musculo simulate faults [--json FILE] [--out DIR]`` injects every fault of
+``reliability.yaml`` ``faults.cases`` into the supervised loop and prints, per fault, whether
+it was detected, how fast, the largest command, NaN, and whether the loop recovered; it writes
+``faults.json`` and ``faults.md`` under ``--out`` and the JSON also to ``--json``:
+``{"faults": [{"name", "detected", "detection_time_ms", "max_command_N", "any_nan",
+"recovered", ...}], ...}``.
+
+``musculo soak [--hours H | --duration S] [--json FILE]`` runs the soak of ``reliability.yaml``
+``soak`` and reports memory, drift at rest, tick accounting and safety figures.
+
+Both take ``--set safety.KEY=V`` and ``--set reliability.faults.KEY=V`` /
+``reliability.soak.KEY=V`` besides the simulation overrides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from musculo_control.commands.simulate import add_common
+from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.paths import default_config_dir
+from musculo_control.sim.experiments import Overrides, load_setup
+from musculo_control.sim.fault_matrix import (
+    TARGET_DETECTION_MS,
+    load_fault_matrix_config,
+    matrix_markdown,
+    run_matrix,
+)
+from musculo_control.sim.soak import load_soak_config, run_soak
+from musculo_control.sim.supervised_loop import split_overrides
+
+_OWN_PREFIXES = ("safety", "reliability")
+
+
+def _split(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], Overrides, Path]:
+    """(safety overrides, reliability overrides, the rest, config folder)."""
+    items = list(args.overrides)
+    if getattr(args, "seed", None) is not None:
+        items.append(f"experiments.seed={args.seed}")
+    mine, rest = split_overrides(items, _OWN_PREFIXES)
+    safety = {k.partition(".")[2]: v for k, v in mine.items() if k.startswith("safety.")}
+    reliability = {k.partition(".")[2]: v for k, v in mine.items()
+                   if k.startswith("reliability.")}
+    return safety, reliability, Overrides.parse(rest), args.config or default_config_dir()
+
+
+def _write_json(doc: dict[str, Any], *paths: Path | None) -> None:
+    text = json.dumps(doc, indent=2, default=_jsonable) + "\n"
+    for path in paths:
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+# -- the fault matrix ---------------------------------------------------------------------------
+def run_faults(args: argparse.Namespace) -> int:
+    """``musculo simulate faults``: the fault matrix."""
+    safety, reliability, overrides, folder = _split(args)
+    setup = load_setup(folder, overrides)
+    cfg = load_fault_matrix_config(folder, setup.robot, reliability)
+    if args.controller != cfg.controller:
+        cfg = dataclasses.replace(cfg, controller=args.controller)
+    results, baseline = run_matrix(setup, cfg, safety, progress=True)
+    print(matrix_markdown(results), end="")
+    within = [r for r in results if r.meets_target]
+    missed = [r for r in results if not r.meets_target]
+    print(f"\n{len(within)}/{len(results)} faults detected within {TARGET_DETECTION_MS:.0f} ms "
+          f"with every command inside [min, {results[0].limit_N if results else 0:.0f} N] and "
+          f"no NaN; {sum(r.recovered for r in results)}/{len(results)} recovered; fault-free "
+          f"run: {baseline['alarms']} alarms.")
+    for r in missed:
+        after = "-" if r.detection_time_ms is None else f"{r.detection_time_ms:.1f}"
+        print(f"  {r.name}: detected={r.detected} after {after} ms "
+              f"({r.rule or 'no rule'}), max command {r.max_command_N:.1f} N, NaN {r.any_nan}")
+    doc = {"faults": [r.as_dict() for r in results],
+           "target": {"detection_time_ms": TARGET_DETECTION_MS,
+                      "max_command_N": results[0].limit_N if results else None},
+           "fault_free_run": baseline, "controller": cfg.controller,
+           "scenario": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "cases"}}
+    out: Path = args.out
+    _write_json(doc, out / "faults.json", args.json)
+    (out / "faults.md").write_text(matrix_markdown(results))
+    print(f"wrote {out / 'faults.json'} and {out / 'faults.md'}")
+    return 0
+
+
+# -- the soak -----------------------------------------------------------------------------------
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("soak", help="long run with random goals and pushes: memory, drift, ticks",
+                       description="Runs the supervised closed loop for simulated hours with "
+                                   "random reachable goals and random pushes (reliability.yaml "
+                                   "'soak') and reports memory growth (tracemalloc), drift of "
+                                   "the hand at rest, the runner's tick accounting and safety "
+                                   "events.")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--hours", type=float, default=None, help="simulated hours")
+    group.add_argument("--duration", type=float, default=None, help="simulated seconds")
+    p.add_argument("--controller", choices=CONTROLLER_NAMES, default=None,
+                   help="controller (default: reliability.yaml soak.controller)")
+    p.add_argument("--json", type=Path, default=None, help="write the figures here")
+    add_common(p)
+    p.set_defaults(func=run_soak_command)
+
+
+def run_soak_command(args: argparse.Namespace) -> int:
+    safety, reliability, overrides, folder = _split(args)
+    if args.hours is not None:
+        reliability["soak.duration_s"] = args.hours * 3600.0
+    elif args.duration is not None:
+        reliability["soak.duration_s"] = args.duration
+    if args.controller is not None:
+        reliability["soak.controller"] = args.controller
+    setup = load_setup(folder, overrides)
+    cfg = load_soak_config(folder, setup.robot, reliability)
+    report = run_soak(setup, cfg, safety,
+                      progress=lambda line: print(line, file=sys.stderr, flush=True))
+    doc = report.as_dict()
+    mem, rest, holds = doc["memory"], doc["rest"], doc["holds"]
+    ticks, safe = doc["ticks"], doc["safety"]
+    print(f"soak: {doc['simulated_s']:.0f} s simulated in {doc['wall_s']:.0f} s wall "
+          f"({doc['realtime_factor']:.1f}x real time, tracemalloc on)")
+    print(f"  memory (tracemalloc): {mem['traced_start_bytes'] / 1e6:.3f} MB after warm-up -> "
+          f"{mem['traced_end_bytes'] / 1e6:.3f} MB at the end; growth "
+          f"{mem['growth_bytes'] / 1e3:.1f} kB, slope {mem['slope_bytes_per_hour'] / 1e3:.1f} "
+          f"kB/h; process RSS {mem['rss_start_bytes'] / 1e6:.1f} -> "
+          f"{mem['rss_end_bytes'] / 1e6:.1f} MB")
+    print(f"  rest at the start goal ({rest['count']} rests): max drift from the first "
+          f"{1e3 * rest['max_drift_m']:.1f} mm, error trend "
+          f"{1e3 * rest['error_trend_m_per_hour']:.2f} mm/h, creep within a rest window "
+          f"{1e3 * rest['max_creep_in_window_m']:.2f} mm")
+    print(f"  holds ({holds['count']}): error to goal p50 "
+          f"{100 * holds['error_to_goal_m']['p50']:.1f} cm, max "
+          f"{100 * holds['error_to_goal_m']['max']:.1f} cm")
+    print(f"  ticks: missed {ticks['missed']} (run {ticks['run']}); control ticks observed "
+          f"{ticks['control_ticks_observed']}")
+    print(f"  safety: {safe['unsafe_ticks']} ticks at minimum tension, faults "
+          f"{safe['faults_by_rule']}, warnings {safe['warnings_by_rule']}, max command "
+          f"{safe['max_command_N']:.1f} N (limit {safe['limit_N']:.0f} N), non-finite "
+          f"{safe['nonfinite_commands'] + safe['nonfinite_sent']}")
+    _write_json(doc, args.json)
+    if args.json:
+        print(f"wrote {args.json}")
+    return 0

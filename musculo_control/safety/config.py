@@ -1,0 +1,102 @@
+"""``safety.yaml``: the thresholds of the safety rules (see :mod:`musculo_control.safety.rules`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from musculo_control.errors import ConfigError
+from musculo_control.hardware.tendon_driver import TendonDriverConfig
+from musculo_control.model.config import apply_overrides, parse, read_yaml, spec
+
+
+@dataclass(frozen=True, kw_only=True)
+class TendonMonitorConfig:
+    """Per-tendon checks on the measured muscle state (``safety.yaml`` key ``tendons``)."""
+
+    slack_tension_n: float = spec(gt=0.0, doc="measured tension below this is a slack or "
+                                              "snapped tendon [N]")
+    slack_samples: int = spec(3, ge=1, doc="consecutive slack samples before a fault (a joint "
+                                           "hitting its stop unloads a tendon for one)")
+    tracking_tolerance_n: float = spec(gt=0.0, doc="largest |measured - expected| tension [N]")
+    tracking_samples: int = spec(2, ge=1, doc="consecutive samples off by more before a fault")
+    tracking_max_rate_m_s: float = spec(gt=0.0, doc="check tracking only on tendons slower "
+                                                    "than this: faster, the winch motor's "
+                                                    "back-EMF limits the tension by design "
+                                                    "[m/s]")
+    actuator_time_constant_s: float = spec(gt=0.0, doc="first-order lag of the actuators' "
+                                                       "tension loop, for the expectation [s]")
+    command_delay_s: float = spec(0.0, ge=0.0, doc="time from the driver's output to the "
+                                                   "actuator, for the expectation [s]")
+    max_length_rate_m_s: float = spec(gt=0.0, doc="largest plausible |muscle length rate| [m/s]")
+    length_margin_m: float = spec(0.01, ge=0.0, doc="muscle lengths beyond [l_min, l_max] by "
+                                                    "more are faults [m]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConsistencyConfig:
+    """Measured muscle lengths against the model's at the measured joint angles."""
+
+    enabled: bool = spec(True, doc="check it")
+    tolerance_m: float = spec(gt=0.0, doc="largest change of (measured - model) muscle length "
+                                          "from its baseline [m]")
+    baseline_time_constant_s: float = spec(gt=0.0, doc="the baseline follows the mismatch with "
+                                                       "this lag (model error drifts slowly "
+                                                       "with the pose) [s]")
+    relative_tolerance: float = spec(ge=0.0, lt=1.0, doc="more tolerance per muscle: this "
+                                                         "fraction of its recent travel (the "
+                                                         "model's moment arms are this far "
+                                                         "off) [-]")
+    max_stamp_skew_s: float = spec(0.001, ge=0.0, doc="compare only joint and tendon samples "
+                                                      "this close in time [s]")
+    snap_margin_m: float = spec(gt=0.0, doc="a slack tendon whose winch has wound in this much "
+                                            "past its path (plus the travel allowance) has "
+                                            "snapped [m]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SafetyConfig:
+    """The whole ``safety.yaml``."""
+
+    joint_state_timeout_s: float = spec(gt=0.0, doc="newest joint sample older at a tick: "
+                                                    "fault [s]")
+    tendon_state_timeout_s: float = spec(gt=0.0, doc="newest tendon sample older at a tick: "
+                                                     "fault [s]")
+    snapshot_timeout_s: float = spec(gt=0.0, doc="newest dynamics snapshot older at a tick: "
+                                                 "fault [s]")
+    recovery_hold_s: float = spec(ge=0.0, doc="a fault must be absent this long before "
+                                              "control resumes [s]")
+    resume_ramp_s: float = spec(gt=0.0, doc="on resuming, the goal starts at the hand's pose "
+                                            "and velocity and joins the real goal over this "
+                                            "[s]")
+    saturation_timeout_s: float = spec(gt=0.0, doc="a tension above the limit longer: "
+                                                   "warning saturation_persistent [s]")
+    tendons: TendonMonitorConfig = spec(doc="per-tendon checks")
+    consistency: ConsistencyConfig = spec(doc="joint angles against muscle lengths")
+    log_length: int = spec(256, ge=1, doc="state transitions kept in memory")
+
+
+def load_safety_config(config_dir: str | Path, driver: TendonDriverConfig,
+                       overrides: dict[str, Any] | None = None,
+                       hardware_file: str = "hardware.yaml") -> SafetyConfig:
+    """Parse ``safety.yaml`` of a config folder (with optional dotted-key overrides) and check
+    it against the tendon driver."""
+    path = Path(config_dir) / "safety.yaml"
+    data = read_yaml(path)
+    if overrides:
+        if not isinstance(data, dict):
+            raise ConfigError(str(path), "<top level>", "a mapping", type(data).__name__)
+        data = apply_overrides(data, overrides, str(path))
+    cfg = parse(SafetyConfig, data, str(path))
+    if not cfg.tendons.slack_tension_n < driver.min_tension_n:
+        raise ConfigError(str(path), "tendons.slack_tension_n",
+                          f"less than the driver's minimum tension {driver.min_tension_n} N "
+                          f"({hardware_file} driver.min_tension_n), or every taut tendon reads "
+                          f"as slack", cfg.tendons.slack_tension_n)
+    span = driver.max_tension_n - driver.min_tension_n
+    if not cfg.tendons.tracking_tolerance_n < span:
+        raise ConfigError(str(path), "tendons.tracking_tolerance_n",
+                          f"less than the driver's tension span {span} N",
+                          cfg.tendons.tracking_tolerance_n)
+    return cfg

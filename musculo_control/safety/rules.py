@@ -1,0 +1,160 @@
+"""The safety rules as data: what each fault is detected by, how fast, the safe state, how the
+system recovers and what it reports; plus the :class:`Finding` every check returns.
+
+:data:`RULES` is the one source of the README's safety table (:func:`rules_markdown`); the
+checks in :mod:`musculo_control.safety` name their findings by these rule names, and a test
+holds the two together.
+
+Severity: a *warning* is reported and control continues (the supervisor has a better state
+than going limp: hold the last good goal, drop a late message, clamp a command); a *fault*
+sends every tendon to the minimum tension until the condition has been absent for
+``recovery_hold_s``; a *latched* fault also waits for :meth:`Supervisor.acknowledge` (a broken
+tendon or a weak actuator does not mend itself, and re-tensioning it on a guess would make the
+arm cycle between pulling and going limp).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+WARNING = "warning"
+FAULT = "fault"
+
+
+class Finding(NamedTuple):
+    """One rule that fired, and why (a sentence naming the joint, tendon or value)."""
+
+    rule: str  # a name in RULES
+    message: str
+
+
+class Rule(NamedTuple):
+    """One row of the safety table."""
+
+    name: str
+    severity: str  # WARNING or FAULT
+    latched: bool  # a fault that waits for acknowledge()
+    where: str  # the component that checks it (runner and ROS nodes share the component)
+    detected_by: str
+    detection: str  # how fast, in terms of config values
+    safe_state: str
+    recovery: str
+
+
+_MIN = "every tendon at minimum tension"
+_HOLD = "after the condition has been absent for `recovery_hold_s`"
+_ACK = "latched: after `acknowledge()` (operator) and then `recovery_hold_s`"
+
+#: Every safety rule. Names are stable identifiers (reports, tests, diagnostics keys).
+RULES: tuple[Rule, ...] = (
+    Rule("joint_state", FAULT, False, "potentiometer reader + supervisor",
+         "a sample with a non-finite count, the wrong number of counts, a count at the ADC rail "
+         "(out of range), an angle beyond the joint limits + `limit_margin_rad`, or counts "
+         "frozen for `stuck_timeout_s` (if on)",
+         "the first control tick after the sample arrives", _MIN, _HOLD),
+    Rule("joint_state_stale", FAULT, False, "supervisor",
+         "newest joint sample older than `joint_state_timeout_s` at a control tick (dropout, "
+         "delayed stream)", "`joint_state_timeout_s` + one control period", _MIN, _HOLD),
+    Rule("tendon_state", FAULT, False, "tendon driver + supervisor",
+         "a tendon sample with a non-finite or missing count, or none received yet",
+         "the first control tick after the sample arrives", _MIN, _HOLD),
+    Rule("tendon_state_stale", FAULT, False, "supervisor",
+         "newest tendon sample older than `tendon_state_timeout_s` (dropout, delayed stream)",
+         "`tendon_state_timeout_s` + one control period", _MIN, _HOLD),
+    Rule("out_of_order", WARNING, False, "supervisor (message admission)",
+         "a sensor message stamped no later than the previous one (reordered stream)",
+         "on arrival", "the late message is dropped, the newest data is kept, control goes on",
+         "immediate (next in-order message)"),
+    Rule("snapshot_stale", FAULT, False, "supervisor",
+         "no dynamics snapshot, or the newest older than `snapshot_timeout_s` (20 Hz period + "
+         "sample period + transport + margin)", "`snapshot_timeout_s` - 50 ms after the first "
+         "missed snapshot + one control period", _MIN, _HOLD),
+    Rule("consistency", FAULT, False, "supervisor",
+         "measured muscle lengths (winch encoders) against the model's lengths at the measured "
+         "joint angles: a change of the mismatch beyond `consistency.tolerance_m` from its slow "
+         "baseline (stuck or slipped potentiometer, slipped encoder)",
+         "as soon as the joint has moved about tolerance / moment arm (~0.05 rad) away from "
+         "the frozen reading; not before (a frozen reading of a still joint is correct)",
+         _MIN, _HOLD),
+    Rule("tendon_snapped", FAULT, False, "supervisor (tension + consistency)",
+         "a load cell below `tendons.slack_tension_n` while its winch has wound in past the "
+         "muscle's path (`consistency.snap_margin_m` plus the travel allowance): a winch "
+         "can only take in what the path gives back unless the tendon is gone",
+         "a few milliseconds of free winding", _MIN,
+         _HOLD + " (a snapped tendon stays snapped: the fault stands until it is mended)"),
+    Rule("tendon_slack", FAULT, False, "tendon monitor",
+         "load cell below `tendons.slack_tension_n` for `tendons.slack_samples` samples on a "
+         "tendon slower than `tendons.tracking_max_rate_m_s` while at least the minimum tension "
+         "is commanded (unhooked tendon, dead load cell; faster, the winch is at its speed limit "
+         "and slack is the motor envelope)", "`slack_samples` tendon samples", _MIN,
+         _HOLD + " (a tendon that stays unhooked keeps the fault standing)"),
+    Rule("tendon_runaway", FAULT, True, "tendon monitor",
+         "muscle length rate above `tendons.max_length_rate_m_s` or length beyond [l_min, "
+         "l_max] +- `tendons.length_margin_m` (a snapped tendon's free winch keeps winding; "
+         "the consistency check sees it first)", "when the length leaves its range", _MIN,
+         _ACK),
+    Rule("actuator_tracking", FAULT, True, "tendon monitor",
+         "measured tension off the expected one (the sent command, `tendons.command_delay_s` "
+         "later, through the actuator lag `tendons.actuator_time_constant_s`) by more than "
+         "`tendons.tracking_tolerance_n` for `tendons.tracking_samples` samples on a tendon "
+         "slower than `tendons.tracking_max_rate_m_s` (actuator saturated below its command, "
+         "snapped tendon, load-cell fault)", "`tracking_samples` tendon samples", _MIN, _ACK),
+    Rule("goal_invalid", WARNING, False, "supervisor (goal gate)",
+         "a goal with a non-finite value, a wrong shape or a rotation that is not one",
+         "the control tick it arrives at",
+         "goal rejected, the last accepted goal held (the arm keeps its posture; going limp on "
+         "a bad request would drop it)", "immediate, at the next valid goal"),
+    Rule("goal_outside_workspace", WARNING, False, "supervisor (goal gate)",
+         "a goal beyond the reach sphere or the box of controller.yaml `workspace`",
+         "the control tick it arrives at", "goal rejected, the last accepted goal held",
+         "immediate, at the next valid goal"),
+    Rule("no_goal", FAULT, False, "supervisor (goal gate)",
+         "no valid goal accepted yet", "the first control tick", _MIN,
+         "at the first valid goal"),
+    Rule("controller", FAULT, False, "controller + supervisor",
+         "the controller's output is not ok: QP not solved (status kept), non-finite result, "
+         "a snapshot the controller refuses, any exception in the tick",
+         "the control tick it happens in", _MIN, _HOLD),
+    Rule("command_invalid", FAULT, False, "supervisor",
+         "a command with a non-finite value, the wrong length or a tension below the minimum "
+         "(the controller guarantees none; the supervisor does not rely on it)",
+         "the control tick it happens in", _MIN, _HOLD),
+    Rule("command_saturated", WARNING, False, "supervisor + tendon driver",
+         "a commanded tension above the actuator's limit `driver.max_tension_n`",
+         "the control tick it happens in",
+         "the command is clamped to [min, max] (the driver clamps again); control goes on",
+         "immediate"),
+    Rule("saturation_persistent", WARNING, False, "supervisor",
+         "a tendon commanded above the limit for longer than `saturation_timeout_s`: the task "
+         "asks more than the arm can give (the actuator's own current limit protects the "
+         "motor; going limp would drop the arm for asking too much)",
+         "`saturation_timeout_s`", "the command stays clamped; control goes on",
+         "immediate, when the demand falls below the limit"),
+    Rule("command_watchdog", FAULT, False, "tendon driver",
+         "no command for `driver.watchdog_timeout_s` (the controller stopped), a bad command or "
+         "a clock fault", "`watchdog_timeout_s` after the last command, at a 500 Hz driver tick",
+         _MIN, "at the next good command, ramped up at `driver.rate_limit_n_s`"),
+)
+
+RULE_NAMES: tuple[str, ...] = tuple(r.name for r in RULES)
+_BY_NAME = {r.name: r for r in RULES}
+
+
+def rule(name: str) -> Rule:
+    """The rule called ``name`` (KeyError lists the known ones)."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown safety rule {name!r}; rules are: {list(RULE_NAMES)}") from None
+
+
+def rules_markdown() -> str:
+    """The safety table as Markdown (the README's copy is this text)."""
+    lines = ["| rule | severity | checked by | detected by | how fast | safe state | recovery |",
+             "|---|---|---|---|---|---|---|"]
+    for r in RULES:
+        severity = "fault (latched)" if r.latched else r.severity
+        cells = [f"`{r.name}`", severity, r.where, r.detected_by, r.detection, r.safe_state,
+                 r.recovery]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"

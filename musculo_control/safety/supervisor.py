@@ -1,0 +1,381 @@
+"""The safety supervisor: every rule of :data:`~musculo_control.safety.rules.RULES` applied at
+each control tick around one controller, with a small state machine and a report.
+
+States (as in upkie's spine: start-up, running, fault, and a guarded way back):
+
+- ``running``: the controller's command goes out, clamped to [min, max] tension;
+- ``fault``: a fault finding is active; every tendon at the minimum tension;
+- ``holding``: no fault for less than ``recovery_hold_s``; still minimum tension, so a
+  flickering condition cannot chatter the arm between pulling and limp;
+- ``latched``: a latched fault's condition is gone but nobody has called
+  :meth:`Supervisor.acknowledge` yet; minimum tension.
+
+Warnings (a rejected goal, a dropped out-of-order message, a clamped command) are reported
+and change nothing else. The controller is ticked whenever its inputs are usable, also during a
+fault, so its own failures are seen and its answer is ready when control resumes.
+
+Inputs arrive as in the ROS nodes: :meth:`Supervisor.admit` for each sensor message (ordering),
+:meth:`Supervisor.tendon_sample` for each tendon state and :meth:`Supervisor.driver_sent` for
+each driver output (500 Hz, the tendon monitor), and :meth:`Supervisor.tick` at 125 Hz with the
+newest joint state, tendon state, snapshot and goal. Nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from musculo_control.control.controller import Controller
+from musculo_control.control.fresh_state import FreshStateEstimator
+from musculo_control.control.goal import HandGoal, WorkspaceConfig
+from musculo_control.control.output import ControlOutput, safe_output
+from musculo_control.estimation.snapshot import DynamicsSnapshot
+from musculo_control.hardware.potentiometer import PotentiometerReading
+from musculo_control.hardware.tendon_driver import TendonDriverConfig, TendonState
+from musculo_control.model.robot import Robot
+from musculo_control.safety.config import SafetyConfig
+from musculo_control.safety.consistency import ConsistencyMonitor
+from musculo_control.safety.goal_gate import GoalGate
+from musculo_control.safety.resume import ResumeRamp
+from musculo_control.safety.rules import WARNING, Finding, rule
+from musculo_control.safety.tendon_monitor import TendonMonitor
+
+FloatArray = npt.NDArray[np.float64]
+
+RUNNING, FAULT_STATE, HOLDING, LATCHED = "running", "fault", "holding", "latched"
+#: Slack below the Hill f_min tolerated in a command (rounding of a f_a + f_p) [N].
+_TENSION_SLACK_N = 1e-9
+
+
+def _shaped(state: TendonState, m: int) -> bool:
+    """Every array of a tendon state has one value per muscle."""
+    return (np.shape(state.length_m) == (m,) and np.shape(state.velocity_m_s) == (m,)
+            and np.shape(state.tension_n) == (m,))
+
+
+class SafetyReport(NamedTuple):
+    """What the supervisor found at one tick (the payload of a /diagnostics status)."""
+
+    t_s: float
+    state: str  # running | fault | holding | latched
+    faults: tuple[Finding, ...]  # fault findings active at this tick
+    warnings: tuple[Finding, ...]
+    latched: tuple[Finding, ...]  # latched faults waiting for acknowledge()
+
+    @property
+    def ok(self) -> bool:
+        """True when the controller's command went out."""
+        return self.state == RUNNING
+
+    @property
+    def level(self) -> int:
+        """diagnostic_msgs/DiagnosticStatus level: 0 OK, 1 WARN, 2 ERROR."""
+        if not self.ok:
+            return 2
+        return 1 if self.warnings else 0
+
+    @property
+    def rules(self) -> frozenset[str]:
+        """Names of every rule that fired or is latched."""
+        return frozenset(f.rule for f in (*self.faults, *self.warnings, *self.latched))
+
+    def summary(self) -> str:
+        parts = [f"{f.rule}: {f.message}" for f in (*self.faults, *self.warnings)]
+        parts += [f"{f.rule} (latched, acknowledge to resume): {f.message}"
+                  for f in self.latched if f not in self.faults]
+        return f"{self.state}" + (": " + "; ".join(parts) if parts else "")
+
+
+class SupervisedOutput(NamedTuple):
+    """The command to send and the report that goes with it."""
+
+    output: ControlOutput
+    report: SafetyReport
+
+
+class Transition(NamedTuple):
+    """A change of state, kept in a bounded log."""
+
+    t_s: float
+    from_state: str
+    to_state: str
+    reason: str
+
+
+class Supervisor:
+    """Applies the safety rules around one controller (see the module docstring)."""
+
+    def __init__(self, robot: Robot, config: SafetyConfig, workspace: WorkspaceConfig,
+                 driver: TendonDriverConfig) -> None:
+        self.robot = robot
+        self.config = config
+        self.m = robot.n_muscles
+        self.tension_min_n = max(driver.min_tension_n, robot.hill.f_min_n)
+        self.tension_max_n = driver.max_tension_n
+        self._hill_min = robot.hill.f_min_n
+        self.monitor = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m,
+                                     config.tendons)
+        self.consistency = ConsistencyMonitor(robot.muscle_names, config.consistency)
+        self.goals = GoalGate(workspace)
+        self._hand = FreshStateEstimator(robot)  # the hand's state when control resumes
+        self._data = robot.new_data()  # Pinocchio data of the consistency check
+        self.transitions: deque[Transition] = deque(maxlen=config.log_length)
+        self.reset()
+
+    def reset(self, stamp_s: float = 0.0, tension_n: npt.ArrayLike | None = None) -> None:
+        """Start afresh with the actuators at ``tension_n`` [N] (default minimum) at ``stamp_s``."""
+        self.state = RUNNING
+        self.report: SafetyReport | None = None
+        self._pending: dict[str, Finding] = {}  # sensor-rate findings since the last tick
+        self._latched: dict[str, Finding] = {}
+        self._last_fault_t = -math.inf
+        self._saturated_since = np.full(self.m, np.nan)
+        self._admitted: dict[str, float] = {}
+        self._ramp: ResumeRamp | None = None
+        self.monitor.reset(stamp_s, self.tension_min_n if tension_n is None else tension_n)
+        self.consistency.reset()
+        self.goals.reset()
+        self.transitions.clear()
+
+    # -- sensor-rate inputs -----------------------------------------------------------------------
+    def admit(self, stream: str, stamp_s: float) -> bool:
+        """Whether a message of ``stream`` stamped ``stamp_s`` [s] should be used.
+
+        One stamped no later than the last admitted one is old news: dropped and reported
+        (rule ``out_of_order``). A non-finite stamp is let through for the reader to reject.
+        """
+        if not math.isfinite(stamp_s):
+            return True
+        last = self._admitted.get(stream, -math.inf)
+        if stamp_s > last:
+            self._admitted[stream] = stamp_s
+            return True
+        self._pending["out_of_order"] = Finding(
+            "out_of_order", f"{stream}: a message stamped {stamp_s:.4f} s arrived after one "
+                            f"stamped {last:.4f} s; dropped")
+        return False
+
+    def tendon_sample(self, state: TendonState) -> None:
+        """Run the tendon monitor on one tendon state (a faulted sample is skipped)."""
+        if state.ok and _shaped(state, self.m):
+            for f in self.monitor.check(state):
+                self._pending[f.rule] = f
+
+    def driver_sent(self, stamp_s: float, tension_n: FloatArray) -> None:
+        """The tendon driver sent ``tension_n`` [N] at ``stamp_s`` [s]."""
+        self.monitor.sent(stamp_s, tension_n)
+
+    def acknowledge(self) -> tuple[Finding, ...]:
+        """An operator clears the latched faults (they latch again if their condition stands)."""
+        cleared = tuple(self._latched.values())
+        self._latched.clear()
+        self.consistency.reset()
+        return cleared
+
+    # -- the tick ---------------------------------------------------------------------------------
+    def tick(self, t_s: float, controller: Controller, *, joints: PotentiometerReading | None,
+             tendons: TendonState | None, snapshot: DynamicsSnapshot | None, goal: object,
+             joint_faults: Sequence[str] = ()) -> SupervisedOutput:
+        """One control tick: check every input, tick the controller, check its command.
+
+        Never raises: an exception inside (a bug) is itself a fault, with minimum tension."""
+        try:
+            return self._tick(float(t_s), controller, joints, tendons, snapshot, goal,
+                              joint_faults)
+        except Exception as exc:  # the last check before the actuators: any bug means safe
+            finding = Finding("command_invalid", f"supervisor error {type(exc).__name__}: {exc}")
+            t = float(t_s) if isinstance(t_s, (int, float)) else math.nan
+            self._last_fault_t = t if math.isfinite(t) else self._last_fault_t
+            report = SafetyReport(t, FAULT_STATE, (finding,), (), tuple(self._latched.values()))
+            if self.state != FAULT_STATE:
+                self.transitions.append(Transition(t, self.state, FAULT_STATE, report.summary()))
+                self.state = FAULT_STATE
+            self.report = report
+            return SupervisedOutput(self._safe(report, None), report)
+
+    def _tick(self, t: float, controller: Controller, joints: PotentiometerReading | None,
+              tendons: TendonState | None, snapshot: DynamicsSnapshot | None, goal: object,
+              joint_faults: Sequence[str]) -> SupervisedOutput:
+        cfg = self.config
+        faults: dict[str, Finding] = {}
+        warnings: dict[str, Finding] = {}
+
+        def add(f: Finding) -> None:
+            (warnings if rule(f.rule).severity == WARNING else faults)[f.rule] = f
+
+        for f in self._pending.values():
+            add(f)
+        self._pending.clear()
+        goal_now, refused = self.goals.offer(goal)
+        if refused is not None:
+            add(refused)
+        if goal_now is None:
+            add(Finding("no_goal", "no valid hand goal accepted yet"))
+        joints_ok = self._check_joints(t, joints, joint_faults, add)
+        tendons_ok = self._check_tendons(t, tendons, add)
+        snapshot_ok = self._check_snapshot(t, snapshot, add)
+        if (cfg.consistency.enabled and joints_ok and tendons_ok
+                and joints is not None and tendons is not None
+                and abs(joints.stamp_s - tendons.stamp_s) <= cfg.consistency.max_stamp_skew_s):
+            # exact model lengths at the measured angles (~20 us): a first-order step from a
+            # snapshot 50 ms old misses millimetres when a light joint whips
+            model = self.robot.geometry.lengths_at(joints.q_rad, self._data)
+            finding = self.consistency.update(joints.stamp_s, tendons.length_m, model,
+                                              tendons.velocity_m_s)
+            if finding is not None:
+                add(finding)
+            snapped = self.consistency.unwound() & (
+                tendons.tension_n < cfg.tendons.slack_tension_n)
+            deviation = self.consistency.deviation_m
+            if snapped.any() and deviation is not None:
+                add(Finding("tendon_snapped", "tendon snapped: " + ", ".join(
+                    f"{self.robot.muscle_names[i]} reads {tendons.tension_n[i]:.1f} N and its "
+                    f"winch has wound {-1e3 * float(deviation[i]):.1f} mm past its path"
+                    for i in np.flatnonzero(snapped))))
+        out: ControlOutput | None = None
+        if joints_ok and snapshot_ok and goal_now is not None and joints is not None:
+            target = self._resume_goal(t, goal_now, joints, not faults)
+            answer = controller.tick(snapshot, joints.q_rad, joints.qd_rad_s, target, t)
+            if answer.ok:
+                # saturation is worth a word only about a command that goes out
+                sending = (not faults and not self._latched
+                           and t - self._last_fault_t >= cfg.recovery_hold_s)
+                out = self._check_command(t, answer, add, sending)
+            else:
+                add(Finding("controller", answer.reason))
+        for name, f in faults.items():
+            if rule(name).latched:
+                self._latched.setdefault(name, f)
+        state = self._next_state(t, faults)
+        report = SafetyReport(t, state, tuple(faults.values()), tuple(warnings.values()),
+                              tuple(self._latched.values()))
+        if state != self.state:
+            self.transitions.append(Transition(t, self.state, state, report.summary()))
+            self.state = state
+        self.report = report
+        if state == RUNNING and out is not None:
+            return SupervisedOutput(out, report)
+        return SupervisedOutput(self._safe(report, out), report)
+
+    def _resume_goal(self, t: float, goal: HandGoal, joints: PotentiometerReading,
+                     clear: bool) -> HandGoal:
+        """The goal for the controller: ramped from the hand while control resumes."""
+        resuming = (self.state != RUNNING and clear and not self._latched
+                    and t - self._last_fault_t >= self.config.recovery_hold_s)
+        if resuming:
+            hand = self._hand.hand_state(joints.q_rad, joints.qd_rad_s)
+            self._ramp = ResumeRamp(t, self.config.resume_ramp_s, hand, goal)
+        if self._ramp is None:
+            return goal
+        if not self._ramp.active(t):
+            self._ramp = None
+            return goal
+        return self._ramp.goal(t, goal)
+
+    def _next_state(self, t: float, faults: dict[str, Finding]) -> str:
+        if faults:
+            self._last_fault_t = t
+            return FAULT_STATE
+        if self._latched:
+            return LATCHED
+        if t - self._last_fault_t < self.config.recovery_hold_s:
+            return HOLDING
+        return RUNNING
+
+    def _safe(self, report: SafetyReport, out: ControlOutput | None) -> ControlOutput:
+        safe = safe_output(self.robot, f"safety: {report.summary()}",
+                           out.snapshot_age_s if out is not None else 0.0)
+        if self.tension_min_n != self._hill_min:
+            safe = dataclasses.replace(safe, tension_n=np.full(self.m, self.tension_min_n))
+        return safe
+
+    # -- the checks -------------------------------------------------------------------------------
+    def _check_joints(self, t: float, joints: PotentiometerReading | None,
+                      joint_faults: Sequence[str], add: Any) -> bool:
+        if joint_faults:
+            add(Finding("joint_state", "; ".join(joint_faults)))
+            return False
+        if joints is None:
+            add(Finding("joint_state", "no joint state received yet"))
+            return False
+        n = self.robot.arm.n_joints
+        if np.shape(joints.q_rad) != (n,) or np.shape(joints.qd_rad_s) != (n,):
+            add(Finding("joint_state", f"joint state of shape {np.shape(joints.q_rad)}, "
+                                       f"expected ({n},)"))
+            return False
+        age = t - joints.stamp_s
+        if not age <= self.config.joint_state_timeout_s:
+            add(Finding("joint_state_stale", f"newest joint sample is {age * 1e3:.2f} ms old "
+                                             f"(limit {self.config.joint_state_timeout_s * 1e3:.1f}"
+                                             f" ms)"))
+            return False
+        if not (bool(np.isfinite(joints.q_rad).all()) and bool(np.isfinite(joints.qd_rad_s).all())):
+            add(Finding("joint_state", "joint state not finite"))
+            return False
+        return True
+
+    def _check_tendons(self, t: float, tendons: TendonState | None, add: Any) -> bool:
+        if tendons is None:
+            add(Finding("tendon_state", "no tendon state received yet"))
+            return False
+        if tendons.faults:
+            add(Finding("tendon_state", "; ".join(tendons.faults)))
+            return False
+        if not _shaped(tendons, self.m):
+            add(Finding("tendon_state", f"tendon state of shape {np.shape(tendons.length_m)}, "
+                                        f"expected ({self.m},)"))
+            return False
+        age = t - tendons.stamp_s
+        if not age <= self.config.tendon_state_timeout_s:
+            limit_ms = self.config.tendon_state_timeout_s * 1e3
+            add(Finding("tendon_state_stale", f"newest tendon sample is {age * 1e3:.2f} ms old "
+                                              f"(limit {limit_ms:.1f} ms)"))
+            return False
+        return True
+
+    def _check_snapshot(self, t: float, snapshot: DynamicsSnapshot | None, add: Any) -> bool:
+        if snapshot is None:
+            add(Finding("snapshot_stale", "no dynamics snapshot yet"))
+            return False
+        age = t - snapshot.stamp_s
+        if not age <= self.config.snapshot_timeout_s:
+            add(Finding("snapshot_stale", f"dynamics snapshot is {age * 1e3:.2f} ms old (limit "
+                                          f"{self.config.snapshot_timeout_s * 1e3:.1f} ms)"))
+            return False
+        return True
+
+    def _check_command(self, t: float, out: ControlOutput, add: Any,
+                       sending: bool) -> ControlOutput | None:
+        try:
+            f = np.asarray(out.tension_n, dtype=float)
+        except (TypeError, ValueError):
+            f = np.empty(0)
+        if f.shape != (self.m,) or not bool(np.isfinite(f).all()) \
+                or not f.min() >= self._hill_min - _TENSION_SLACK_N:
+            add(Finding("command_invalid", f"controller command refused (expected {self.m} "
+                                           f"finite tensions >= {self._hill_min} N): "
+                                           f"{np.round(f, 2).tolist()}"))
+            return None
+        above = f > self.tension_max_n
+        self._saturated_since[~(above & sending)] = np.nan
+        if above.any() and sending:
+            new = above & np.isnan(self._saturated_since)
+            self._saturated_since[new] = t
+            names = [self.robot.muscle_names[i] for i in np.flatnonzero(above)]
+            add(Finding("command_saturated", f"{names} commanded {np.round(f[above], 1).tolist()} "
+                                             f"N, clamped to {self.tension_max_n} N"))
+            longest = t - float(np.nanmin(self._saturated_since[above]))
+            if longest > self.config.saturation_timeout_s:
+                add(Finding("saturation_persistent", f"{names} at the limit for "
+                                                     f"{longest:.2f} s (limit "
+                                                     f"{self.config.saturation_timeout_s} s)"))
+        if above.any() or f.min() < self.tension_min_n:
+            f = np.maximum(np.minimum(f, self.tension_max_n), self.tension_min_n)
+            out = dataclasses.replace(out, tension_n=f)
+        return out

@@ -1,0 +1,163 @@
+"""Per-tendon checks on the measured muscle state: slack, runaway, tension tracking.
+
+It runs where the tendon states arrive (the tendon driver node, or the runner at 500 Hz) and
+knows what the driver sent, so it can say what each load cell *should* read: the sent tension,
+arriving ``command_delay_s`` later, through the actuator's first-order lag ``tau``
+(``tendons.actuator_time_constant_s``), advanced exactly between events,
+``f_exp <- f_exp + (1 - exp(-dt / tau)) (f_sent - f_exp)``. (Without the delay a 700 N step
+alone would put the expectation 70 N ahead for a few milliseconds.)
+
+- ``tendon_slack``: tension below ``slack_tension_n`` for ``slack_samples`` samples on a tendon
+  slower than ``tracking_max_rate_m_s``, although the driver never sends less than its
+  minimum: the tendon came off its winch or its load cell failed. (Faster, the winch is at its
+  speed limit and cannot keep the tendon taut; that is the motor envelope, not a fault. A
+  snapped tendon's free winch runs there; the joint/tendon consistency check catches it.)
+- ``tendon_runaway``: |length rate| above ``max_length_rate_m_s`` or a length outside
+  [l_min, l_max] +- ``length_margin_m``: an unloaded winch winds in at its no-load speed.
+- ``actuator_tracking``: |measured - expected| tension above ``tracking_tolerance_n`` and not
+  shrinking, for ``tracking_samples`` consecutive samples, on a tendon moving slower than
+  ``tracking_max_rate_m_s``: the actuator saturates below its command (motor current or supply
+  limit), or the load cell is off. (Faster, the winch motor's back-EMF limits the tension by
+  design.) A healthy actuator knocked off its command, by a joint striking its stop or a
+  millisecond at its speed limit, closes the gap at its lag's rate, since it and the
+  expectation follow the same command through the same lag; a gap that stops shrinking is an
+  actuator that cannot deliver.
+
+A sample with sensor faults (non-finite counts) is the driver's business (rule
+``tendon_state``); its tendons are skipped here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+import numpy.typing as npt
+
+from musculo_control.hardware.tendon_driver import TendonState
+from musculo_control.safety.config import TendonMonitorConfig
+from musculo_control.safety.rules import Finding
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def _names(names: tuple[str, ...], mask: npt.NDArray[np.bool_]) -> list[str]:
+    return [names[i] for i in np.flatnonzero(mask)]
+
+
+class TendonMonitor:
+    """Slack, runaway and tracking checks of all tendons (muscles-file order)."""
+
+    def __init__(self, names: tuple[str, ...], l_min_m: FloatArray, l_max_m: FloatArray,
+                 config: TendonMonitorConfig) -> None:
+        self.names = tuple(names)
+        self.m = len(self.names)
+        self.config = config
+        self._lo = np.asarray(l_min_m, dtype=float) - config.length_margin_m
+        self._hi = np.asarray(l_max_m, dtype=float) + config.length_margin_m
+        self.reset(0.0, np.zeros(self.m))
+
+    def reset(self, stamp_s: float, tension_n: npt.ArrayLike) -> None:
+        """Actuators delivering and commanded ``tension_n`` [N] at ``stamp_s`` [s]."""
+        f = np.broadcast_to(np.asarray(tension_n, dtype=float), (self.m,)).copy()
+        self._expected = f  # (m,) what the load cells should read [N]
+        self._sent = f.copy()  # (m,) the command the actuators work on now [N]
+        self._t = float(stamp_s)
+        # commands on their way to the actuators: (time they arrive [s], tension [N])
+        self._in_flight: deque[tuple[float, FloatArray]] = deque()
+        self._last_length: FloatArray | None = None  # previous sample's lengths [m]
+        self._last_error = np.zeros(self.m)  # previous |measured - expected| [N]
+        self._last_stamp = -math.inf
+        self._off_count = np.zeros(self.m, dtype=np.int64)  # consecutive tracking misses
+        self._slack_count = np.zeros(self.m, dtype=np.int64)  # consecutive slack samples
+
+    @property
+    def expected_tension_n(self) -> FloatArray:
+        return self._expected.copy()
+
+    def _integrate(self, t: float) -> None:
+        dt = t - self._t
+        if dt > 0.0 and math.isfinite(dt):
+            alpha = 1.0 - math.exp(-dt / self.config.actuator_time_constant_s)
+            self._expected += alpha * (self._sent - self._expected)
+            self._t = t
+
+    def _advance(self, t: float) -> None:
+        """The expectation at ``t``: each command takes effect when it reaches the actuator."""
+        while self._in_flight and self._in_flight[0][0] <= t:
+            arrival, tension = self._in_flight.popleft()
+            self._integrate(arrival)
+            self._sent[:] = tension
+        self._integrate(t)
+
+    def sent(self, stamp_s: float, tension_n: FloatArray) -> None:
+        """The driver sent ``tension_n`` [N] at ``stamp_s`` [s] (always finite, in range)."""
+        stamp = float(stamp_s)
+        self._in_flight.append((stamp + self.config.command_delay_s,
+                                np.array(tension_n, dtype=float)))
+        self._advance(stamp)  # keeps the queue to the commands of one delay
+
+    def check(self, state: TendonState) -> tuple[Finding, ...]:
+        """Check one tendon sample; returns the findings (empty when every tendon is fine)."""
+        cfg = self.config
+        self._advance(state.stamp_s)
+        f, length, rate = state.tension_n, state.length_m, state.velocity_m_s
+        valid = np.isfinite(f) & np.isfinite(length) & np.isfinite(rate)
+        findings: list[Finding] = []
+        # speed of each winch: the filtered rate lags ~1 / (2 pi f_c); the difference of the
+        # last two samples does not (the envelope bites within milliseconds)
+        speed = np.abs(rate)
+        dt = state.stamp_s - self._last_stamp
+        if self._last_length is not None and dt > 0.0:
+            speed = np.maximum(speed, np.abs(length - self._last_length) / dt)
+        if dt > 0.0:
+            self._last_length = np.array(length, dtype=float)
+            self._last_stamp = state.stamp_s
+        # a winch at its speed limit cannot keep its tendon taut (the motor envelope); a
+        # snapped tendon's free winch runs there too, and the consistency check sees it
+        slow = valid & (speed < cfg.tracking_max_rate_m_s)
+        low = slow & (f < cfg.slack_tension_n)
+        self._slack_count[low] += 1
+        self._slack_count[~low] = 0
+        slack = self._slack_count >= cfg.slack_samples
+        if slack.any():
+            findings.append(Finding("tendon_slack", f"tendon slack or snapped: "
+                                    f"{_names(self.names, slack)} read "
+                                    f"{np.round(f[slack], 2).tolist()} N (< "
+                                    f"{cfg.slack_tension_n} N)"))
+        racing = valid & (np.abs(rate) > cfg.max_length_rate_m_s)
+        outside = valid & ((length < self._lo) | (length > self._hi))
+        if racing.any() or outside.any():
+            parts = []
+            if racing.any():
+                parts.append(f"{_names(self.names, racing)} length rate "
+                             f"{np.round(rate[racing], 3).tolist()} m/s (limit "
+                             f"{cfg.max_length_rate_m_s} m/s)")
+            if outside.any():
+                parts.append(f"{_names(self.names, outside)} length "
+                             f"{np.round(length[outside], 4).tolist()} m outside the range "
+                             f"+- {cfg.length_margin_m} m")
+            findings.append(Finding("tendon_runaway", "tendon running away: " + "; ".join(parts)))
+        fast = valid & ~slow
+        # where the envelope may bind, the lag model restarts from what the load cell reads
+        self._expected[fast] = f[fast]
+        error = np.abs(f - self._expected)
+        # a healthy actuator closes any gap at its lag's rate (both follow the same command
+        # through the same lag), so a gap left by a jolt shrinks by exp(-dt / tau) a sample;
+        # one that stops shrinking (at half that pace) is an actuator that cannot deliver
+        shrink = 1.0 - 0.5 * (1.0 - math.exp(-max(dt, 0.0) / cfg.actuator_time_constant_s)) \
+            if math.isfinite(dt) else 1.0
+        recovering = error < shrink * self._last_error
+        self._last_error = np.where(valid, error, 0.0)
+        off = slow & (error > cfg.tracking_tolerance_n) & ~recovering
+        self._off_count[off] += 1
+        self._off_count[~off] = 0
+        bad = self._off_count >= cfg.tracking_samples
+        if bad.any():
+            findings.append(Finding("actuator_tracking", f"actuator not delivering its command: "
+                                    f"{_names(self.names, bad)} measure "
+                                    f"{np.round(f[bad], 1).tolist()} N, expected "
+                                    f"{np.round(self._expected[bad], 1).tolist()} N (tolerance "
+                                    f"{cfg.tracking_tolerance_n} N)"))
+        return tuple(findings)

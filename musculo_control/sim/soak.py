@@ -1,0 +1,460 @@
+"""The soak: the supervised closed loop for a long stretch of simulated time with random
+reachable goals and random pushes, measuring what slowly goes wrong.
+
+Schedule (``reliability.yaml`` key ``soak``, seeded): the hand goal moves (minimum jerk) to the
+hand pose of a random joint pose near the start pose (so it is reachable, and inside the
+workspace or drawn again), holds there, and in some holds a hand-held gauge pushes the elbow
+in a random horizontal direction; every ``rest_every_s`` the goal returns to the start pose and
+holds quietly for ``rest_s``: the drift check.
+
+Figures (:class:`SoakReport`):
+
+- memory: Python heap traced by ``tracemalloc`` after a warm-up, sampled every
+  ``memory_every_s``; growth and its least-squares slope, and the largest growing allocation
+  sites if any;
+- drift at rest: the hand at the end of each rest (same goal every time) against the first
+  rest, the hand's creep within the rest window, and the trend of the rest error over time;
+- tick accounting: events of each kind the runner ran against what its step count requires,
+  and control ticks seen by the observer;
+- safety: ticks not in normal control (false alarms: nothing is injected), warnings by rule,
+  the largest command and non-finite commands;
+- speed: wall time, real-time factor, controller compute time percentiles.
+
+Everything the observer keeps is preallocated before the memory baseline, so the figures
+measure the loop, not the measurement.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pinocchio as pin
+
+from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.control.goal import HandGoal, check_goal
+from musculo_control.errors import ConfigError
+from musculo_control.hardware.mock_arm import MockArm
+from musculo_control.model.config import spec
+from musculo_control.model.robot import Robot
+from musculo_control.sim.experiments import Setup, start_pose
+from musculo_control.sim.runner import LoopState
+from musculo_control.sim.supervised_loop import (
+    SupervisedRig,
+    check_start_pose,
+    load_reliability_section,
+)
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SoakConfig:
+    """``reliability.yaml`` key ``soak``."""
+
+    controller: str = spec("osc", choices=CONTROLLER_NAMES, doc="controller under test")
+    duration_s: float = spec(gt=0.0, doc="simulated time [s]")
+    seed: int = spec(0, ge=0, doc="seed of the goals and pushes")
+    start_pose: str = spec("home", doc="'home' or a named pose; also the rest goal")
+    pose_spread_rad: float = spec(gt=0.0, doc="random goal poses: start pose + U(-s, s) per "
+                                              "joint [rad]")
+    joint_margin_rad: float = spec(ge=0.0, doc="random poses stay this far inside the limits "
+                                               "[rad]")
+    move_s: tuple[float, ...] = spec(length=2, doc="range of move durations [s]")
+    hold_s: tuple[float, ...] = spec(length=2, doc="range of hold durations [s]")
+    push_probability: float = spec(ge=0.0, le=1.0, doc="chance that a hold has a push [-]")
+    push_depth_m: tuple[float, ...] = spec(length=2, doc="range of gauge travel after touching "
+                                                         "[m]")
+    push_s: float = spec(gt=0.0, doc="time of the gauge's travel [s]")
+    push_hold_s: tuple[float, ...] = spec(length=2, doc="range of time the gauge then stays [s]")
+    rest_every_s: float = spec(gt=0.0, doc="a rest at the start goal this often [s]")
+    rest_s: float = spec(gt=0.0, doc="length of a rest [s]")
+    window_s: float = spec(gt=0.0, doc="rest and hold figures are over the last this of each "
+                                       "[s]")
+    memory_every_s: float = spec(gt=0.0, doc="memory sample period; also the progress line [s]")
+    warmup_s: float = spec(ge=0.0, doc="the memory baseline is taken after this [s]")
+    acknowledge_after_s: float = spec(gt=0.0, doc="the soak's operator acknowledges a latched "
+                                                  "fault after this (counted) [s]")
+
+    def check(self, file: str, key: str) -> None:
+        for name in ("move_s", "hold_s", "push_depth_m", "push_hold_s"):
+            lo, hi = getattr(self, name)
+            if not 0.0 <= lo <= hi:
+                raise ConfigError(file, f"{key}.{name}", "[low, high] with 0 <= low <= high",
+                                  [lo, hi])
+        if self.window_s > min(self.rest_s, self.hold_s[0]):
+            raise ConfigError(file, f"{key}.window_s", "at most rest_s and the shortest hold",
+                              self.window_s)
+        if self.move_s[0] <= 0.0:
+            raise ConfigError(file, f"{key}.move_s", "a positive shortest move", self.move_s[0])
+
+
+def load_soak_config(config_dir: Path, robot: Robot,
+                     overrides: dict[str, Any] | None = None) -> SoakConfig:
+    """``reliability.yaml`` ``soak``, checked against the robot (start pose)."""
+    cfg = load_reliability_section(Path(config_dir), "soak", SoakConfig, overrides)
+    check_start_pose(robot, cfg.start_pose, str(Path(config_dir) / "reliability.yaml"),
+                     "soak.start_pose")
+    return cfg
+
+
+def _draw(rng: np.random.Generator, low_high: tuple[float, ...]) -> float:
+    """A uniform draw from a [low, high] pair of the config."""
+    return float(rng.uniform(low_high[0], low_high[1]))
+
+
+class Segment:
+    """One piece of the schedule: a move, a hold (maybe with a push) or a rest."""
+
+    def __init__(self, kind: str, t0: float, t1: float, start: tuple[FloatArray, FloatArray],
+                 end: tuple[FloatArray, FloatArray],
+                 push: tuple[float, float, FloatArray, float] | None = None,
+                 to_rest: bool = False) -> None:
+        self.kind, self.t0, self.t1 = kind, t0, t1
+        self.to_rest = to_rest  # a move back to the start goal, before a rest
+        self.p0, self.r0 = start
+        self.p1, self.r1 = end
+        self.turn = pin.log3(self.r0.T @ self.r1)  # (3,) rotation vector of the move [rad]
+        self.push = push  # (t_touch, t_release, axis, depth) or None
+
+    def goal(self, t: float) -> HandGoal:
+        if self.kind != "move":
+            return HandGoal.hold(self.p1, self.r1)
+        T = self.t1 - self.t0
+        s = min(max((t - self.t0) / T, 0.0), 1.0)
+        h = 10 * s**3 - 15 * s**4 + 6 * s**5
+        hd = (30 * s**2 - 60 * s**3 + 30 * s**4) / T
+        hdd = (60 * s - 180 * s**2 + 120 * s**3) / T**2
+        d = self.p1 - self.p0
+        return HandGoal(self.p0 + h * d, hd * d, hdd * d, self.r0 @ pin.exp3(h * self.turn))
+
+
+class SoakSchedule:
+    """Random reachable goals and pushes, generated as time goes (constant memory)."""
+
+    def __init__(self, rig: SupervisedRig, cfg: SoakConfig, q0: FloatArray) -> None:
+        self.cfg = cfg
+        self.rig = rig
+        self.rng = np.random.default_rng(cfg.seed)
+        self.q0 = q0
+        self.home = rig.hand_pose_at(q0)
+        robot = rig.robot
+        self.lo = robot.arm.lower_rad + cfg.joint_margin_rad
+        self.hi = robot.arm.upper_rad - cfg.joint_margin_rad
+        self.workspace = rig.setup.controller_config.workspace
+        self.radius = rig.setup.mock_config.gauge.contact_radius_m
+        self.next_rest = cfg.rest_every_s
+        self.seg = Segment("rest", 0.0, cfg.rest_s, self.home, self.home)
+        self.rests = 0
+        self.tip0: FloatArray | None = None
+
+    def _random_target(self) -> tuple[FloatArray, FloatArray]:
+        cfg = self.cfg
+        for _ in range(1000):
+            q = np.clip(self.q0 + self.rng.uniform(-cfg.pose_spread_rad, cfg.pose_spread_rad,
+                                                   self.q0.shape), self.lo, self.hi)
+            x, rot = self.rig.hand_pose_at(q)
+            if check_goal(HandGoal.hold(x, rot), self.workspace) is None:
+                return x, rot
+        raise ConfigError("reliability.yaml", "soak.pose_spread_rad",
+                          "poses whose hand lies inside controller.yaml workspace",
+                          cfg.pose_spread_rad)
+
+    def _advance(self, t: float) -> None:
+        cfg, rng = self.cfg, self.rng
+        while t >= self.seg.t1:
+            prev = self.seg
+            here = (prev.p1, prev.r1)
+            t0 = prev.t1
+            if prev.kind == "move":
+                if prev.to_rest:
+                    self.seg = Segment("rest", t0, t0 + cfg.rest_s, here, here)
+                    self.rests += 1
+                else:
+                    duration = _draw(rng, cfg.hold_s)
+                    push = None
+                    if rng.random() < cfg.push_probability:
+                        angle = float(rng.uniform(0.0, 2.0 * math.pi))
+                        axis = np.array([math.cos(angle), math.sin(angle), 0.0])
+                        t_touch = t0 + 0.5 * (duration - cfg.window_s) * float(rng.random())
+                        t_release = t_touch + cfg.push_s + _draw(rng, cfg.push_hold_s)
+                        push = (t_touch, t_release, axis, _draw(rng, cfg.push_depth_m))
+                        # the quiet window at the end of the hold starts after the release
+                        duration = max(duration, t_release - t0 + cfg.window_s)
+                    self.seg = Segment("hold", t0, t0 + duration, here, here, push)
+            else:
+                to_rest = t0 >= self.next_rest
+                if to_rest:
+                    self.next_rest += cfg.rest_every_s
+                target = self.home if to_rest else self._random_target()
+                self.seg = Segment("move", t0, t0 + _draw(rng, cfg.move_s), here, target,
+                                   to_rest=to_rest)
+
+    def goal_at(self, t: float) -> HandGoal:
+        self._advance(t)
+        return self.seg.goal(t)
+
+    def step_hook(self, t: float, mock: MockArm) -> None:
+        """Moves the gauge during a push."""
+        self._advance(t)
+        push = self.seg.push
+        if push is None or not push[0] <= t < push[1]:
+            if self.tip0 is not None:
+                mock.clear_gauge()
+                self.tip0 = None
+            return
+        t_touch, _, axis, depth = push
+        if self.tip0 is None:
+            self.tip0 = mock.elbow_position_m - self.radius * axis
+        s = min((t - t_touch) / self.cfg.push_s, 1.0)
+        mock.set_gauge(self.tip0 + s * depth * axis, axis)
+
+    def quiet(self, t: float) -> str:
+        """'rest' or 'hold' when ``t`` lies in the quiet window at the end of a rest or a
+        hold without a push in it, else ''."""
+        seg = self.seg
+        if seg.kind in ("rest", "hold") and seg.t1 - self.cfg.window_s <= t < seg.t1:
+            return seg.kind
+        return ""
+
+
+@dataclass
+class SoakReport:
+    """The soak's figures (see the module docstring)."""
+
+    simulated_s: float
+    wall_s: float
+    figures: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"simulated_s": self.simulated_s, "wall_s": round(self.wall_s, 2),
+                "realtime_factor": round(self.simulated_s / max(self.wall_s, 1e-9), 2),
+                **self.figures}
+
+
+class _Observer:
+    """Running figures of the soak, in preallocated storage."""
+
+    def __init__(self, cfg: SoakConfig, n_ticks: int, n_windows: int) -> None:
+        self.cfg = cfg
+        self.compute_s = np.zeros(n_ticks)  # controller compute time per tick [s]
+        self.n = 0
+        self.unsafe = 0
+        self.transitions = 0
+        self.state = "running"
+        self.warn_counts: dict[str, int] = {}
+        self.fault_counts: dict[str, int] = {}
+        self.first_fault = ""
+        self.acknowledged = 0  # latched faults the operator cleared
+        self._latched_since = math.nan
+        self.command_max = 0.0
+        self.nonfinite = 0
+        # quiet windows: one row per window: [t_end, kind (0 hold, 1 rest), mean error,
+        # mean x, y, z, creep (hand travel over the window), samples]
+        self.windows = np.zeros((n_windows, 8))
+        self.n_windows = 0
+        self._acc = np.zeros(5)  # sums: error, x, y, z, count
+        self._first = np.zeros(3)
+        self._last = np.zeros(3)
+        self._kind = ""
+        self._t_end = 0.0
+
+    def tick(self, state: LoopState, report: Any, hand: FloatArray, goal: FloatArray,
+             quiet: str, seg_end: float) -> None:
+        out = state.output
+        if out is None:
+            return
+        if self.n < self.compute_s.size:
+            self.compute_s[self.n] = out.compute_time_s
+        self.n += 1
+        top = float(np.max(out.tension_n))
+        if not (math.isfinite(top) and bool(np.isfinite(out.tension_n).all())):
+            self.nonfinite += 1
+        elif top > self.command_max:
+            self.command_max = top
+        if report is not None:
+            if not report.ok:
+                self.unsafe += 1
+                for f in (*report.faults, *report.latched):
+                    self.fault_counts[f.rule] = self.fault_counts.get(f.rule, 0) + 1
+                    if not self.first_fault:
+                        self.first_fault = f"t={state.t_s:.3f} s {f.rule}: {f.message}"
+            for f in report.warnings:
+                self.warn_counts[f.rule] = self.warn_counts.get(f.rule, 0) + 1
+            if report.state != self.state:
+                self.transitions += 1
+                self.state = report.state
+        if quiet:
+            if not self._kind:
+                self._acc[:] = 0.0
+                self._first[:] = hand
+                self._kind = quiet
+                self._t_end = seg_end
+            self._acc[0] += float(np.linalg.norm(hand - goal))
+            self._acc[1:4] += hand
+            self._acc[4] += 1.0
+            self._last[:] = hand
+        elif self._kind:
+            self._close()
+
+    def _close(self) -> None:
+        count = self._acc[4]
+        if count > 0 and self.n_windows < self.windows.shape[0]:
+            row = self.windows[self.n_windows]
+            row[0] = self._t_end
+            row[1] = 1.0 if self._kind == "rest" else 0.0
+            row[2] = self._acc[0] / count
+            row[3:6] = self._acc[1:4] / count
+            row[6] = float(np.linalg.norm(self._last - self._first))
+            row[7] = count
+            self.n_windows += 1
+        self._kind = ""
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process [bytes] (C extensions included, unlike tracemalloc);
+    0 where /proc is missing."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            pages = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    import os
+
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _percentiles(values: FloatArray) -> dict[str, float]:
+    if values.size == 0:
+        return {"p50": math.nan, "p99": math.nan, "max": math.nan}
+    p50, p99 = np.percentile(values, [50, 99])
+    return {"p50": float(p50), "p99": float(p99), "max": float(values.max())}
+
+
+def run_soak(setup: Setup, cfg: SoakConfig, safety_overrides: dict[str, Any] | None = None,
+             progress: Callable[[str], None] | None = None) -> SoakReport:
+    """Run the soak (see the module docstring)."""
+    rig = SupervisedRig(setup, cfg.controller, safety_overrides)
+    q0 = start_pose(setup.robot, cfg.start_pose)
+    schedule = SoakSchedule(rig, cfg, q0)
+    loop = rig.loop()
+    loop.reset(q0, schedule.goal_at(0.0))
+    supervisor = rig.supervisor
+    control_hz = setup.experiments.runner.control_rate_hz
+    n_ticks = int(math.ceil(cfg.duration_s * control_hz)) + 1
+    shortest = cfg.move_s[0] + min(cfg.hold_s[0], cfg.rest_s)
+    observer = _Observer(cfg, n_ticks, int(cfg.duration_s / shortest) + 2)
+    mock = rig.mock
+
+    def on_control(state: LoopState) -> None:
+        report = supervisor.report
+        if report is not None and report.latched:
+            if math.isnan(observer._latched_since):
+                observer._latched_since = state.t_s
+            elif state.t_s - observer._latched_since >= cfg.acknowledge_after_s:
+                observer.acknowledged += len(supervisor.acknowledge())
+                observer._latched_since = math.nan
+        hand = mock.hand_position_m
+        goal = schedule.seg.goal(state.t_s).position_m
+        observer.tick(state, supervisor.report, hand, goal, schedule.quiet(state.t_s),
+                      schedule.seg.t1)
+
+    chunk = cfg.memory_every_s
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    memory: list[tuple[float, int, int]] = []  # (t, traced bytes, RSS bytes) after warm-up
+    baseline_snapshot = None
+    wall0 = time.perf_counter()
+    try:
+        if cfg.warmup_s > 0.0:
+            loop.run(min(cfg.warmup_s, cfg.duration_s), schedule.goal_at,
+                     hook=schedule.step_hook, on_control=on_control)
+        memory.append((loop.time_s, tracemalloc.get_traced_memory()[0], rss_bytes()))
+        baseline_snapshot = tracemalloc.take_snapshot()
+        while loop.time_s < cfg.duration_s - 1e-9:
+            step = min(chunk, cfg.duration_s - loop.time_s)
+            loop.run(step, schedule.goal_at, hook=schedule.step_hook, on_control=on_control)
+            memory.append((loop.time_s, tracemalloc.get_traced_memory()[0], rss_bytes()))
+            if progress is not None:
+                wall = time.perf_counter() - wall0
+                progress(f"soak: {loop.time_s:7.0f} s simulated, {wall:6.0f} s wall, "
+                         f"traced {memory[-1][1] / 1e6:.2f} MB, unsafe ticks {observer.unsafe}")
+        peak = tracemalloc.get_traced_memory()[1]
+        final_snapshot = tracemalloc.take_snapshot()
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+    wall = time.perf_counter() - wall0
+    observer._close()
+    growth_sites = []
+    if baseline_snapshot is not None:
+        for stat in final_snapshot.compare_to(baseline_snapshot, "lineno")[:5]:
+            if stat.size_diff > 0:
+                frame = stat.traceback[0]
+                growth_sites.append({"where": f"{frame.filename}:{frame.lineno}",
+                                     "bytes": int(stat.size_diff), "count": int(stat.count_diff)})
+    t_mem = np.array([m[0] for m in memory])
+    b_mem = np.array([m[1] for m in memory], dtype=float)
+    rss = np.array([m[2] for m in memory], dtype=float)
+    slope = float(np.polyfit(t_mem, b_mem, 1)[0]) * 3600.0 if len(memory) >= 3 else math.nan
+    rss_slope = float(np.polyfit(t_mem, rss, 1)[0]) * 3600.0 if len(memory) >= 3 else math.nan
+    windows = observer.windows[:observer.n_windows]
+    rests = windows[windows[:, 1] == 1.0]
+    holds = windows[windows[:, 1] == 0.0]
+    rest_positions = rests[:, 3:6]
+    drift = np.linalg.norm(rest_positions - rest_positions[0], axis=1) if len(rests) else \
+        np.zeros(0)
+    trend = float(np.polyfit(rests[:, 0], rests[:, 2], 1)[0]) * 3600.0 if len(rests) >= 3 \
+        else math.nan
+    expected = loop.expected_ticks()
+    figures = {
+        "memory": {
+            "traced_start_bytes": int(b_mem[0]), "traced_end_bytes": int(b_mem[-1]),
+            "growth_bytes": int(b_mem[-1] - b_mem[0]),
+            "max_above_start_bytes": int(b_mem.max() - b_mem[0]),
+            "slope_bytes_per_hour": slope, "peak_bytes": int(peak),
+            "samples": len(memory), "largest_growth_sites": growth_sites,
+            "rss_start_bytes": int(rss[0]), "rss_end_bytes": int(rss[-1]),
+            "rss_max_bytes": int(rss.max()), "rss_slope_bytes_per_hour": rss_slope,
+            "traced_series": [[round(float(t), 1), int(b)] for t, b in zip(t_mem, b_mem)],
+        },
+        "rest": {
+            "count": int(len(rests)),
+            "drift_from_first_rest_m": drift.round(5).tolist(),
+            "max_drift_m": float(drift.max()) if drift.size else math.nan,
+            "error_to_goal_m": rests[:, 2].round(5).tolist(),
+            "error_trend_m_per_hour": trend,
+            "max_creep_in_window_m": float(rests[:, 6].max()) if len(rests) else math.nan,
+        },
+        "holds": {
+            "count": int(len(holds)),
+            "error_to_goal_m": _percentiles(holds[:, 2]),
+            "max_creep_in_window_m": float(holds[:, 6].max()) if len(holds) else math.nan,
+        },
+        "ticks": {
+            "run": dict(loop.ticks), "expected": expected,
+            "missed": {k: int(expected[k] - loop.ticks[k]) for k in expected},
+            "control_ticks_observed": observer.n,
+        },
+        "safety": {
+            "unsafe_ticks": observer.unsafe, "state_changes": observer.transitions,
+            "latched_faults_acknowledged": observer.acknowledged,
+            "faults_by_rule": dict(observer.fault_counts),
+            "warnings_by_rule": dict(observer.warn_counts), "first_fault": observer.first_fault,
+            "max_command_N": observer.command_max, "nonfinite_commands": observer.nonfinite,
+            "max_sent_N": loop.sent_max_n, "nonfinite_sent": loop.sent_nonfinite,
+            "limit_N": rig.tension_limit_n,
+        },
+        "compute_time_ms": {k: v * 1e3 for k, v in _percentiles(
+            observer.compute_s[:min(observer.n, observer.compute_s.size)]).items()},
+        "rests_scheduled": schedule.rests,
+    }
+    return SoakReport(loop.time_s, wall, figures)

@@ -1,0 +1,513 @@
+"""The safety rules: each check fires on what it is for and not on healthy data; the supervisor
+sends minimum tension on every fault, holds the last good goal on a bad one, clamps, latches,
+recovers through the resume ramp, and never lets a NaN or an out-of-range tension out."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from musculo_control.control.controller import load_controller_config, make_controller
+from musculo_control.control.goal import HandGoal
+from musculo_control.control.output import safe_output
+from musculo_control.control.task_space import HandState
+from musculo_control.hardware.drivers import load_drivers
+from musculo_control.hardware.potentiometer import PotentiometerReading
+from musculo_control.hardware.tendon_driver import TendonState
+from musculo_control.safety import (
+    RULES,
+    GoalGate,
+    GoalRequest,
+    Supervisor,
+    rules_markdown,
+)
+from musculo_control.safety.config import load_safety_config
+from musculo_control.safety.consistency import ConsistencyMonitor
+from musculo_control.safety.resume import ResumeRamp
+from musculo_control.safety.rules import RULE_NAMES, rule
+from musculo_control.safety.tendon_monitor import TendonMonitor
+
+DT = 0.002  # sensor period [s]
+TICK = 0.008  # control period [s]
+
+
+@pytest.fixture(scope="module")
+def drivers(robot):
+    return load_drivers(robot)
+
+
+@pytest.fixture(scope="module")
+def safety_cfg(config_dir, drivers):
+    return load_safety_config(config_dir, drivers.tendons.config)
+
+
+@pytest.fixture(scope="module")
+def ctrl_cfg(config_dir):
+    return load_controller_config(config_dir)
+
+
+@pytest.fixture(scope="module")
+def home(robot, task):
+    from musculo_control.estimation.snapshot import DynamicsEstimator
+
+    est = DynamicsEstimator(robot, task)
+    snap = est.compute(robot.home_pose_rad, np.zeros(7), 0.0)
+    return snap, HandGoal.hold(snap.hand_position_m, snap.hand_rotation)
+
+
+class FakeController:
+    """Returns a set tension (or a failure) and remembers the goals it was given."""
+
+    name = "fake"
+
+    def __init__(self, robot, tension=None, ok=True):
+        self.robot = robot
+        self.tension = np.full(robot.n_muscles, 20.0) if tension is None else tension
+        self.ok = ok
+        self.goals: list[HandGoal] = []
+
+    def tick(self, snapshot, q_rad, qd_rad_s, goal, t_s):
+        self.goals.append(goal)
+        if not self.ok:
+            return safe_output(self.robot, "fake: QP not solved")
+        base = safe_output(self.robot, "")
+        return dataclasses.replace(base, ok=True, reason="", tension_n=np.array(self.tension))
+
+    def reset(self):
+        pass
+
+
+class World:
+    """Consistent healthy inputs for the supervisor at time t (the arm at home, at rest)."""
+
+    def __init__(self, robot, snapshot):
+        self.robot = robot
+        self.snap = snapshot
+        self.lengths = robot.geometry.lengths_at(snapshot.q_rad, robot.new_data())
+
+    def joints(self, t, q=None):
+        q = self.snap.q_rad if q is None else q
+        return PotentiometerReading(t, np.array(q), np.zeros(7), ())
+
+    def tendons(self, t, tension=20.0, lengths=None):
+        m = self.robot.n_muscles
+        return TendonState(t, self.lengths.copy() if lengths is None else lengths, np.zeros(m),
+                           np.full(m, tension), ())
+
+    def snapshot(self, t):
+        return dataclasses.replace(self.snap, stamp_s=t)
+
+
+def make_supervisor(robot, safety_cfg, ctrl_cfg, drivers, **changes):
+    cfg = dataclasses.replace(safety_cfg, **changes)
+    sup = Supervisor(robot, cfg, ctrl_cfg.workspace, drivers.tendons.config)
+    sup.reset(0.0, np.full(robot.n_muscles, 20.0))
+    return sup
+
+
+def tick(sup, world, controller, t, goal, **kw):
+    args = dict(joints=world.joints(t - 0.001), tendons=world.tendons(t - 0.001),
+                snapshot=world.snapshot(t - 0.02), goal=goal)
+    args.update(kw)
+    return sup.tick(t, controller, **args)
+
+
+def assert_minimum(out, sup):
+    assert not out.ok
+    np.testing.assert_array_equal(out.tension_n, sup.tension_min_n)
+
+
+# -- the table ----------------------------------------------------------------------------------
+def test_rules_table_is_complete_and_in_the_doc():
+    assert len(set(RULE_NAMES)) == len(RULES)
+    for r in RULES:
+        assert r.severity in ("warning", "fault") and r.detected_by and r.safe_state
+        assert not (r.latched and r.severity == "warning")
+    with pytest.raises(KeyError, match="joint_state"):
+        rule("joint_stat")
+    doc = Path(__file__).resolve().parents[1] / "doc" / "safety.md"
+    assert rules_markdown() in doc.read_text(), "doc/safety.md: paste rules_markdown() again"
+
+
+def test_every_rule_the_code_names_is_in_the_table():
+    src = Path(__file__).resolve().parents[1] / "musculo_control" / "safety"
+    named = set()
+    for path in src.glob("*.py"):
+        named |= set(re.findall(r'Finding\(\s*"([a-z_]+)"', path.read_text()))
+    assert named and named <= set(RULE_NAMES), named - set(RULE_NAMES)
+
+
+# -- goal gate ----------------------------------------------------------------------------------
+def test_goal_gate_holds_the_last_good_goal(ctrl_cfg, home):
+    _, goal = home
+    gate = GoalGate(ctrl_cfg.workspace)
+    used, why = gate.offer(object())
+    assert used is None and why.rule == "goal_invalid"
+    used, why = gate.offer(goal)
+    assert used is goal and why is None
+    nan = GoalRequest([0.3, math.nan, 0.3])
+    used, why = gate.offer(nan)
+    assert used is goal and why.rule == "goal_invalid" and "finite" in why.message
+    far = HandGoal.hold(goal.position_m + [0.8, 0.0, 0.0])
+    used, why = gate.offer(far)
+    assert used is goal and why.rule == "goal_outside_workspace"
+    for bad in (GoalRequest("abc"), GoalRequest([0.3, 0.2]), GoalRequest(
+            [0.3, 0.2, 0.3], quaternion_xyzw=[0, 0, 0, 2.0]), GoalRequest(
+            [0.3, 0.2, 0.3], rotation=np.ones((3, 3)))):
+        used, why = gate.offer(bad)
+        assert used is goal and why.rule == "goal_invalid", bad
+    good = GoalRequest(goal.position_m + [0.01, 0, 0], quaternion_xyzw=[0, 0, 0, 1])
+    used, why = gate.offer(good)
+    assert why is None and np.allclose(used.position_m, goal.position_m + [0.01, 0, 0])
+
+
+# -- tendon monitor -----------------------------------------------------------------------------
+def _state(robot, t, tension, length=None, rate=None):
+    m = robot.n_muscles
+    length = 0.5 * (robot.l_min_m + robot.l_max_m) if length is None else length
+    return TendonState(t, length, np.zeros(m) if rate is None else rate, tension, ())
+
+
+def test_tendon_monitor_quiet_when_the_actuators_follow_the_lag(robot, safety_cfg):
+    cfg = safety_cfg.tendons
+    mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)
+    m = robot.n_muscles
+    mon.reset(0.0, np.full(m, 10.0))
+    f = np.full(m, 10.0)
+    target = np.full(m, 200.0)
+    for k in range(1, 200):  # a step to 200 N through the same first-order lag
+        t = k * DT
+        mon.sent(t, target)
+        f = f + (1 - math.exp(-DT / cfg.actuator_time_constant_s)) * (target - f)
+        assert mon.check(_state(robot, t, f)) == ()
+    assert np.allclose(mon.expected_tension_n, 200.0, atol=1.0)
+
+
+def test_tendon_monitor_slack_needs_its_samples(robot, safety_cfg):
+    cfg = safety_cfg.tendons
+    mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)
+    m = robot.n_muscles
+    mon.reset(0.0, np.full(m, 5.0))
+    f = np.full(m, 5.0)
+    f[7] = 0.0
+    found = [mon.check(_state(robot, (k + 1) * DT, f)) for k in range(cfg.slack_samples)]
+    assert all(not any(x.rule == "tendon_slack" for x in fs) for fs in found[:-1])
+    slack = [x for x in found[-1] if x.rule == "tendon_slack"]
+    assert slack and robot.muscle_names[7] in slack[0].message
+
+
+def test_tendon_monitor_tracking_and_its_speed_gate(robot, safety_cfg):
+    cfg = safety_cfg.tendons
+    mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)
+    m = robot.n_muscles
+    mon.reset(0.0, np.full(m, 100.0))
+    mon.sent(0.0, np.full(m, 100.0))
+    weak = np.full(m, 100.0)
+    weak[3] = 100.0 - 2 * cfg.tracking_tolerance_n
+    fast = np.zeros(m)
+    fast[3] = 2 * cfg.tracking_max_rate_m_s
+    # winding in fast: the motor may not deliver, no finding
+    for k in range(1, 5):
+        assert mon.check(_state(robot, k * DT, weak, rate=fast)) == ()
+    # slow: a finding after tracking_samples samples
+    mon.reset(0.0, np.full(m, 100.0))
+    mon.sent(0.0, np.full(m, 100.0))
+    rules = [{x.rule for x in mon.check(_state(robot, k * DT, weak))}
+             for k in range(1, cfg.tracking_samples + 1)]
+    assert "actuator_tracking" not in rules[0] or cfg.tracking_samples == 1
+    assert "actuator_tracking" in rules[-1]
+
+
+def test_tendon_monitor_runaway(robot, safety_cfg):
+    cfg = safety_cfg.tendons
+    mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)
+    m = robot.n_muscles
+    mon.reset(0.0, np.full(m, 5.0))
+    length = 0.5 * (robot.l_min_m + robot.l_max_m)
+    length[2] = robot.l_min_m[2] - 2 * cfg.length_margin_m
+    found = mon.check(_state(robot, DT, np.full(m, 5.0), length))
+    assert [x.rule for x in found] == ["tendon_runaway"]
+    rate = np.zeros(m)
+    rate[4] = -2 * cfg.max_length_rate_m_s
+    found = mon.check(_state(robot, 2 * DT, np.full(m, 5.0), rate=rate))
+    assert [x.rule for x in found] == ["tendon_runaway"] and "rate" in found[0].message
+
+
+# -- consistency --------------------------------------------------------------------------------
+def test_consistency_follows_slow_model_error_and_catches_a_jump(robot, safety_cfg):
+    cfg = safety_cfg.consistency
+    mon = ConsistencyMonitor(robot.muscle_names, cfg)
+    m = robot.n_muscles
+    model = np.full(m, 0.3)
+    bias = np.linspace(-0.003, 0.003, m)  # a few mm of model error, constant
+    assert mon.update(0.0, model + bias, model, np.zeros(m)) is None
+    t = 0.0
+    for _ in range(500):  # the bias creeps by 1 mm over 1 s: the baseline follows
+        t += DT
+        bias = bias + 0.001 * DT
+        assert mon.update(t, model + bias, model, np.zeros(m)) is None
+    jump = bias.copy()
+    jump[5] += 2 * cfg.tolerance_m
+    found = mon.update(t + DT, model + jump, model, np.zeros(m))
+    assert found is not None and found.rule == "consistency"
+    assert robot.muscle_names[5] in found.message
+    # the baseline stands still while it fires, and it clears when the readings agree again
+    assert mon.update(t + 2 * DT, model + jump, model, np.zeros(m)) is not None
+    assert mon.update(t + 3 * DT, model + bias, model, np.zeros(m)) is None
+
+
+def test_consistency_tolerance_grows_with_recent_travel(robot, safety_cfg):
+    cfg = safety_cfg.consistency
+    mon = ConsistencyMonitor(robot.muscle_names, cfg)
+    m = robot.n_muscles
+    model = np.full(m, 0.3)
+    mon.update(0.0, model, model, np.zeros(m))
+    rate = np.full(m, 0.2)  # every muscle moving at 0.2 m/s for 50 ms
+    off = 0.5 * cfg.relative_tolerance * 0.2 * 0.05 + cfg.tolerance_m
+    found = None
+    for k in range(1, 26):
+        found = mon.update(k * DT, model + off * k / 25, model, rate)
+    assert found is None
+
+
+# -- resume ramp --------------------------------------------------------------------------------
+def test_resume_ramp_starts_at_the_hand_and_joins_the_goal_smoothly(home):
+    snap, goal = home
+    rot = snap.hand_rotation @ np.array([[1, 0, 0], [0, 0.8, -0.6], [0, 0.6, 0.8]])
+    hand = HandState(goal.position_m + [0.05, -0.02, -0.1], np.array([0.0, 0.0, -0.5]), rot,
+                     np.zeros(3))
+    moving = HandGoal(goal.position_m, [0.01, 0.0, 0.0], np.zeros(3), goal.rotation)
+    ramp = ResumeRamp(2.0, 1.0, hand, moving)
+    g0 = ramp.goal(2.0, moving)
+    assert np.allclose(g0.position_m, hand.position_m) and np.allclose(g0.rotation, rot)
+    assert np.allclose(g0.velocity_m_s, moving.velocity_m_s)  # at rest relative to the goal
+    assert not ramp.active(3.0) and ramp.goal(3.0, moving) is moving
+    h = 1e-5  # the goal's velocity and acceleration are the derivatives of its position
+    for t in (2.1, 2.4, 2.77):
+        gm, gp, g = ramp.goal(t - h, moving), ramp.goal(t + h, moving), ramp.goal(t, moving)
+        vel = (gp.position_m - gm.position_m) / (2 * h) + moving.velocity_m_s
+        acc = (gp.velocity_m_s - gm.velocity_m_s) / (2 * h)
+        assert np.allclose(g.velocity_m_s, vel, atol=1e-6)
+        assert np.allclose(g.acceleration_m_s2, acc, atol=1e-4)
+    end = ramp.goal(3.0 - 1e-9, moving)
+    assert np.allclose(end.position_m, moving.position_m, atol=1e-9)
+    assert np.allclose(end.rotation, moving.rotation, atol=1e-6)
+
+
+# -- the supervisor -----------------------------------------------------------------------------
+def test_healthy_inputs_pass_the_command_through(robot, safety_cfg, ctrl_cfg, drivers, home):
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    for k in range(1, 10):
+        out, report = tick(sup, world, ctrl, k * TICK, goal)
+        assert out.ok and report.ok and report.level == 0, report.summary()
+        np.testing.assert_array_equal(out.tension_n, ctrl.tension)
+    assert ctrl.goals[-1] is goal
+
+
+@pytest.mark.parametrize("case, rule_name", [
+    ("stale_joints", "joint_state_stale"), ("joint_faults", "joint_state"),
+    ("no_joints", "joint_state"), ("stale_tendons", "tendon_state_stale"),
+    ("tendon_faults", "tendon_state"), ("stale_snapshot", "snapshot_stale"),
+    ("no_snapshot", "snapshot_stale"), ("qp_failure", "controller"),
+    ("nan_command", "command_invalid"), ("short_command", "command_invalid"),
+    ("low_command", "command_invalid"), ("no_goal", "no_goal"),
+    ("lengths_disagree", "consistency"), ("nan_joints", "joint_state"),
+])
+def test_each_fault_gives_minimum_tension_with_its_rule(robot, safety_cfg, ctrl_cfg, drivers,
+                                                        home, case, rule_name):
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    assert tick(sup, world, ctrl, TICK, goal).output.ok
+    t = 2 * TICK
+    kw: dict = {}
+    if case == "stale_joints":
+        kw["joints"] = world.joints(t - 2 * safety_cfg.joint_state_timeout_s)
+    elif case == "joint_faults":
+        kw["joint_faults"] = ("elbow_p: potentiometer count is not finite (nan)",)
+    elif case == "no_joints":
+        kw["joints"] = None
+    elif case == "nan_joints":
+        q = snap.q_rad.copy()
+        q[1] = np.nan
+        kw["joints"] = world.joints(t - 0.001, q)
+    elif case == "stale_tendons":
+        kw["tendons"] = world.tendons(t - 2 * safety_cfg.tendon_state_timeout_s)
+    elif case == "tendon_faults":
+        kw["tendons"] = world.tendons(t - 0.001)._replace(faults=("biceps: encoder nan",))
+    elif case == "stale_snapshot":
+        kw["snapshot"] = world.snapshot(t - 2 * safety_cfg.snapshot_timeout_s)
+    elif case == "no_snapshot":
+        kw["snapshot"] = None
+    elif case == "qp_failure":
+        ctrl.ok = False
+    elif case == "nan_command":
+        ctrl.tension = np.where(np.arange(robot.n_muscles) == 4, np.nan, 20.0)
+    elif case == "short_command":
+        ctrl.tension = np.full(robot.n_muscles - 1, 20.0)
+    elif case == "low_command":
+        ctrl.tension = np.full(robot.n_muscles, 20.0)
+        ctrl.tension[0] = -1.0
+    elif case == "no_goal":
+        sup.goals.reset()
+        kw["goal"] = GoalRequest([math.nan] * 3)
+    elif case == "lengths_disagree":
+        lengths = world.lengths.copy()
+        lengths[6] += 10 * safety_cfg.consistency.tolerance_m
+        kw["tendons"] = world.tendons(t - 0.001, lengths=lengths)
+    out, report = tick(sup, world, ctrl, t, kw.pop("goal", goal), **kw)
+    assert_minimum(out, sup)
+    assert rule_name in report.rules and report.state == "fault" and report.level == 2
+    assert rule_name in out.reason
+    # back to normal: held for recovery_hold_s, then the command goes out again
+    ctrl.ok, ctrl.tension = True, np.full(robot.n_muscles, 20.0)
+    t_clear = t + TICK
+    out, report = tick(sup, world, ctrl, t_clear, goal)
+    assert_minimum(out, sup)
+    assert report.state == "holding"
+    t_back = t + safety_cfg.recovery_hold_s + TICK
+    out, report = tick(sup, world, ctrl, t_back, goal)
+    assert out.ok and report.state == "running"
+    assert [(tr.from_state, tr.to_state) for tr in sup.transitions] == [
+        ("running", "fault"), ("fault", "holding"), ("holding", "running")]
+
+
+def test_warnings_keep_control(robot, safety_cfg, ctrl_cfg, drivers, home):
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    tick(sup, world, ctrl, TICK, goal)
+    out, report = tick(sup, world, ctrl, 2 * TICK, GoalRequest([0.3, math.nan, 0.3]))
+    assert out.ok and report.level == 1 and report.rules == {"goal_invalid"}
+    assert ctrl.goals[-1] is goal  # the last good goal was held
+    over = np.full(robot.n_muscles, 20.0)
+    over[2] = 10 * sup.tension_max_n
+    ctrl.tension = over
+    out, report = tick(sup, world, ctrl, 3 * TICK, goal)
+    assert out.ok and report.rules == {"command_saturated"}
+    assert out.tension_n[2] == sup.tension_max_n and out.tension_n.max() <= sup.tension_max_n
+    t = 3 * TICK + safety_cfg.saturation_timeout_s + TICK
+    out, report = tick(sup, world, ctrl, t, goal)
+    assert out.ok and "saturation_persistent" in report.rules
+
+
+def test_out_of_order_messages_are_dropped_and_reported(robot, safety_cfg, ctrl_cfg, drivers,
+                                                        home):
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    assert sup.admit("sensors", 0.004) and sup.admit("sensors", 0.006)
+    assert not sup.admit("sensors", 0.002) and not sup.admit("sensors", 0.006)
+    assert sup.admit("sensors", math.nan)  # the reader rejects it itself
+    out, report = tick(sup, world, ctrl, TICK, goal)
+    assert out.ok and report.rules == {"out_of_order"}
+
+
+def test_latched_fault_waits_for_acknowledge(robot, safety_cfg, ctrl_cfg, drivers, home):
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    m = robot.n_muscles
+    sup.driver_sent(0.0, np.full(m, 100.0))
+    sup.reset(0.0, np.full(m, 100.0))
+    sup.driver_sent(0.0, np.full(m, 100.0))
+    weak = np.full(m, 100.0)
+    weak[9] = 10.0  # the actuator delivers far less than it was sent
+    for k in range(1, 4):
+        sup.tendon_sample(world.tendons(k * DT, tension=weak))
+    out, report = tick(sup, world, ctrl, TICK, goal, tendons=world.tendons(0.007, tension=weak))
+    assert_minimum(out, sup)
+    assert "actuator_tracking" in report.rules and report.latched
+    t = TICK
+    for _ in range(20):  # the condition is gone (the load cell agrees again) but it stays off
+        t += TICK
+        sup.driver_sent(t, np.full(m, 20.0))
+        out, report = tick(sup, world, ctrl, t, goal)
+    assert_minimum(out, sup)
+    assert report.state == "latched" and "acknowledge" in report.summary()
+    assert [f.rule for f in sup.acknowledge()] == ["actuator_tracking"]
+    t += safety_cfg.recovery_hold_s + TICK
+    out, report = tick(sup, world, ctrl, t, goal)
+    assert out.ok and report.state == "running"
+
+
+def test_control_resumes_from_the_hand_not_with_a_jump(robot, safety_cfg, ctrl_cfg, drivers,
+                                                      home):
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    tick(sup, world, ctrl, TICK, goal)
+    tick(sup, world, ctrl, 2 * TICK, goal, snapshot=None)  # a fault
+    dropped = snap.q_rad + np.array([0.0, -0.3, 0.0, 0.3, 0.0, 0.0, 0.0])  # the arm fell
+    t = 2 * TICK + safety_cfg.recovery_hold_s + TICK
+    out, report = tick(sup, world, ctrl, t, goal, joints=world.joints(t - 0.001, dropped),
+                       tendons=world.tendons(t - 0.001, lengths=robot.geometry.lengths_at(
+                           dropped, robot.new_data())))
+    assert out.ok, report.summary()
+    data = robot.new_data()
+    import pinocchio as pin
+
+    pin.framesForwardKinematics(robot.arm.model, data, dropped)
+    hand = data.oMf[robot.arm.task_frame_id].translation
+    assert np.linalg.norm(hand - goal.position_m) > 0.03  # the test is not vacuous
+    assert np.allclose(ctrl.goals[-1].position_m, hand, atol=1e-9)
+
+
+# -- property: nothing bad ever leaves ------------------------------------------------------------
+_num = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64),
+                 st.floats(-1e3, 1e3))
+
+
+def _vec(n):
+    return st.one_of(st.lists(_num, min_size=n, max_size=n),
+                     st.lists(_num, min_size=0, max_size=n + 3))
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_property_supervised_command_is_always_finite_and_in_range(robot, safety_cfg, ctrl_cfg,
+                                                                   drivers, home, data):
+    """Whatever the joint and tendon states, snapshot, goal and time (NaN, inf, huge, wrong
+    lengths, stale, in the future), with the real controller inside: every tension that leaves
+    the supervisor is finite, one per muscle, inside [min, max]."""
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    ctrl = make_controller(data.draw(st.sampled_from(["osc", "joint-stiffness"])), robot,
+                           ctrl_cfg)
+    world = World(robot, snap)
+    m = robot.n_muscles
+    for _ in range(data.draw(st.integers(1, 4))):
+        t = data.draw(st.one_of(st.floats(-1.0, 2.0), st.just(math.nan), st.just(math.inf)))
+        q = np.array(data.draw(_vec(7)), dtype=float)
+        joints = data.draw(st.one_of(st.none(), st.just(
+            PotentiometerReading(data.draw(st.floats(-1.0, 2.0)), q, q.copy(), ()))))
+        tension = np.array(data.draw(_vec(m)), dtype=float)
+        tendons = data.draw(st.one_of(st.none(), st.just(TendonState(
+            data.draw(st.floats(-1.0, 2.0)), tension, tension.copy(), tension.copy(), ()))))
+        field = data.draw(st.sampled_from(["gravity_torque_nm", "muscle_jacobian",
+                                           "mass_matrix", "task_jacobian", "q_rad"]))
+        junk = data.draw(st.sampled_from([np.nan, np.inf, 1e12, 0.0]))
+        bad = np.full_like(getattr(snap, field), junk)
+        snapshot = data.draw(st.sampled_from([
+            None, dataclasses.replace(snap, stamp_s=data.draw(st.floats(-1.0, 2.0))),
+            dataclasses.replace(snap, **{field: bad}, stamp_s=t if math.isfinite(t) else 0.0)]))
+        g = data.draw(st.sampled_from([
+            goal, GoalRequest(np.array(data.draw(_vec(3)), dtype=float)),
+            HandGoal.hold(goal.position_m + data.draw(st.floats(-1.0, 1.0))), None, "goal"]))
+        if data.draw(st.booleans()):
+            sup.tendon_sample(world.tendons(0.0, tension=tension if tension.shape == (m,)
+                                            else np.full(m, 5.0)))
+        out, _ = sup.tick(t, ctrl, joints=joints, tendons=tendons, snapshot=snapshot, goal=g)
+        f = out.tension_n
+        assert f.shape == (m,) and np.all(np.isfinite(f))
+        assert np.all(f >= sup.tension_min_n) and np.all(f <= sup.tension_max_n)
