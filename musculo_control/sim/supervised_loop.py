@@ -26,7 +26,7 @@ from musculo_control.model.config import apply_overrides, parse, read_yaml
 from musculo_control.model.robot import Robot
 from musculo_control.safety.config import load_safety_config
 from musculo_control.safety.supervisor import Supervisor
-from musculo_control.sim.experiments import Setup, start_pose
+from musculo_control.sim.experiments import Setup
 from musculo_control.sim.runner import ClosedLoop, StreamFaults
 
 FloatArray = npt.NDArray[np.float64]
