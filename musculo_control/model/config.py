@@ -77,6 +77,17 @@ def load(cls: type[T], path: Path, key: str = "") -> T:
     return parse(cls, data, str(path), key)
 
 
+def load_with_overrides(cls: type[T], path: Path,
+                        overrides: dict[str, Any] | None = None) -> T:
+    """Read ``path`` whole, apply dotted-key overrides (see :func:`apply_overrides`), parse."""
+    data = read_yaml(path)
+    if overrides:
+        if not isinstance(data, dict):
+            raise ConfigError(str(path), "<top level>", "a mapping", type(data).__name__)
+        data = apply_overrides(data, overrides, str(path))
+    return parse(cls, data, str(path))
+
+
 def parse(cls: type[T], data: Any, file: str, key: str = "") -> T:
     """Build the frozen dataclass ``cls`` from ``data`` (a mapping), validating every field."""
     where = key or "<top level>"
