@@ -22,7 +22,7 @@ run: install
 	$(VENV)/bin/musculo report --out $(OUT)
 
 test: install
-	$(PY) -m pytest -q test
+	$(PY) -m pytest -q -rs test
 
 bench: install
 	$(PY) benchmarks/bench_dynamics.py --out $(OUT)/bench

@@ -42,6 +42,14 @@ setup(
     entry_points={
         "console_scripts": [
             "musculo = musculo_control.cli:main",
+            # ROS 2 nodes (need rclpy; installed to lib/musculo_control for `ros2 run`)
+            "potentiometer_node = musculo_control.nodes.potentiometer_node:main",
+            "tendon_driver_node = musculo_control.nodes.tendon_driver_node:main",
+            "dynamics_node = musculo_control.nodes.dynamics_node:main",
+            "activation_qp_node = musculo_control.nodes.activation_qp_node:main",
+            "mock_hardware_node = musculo_control.nodes.mock_hardware_node:main",
+            "goal_node = musculo_control.nodes.goal_node:main",
+            "muscle_marker_node = musculo_control.nodes.muscle_marker_node:main",
         ],
     },
 )

@@ -20,6 +20,7 @@ COMMANDS = (
     "musculo_control.commands.simulate",
     "musculo_control.commands.report",
     "musculo_control.commands.sweep",
+    "musculo_control.commands.operating_point",
     "musculo_control.commands.reliability",
 )
 

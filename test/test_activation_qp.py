@@ -154,14 +154,15 @@ def test_kkt_conditions_hold(robot, estimator, osqp_config, formulation):
         assert np.allclose(resid, res.torque_residual_nm, atol=1e-9)
         grad_a = 2 * K * a + 2 * B.T @ resid  # = multiplier of a >= 0
         scale = max(1.0, np.abs(2 * B.T @ c).max())
-        assert grad_a.min() > -1e-6 * scale  # dual feasibility
-        assert np.abs(grad_a * a).max() < 1e-6 * scale * max(1.0, a.max())  # complementarity
+        tol = 1e-6 * scale
+        assert grad_a.min() > -tol  # dual feasibility
+        assert np.abs(grad_a * a).max() < tol * max(1.0, a.max())  # complementarity
         free = a > 1e-6
-        assert np.abs(grad_a[free]).max(initial=0.0) < 1e-6 * scale  # stationarity where free
+        assert np.abs(grad_a[free]).max(initial=0.0) < tol  # stationarity where free
         active_seen += int(np.sum(~free))
         if formulation == "eq11":
             grad_tn = 2 * R * res.tau_null + 2 * b.nullspace.T @ resid
-            assert np.abs(grad_tn).max() < 1e-6 * scale
+            assert np.abs(grad_tn).max() < tol
     assert active_seen > 0  # bounds were active somewhere: complementarity was tested
 
 
@@ -195,7 +196,9 @@ def test_eq9_holds_the_torque_exactly_or_reports_infeasible(robot, estimator, os
             assert not oracle_feasible
             assert np.all(res.tension_n == 0.0)
         else:
-            assert res.status == "maximum iterations reached"
+            # not settled: stopped at max_iter, or settled only roughly (refused unless
+            # qp.accept_inaccurate); both are failures that command minimum tension
+            assert res.status in ("maximum iterations reached", "solved inaccurate")
             unsettled += int(oracle_feasible)
     # the found branch must run; infeasible cases occur on the weak stand-in arm and are also
     # forced in test_eq9_far_goal_is_infeasible_not_nan, whatever the calibration

@@ -66,7 +66,7 @@ CASES = [
                               {"link": "upper_arm_link", "point_m": [0.02, 0, -0.2]}]),
      "muscles.yaml", "muscles[8].path", "at least two links"),
     ("non-positive mass",
-     _edit_text("arm.urdf", '<mass value="1.0"/>', '<mass value="0.0"/>'),
+     _edit_text("arm.urdf", '<mass value="1.5"/>', '<mass value="0.0"/>'),
      "arm.urdf", "forearm_link", "a positive mass"),
     ("joint pulled from one side only",
      _drop_muscles({"pronator"}),

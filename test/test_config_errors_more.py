@@ -19,8 +19,9 @@ from musculo_control.control.controller import (
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.mock_arm import MockArm, load_mock_config
+from musculo_control.model.config import load_with_overrides
 from musculo_control.safety.config import load_safety_config
-from musculo_control.sim.experiments import ExperimentsConfig, _parse_file
+from musculo_control.sim.experiments import ExperimentsConfig
 from musculo_control.sim.fault_matrix import load_fault_matrix_config
 from musculo_control.sim.runner import divisors
 from musculo_control.sim.soak import load_soak_config
@@ -35,7 +36,7 @@ def load_folder(folder: Path, robot) -> None:
     drivers = load_drivers(robot, folder / "hardware.yaml")
     mock_cfg = load_mock_config(robot, folder / "mock_arm.yaml")
     MockArm(robot, drivers.calibration, mock_cfg, file=str(folder / "mock_arm.yaml"))
-    exp = _parse_file(ExperimentsConfig, folder / "experiments.yaml", {})
+    exp = load_with_overrides(ExperimentsConfig, folder / "experiments.yaml")
     divisors(exp.runner, mock_cfg.physics.timestep_s, str(folder / "experiments.yaml"))
     load_safety_config(folder, drivers.tendons.config)
     load_fault_matrix_config(folder, robot)
@@ -174,7 +175,7 @@ CASES = [
     ("soak window longer than a rest", put(R, "soak.window_s", 10.0), R, "soak.window_s",
      "at most rest_s"),
     ("unknown reliability section", put(R, "stress", {}), R, "stress", "one of the known keys"),
-    ("soak from a pose robot.yaml lacks", put(R, "soak.start_pose", "high_elbow"), R,
+    ("soak from a pose robot.yaml lacks", put(R, "soak.start_pose", "no_such_pose"), R,
      "soak.start_pose", "'home' or a named pose"),
 ]
 

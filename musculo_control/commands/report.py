@@ -71,6 +71,7 @@ def _rows(experiment: str, controller: str, m: dict[str, Any]) -> list[str]:
         unsafe = sum(unsafe.values())
     if unsafe:
         shown += f"; {unsafe} unsafe ticks"
+    paper = paper.replace("|", "\\|")  # '||a||' must not split the Markdown table
     return [f"| {experiment} | {controller} | {shown} | {paper} |"]
 
 

@@ -53,7 +53,7 @@ from musculo_control.control.task_space import (
 )
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.estimation.snapshot import DynamicsSnapshot, TaskConfig
-from musculo_control.model.config import apply_overrides, parse, read_yaml, spec
+from musculo_control.model.config import load_with_overrides, spec
 from musculo_control.model.robot import Robot
 
 FloatArray = npt.NDArray[np.float64]
@@ -79,13 +79,7 @@ class ControllerConfig:
 def load_controller_config(config_dir: str | Path,
                            overrides: dict[str, Any] | None = None) -> ControllerConfig:
     """Parse ``controller.yaml`` of a config folder, with optional dotted-key overrides."""
-    path = Path(config_dir) / "controller.yaml"
-    data = read_yaml(path)
-    if overrides:
-        if not isinstance(data, dict):
-            raise ConfigError(str(path), "<top level>", "a mapping", type(data).__name__)
-        data = apply_overrides(data, overrides, str(path))
-    return parse(ControllerConfig, data, str(path))
+    return load_with_overrides(ControllerConfig, Path(config_dir) / "controller.yaml", overrides)
 
 
 class Controller(Protocol):

@@ -77,6 +77,17 @@ def load(cls: type[T], path: Path, key: str = "") -> T:
     return parse(cls, data, str(path), key)
 
 
+def load_with_overrides(cls: type[T], path: Path,
+                        overrides: dict[str, Any] | None = None) -> T:
+    """Read ``path`` whole, apply dotted-key overrides (see :func:`apply_overrides`), parse."""
+    data = read_yaml(path)
+    if overrides:
+        if not isinstance(data, dict):
+            raise ConfigError(str(path), "<top level>", "a mapping", type(data).__name__)
+        data = apply_overrides(data, overrides, str(path))
+    return parse(cls, data, str(path))
+
+
 def parse(cls: type[T], data: Any, file: str, key: str = "") -> T:
     """Build the frozen dataclass ``cls`` from ``data`` (a mapping), validating every field."""
     where = key or "<top level>"
@@ -135,10 +146,9 @@ def _convert(tp: Any, value: Any, file: str, key: str) -> Any:
             raise ConfigError(file, key, "a non-empty string", value)
         return value
     if origin is tuple:
-        args = typing.get_args(tp)
         if not isinstance(value, (list, tuple)):
             raise ConfigError(file, key, "a list", _short(value))
-        item_tp = args[0]
+        item_tp = typing.get_args(tp)[0]
         return tuple(_convert(item_tp, v, file, f"{key}[{i}]") for i, v in enumerate(value))
     raise TypeError(f"unsupported config field type {tp!r} at {key}")
 

@@ -92,7 +92,8 @@ class MuscleGeometry:
         self.names: tuple[str, ...] = tuple(m.name for m in config.muscles)
         self.n_muscles = len(self.names)
         links = arm.link_names()
-        points, joints = [], []
+        points: list[FloatArray] = []
+        joints: list[int] = []
         seg_a, seg_b, seg_muscle = [], [], []
         for i, m in enumerate(config.muscles):
             first = len(points)

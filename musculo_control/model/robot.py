@@ -21,6 +21,7 @@ from musculo_control.model.arm import Arm, ArmConfig
 from musculo_control.model.config import load, parse, read_yaml, spec
 from musculo_control.model.hill import HillParams, MuscleForces, muscle_forces
 from musculo_control.model.muscles import MuscleGeometry, MusclesConfig
+from musculo_control.model.poses import PosesConfig, PoseSolver
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -36,6 +37,7 @@ class RobotConfig:
     muscles_file: str = spec("muscles.yaml", doc="muscles file, relative to the config folder")
     hill: HillParams = spec(HillParams(), doc="Hill force-length constants (paper Table I)")
     home_pose_rad: tuple[float, ...] = spec(doc="experiment pose q_des (SPEC section 1) [rad]")
+    poses: PosesConfig | None = spec(None, doc="pose solver and named experiment poses")
 
 
 class Robot:
@@ -56,6 +58,10 @@ class Robot:
             raise ConfigError(self.robot_file, "home_pose_rad", f"{n} joint angles",
                               f"{len(self.config.home_pose_rad)} values")
         self.home_pose_rad = np.array(self.config.home_pose_rad)
+        #: places the arm by hand position and elbow height; None without a ``poses`` section
+        self.poses: PoseSolver | None = (
+            PoseSolver(self.arm, self.config.poses, self.robot_file)
+            if self.config.poses is not None else None)
         self.muscles_file = str(self.config_dir / self.config.muscles_file)
         self.muscles_config: MusclesConfig = parse(
             MusclesConfig, read_yaml(Path(self.muscles_file)), self.muscles_file

@@ -8,7 +8,7 @@ from typing import Any
 
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.tendon_driver import TendonDriverConfig
-from musculo_control.model.config import apply_overrides, parse, read_yaml, spec
+from musculo_control.model.config import load_with_overrides, spec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,12 +83,7 @@ def load_safety_config(config_dir: str | Path, driver: TendonDriverConfig,
     """Parse ``safety.yaml`` of a config folder (with optional dotted-key overrides) and check
     it against the tendon driver."""
     path = Path(config_dir) / "safety.yaml"
-    data = read_yaml(path)
-    if overrides:
-        if not isinstance(data, dict):
-            raise ConfigError(str(path), "<top level>", "a mapping", type(data).__name__)
-        data = apply_overrides(data, overrides, str(path))
-    cfg = parse(SafetyConfig, data, str(path))
+    cfg = load_with_overrides(SafetyConfig, path, overrides)
     if not cfg.tendons.slack_tension_n < driver.min_tension_n:
         raise ConfigError(str(path), "tendons.slack_tension_n",
                           f"less than the driver's minimum tension {driver.min_tension_n} N "

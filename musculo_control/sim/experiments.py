@@ -34,7 +34,7 @@ from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.hardware.calibration import load_calibration
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.mock_arm import MockArm, MockArmConfig
-from musculo_control.model.config import apply_overrides, parse, read_yaml, spec
+from musculo_control.model.config import load_with_overrides, spec
 from musculo_control.model.robot import Robot, load_robot
 from musculo_control.sim.recorder import Recorder
 from musculo_control.sim.runner import ClosedLoop, LoopState, RunnerConfig
@@ -137,19 +137,18 @@ def load_setup(config_dir: Path, overrides: Overrides) -> Setup:
     """Load and validate the robot, controller, experiments and mock arm files."""
     robot = load_robot(config_dir)
     ctrl = load_controller_config(config_dir, overrides.controller)
-    exp = _parse_file(ExperimentsConfig, config_dir / "experiments.yaml", overrides.experiments)
-    mock = _parse_file(MockArmConfig, config_dir / "mock_arm.yaml", overrides.mock_arm)
+    exp = load_with_overrides(ExperimentsConfig, config_dir / "experiments.yaml",
+                              overrides.experiments)
+    mock = load_with_overrides(MockArmConfig, config_dir / "mock_arm.yaml", overrides.mock_arm)
     mock.physics.check_joints(robot.arm.n_joints, str(config_dir / "mock_arm.yaml"), "physics")
+    from musculo_control.sim.supervised_loop import check_start_pose
+
+    file = str(config_dir / "experiments.yaml")
+    check_start_pose(robot, exp.disturbance.start_pose, file, "disturbance.start_pose")
+    check_start_pose(robot, exp.nullspace.start_pose, file, "nullspace.start_pose")
+    for i, name in enumerate(exp.trajectory.start_poses):
+        check_start_pose(robot, name, file, f"trajectory.start_poses[{i}]")
     return Setup(robot, ctrl, exp, mock, overrides)
-
-
-def _parse_file(cls: type, path: Path, overrides: dict[str, Any]) -> Any:
-    data = read_yaml(path)
-    if overrides:
-        if not isinstance(data, dict):
-            raise ConfigError(str(path), "<top level>", "a mapping", type(data).__name__)
-        data = apply_overrides(data, overrides, str(path))
-    return parse(cls, data, str(path))
 
 
 @dataclass
@@ -224,7 +223,7 @@ class Bench:
         mock = self.mock
         goal = self._goal_now
         hand = mock.hand_position_m
-        a = out.activations if out is not None else np.zeros(self._mc)
+        a = out.activations
         self.recorder.add(state.t_s, {
             "q_rad": mock.q_rad, "qd_rad_s": mock.qd_rad_s,
             "q_measured_rad": state.joints.q_rad if state.joints is not None else np.full(
@@ -321,15 +320,22 @@ def _run_info(setup: Setup, experiment: str, controller: str, q0: FloatArray,
 
 
 # -- the experiments -----------------------------------------------------------------------------
-def run_disturbance(setup: Setup, controller: str, label: str = "") -> RunResult:
-    """Experiment A (SPEC section 8 A)."""
-    cfg = setup.experiments.disturbance
+def _start_holding(setup: Setup, controller: str,
+                   pose: str) -> tuple[Bench, FloatArray, FloatArray, HandGoal]:
+    """A loop at rest in ``pose``, the hand goal (and a baseline's joint target) held there."""
     bench = Bench(setup, controller)
-    q0 = start_pose(setup.robot, cfg.start_pose)
+    q0 = start_pose(setup.robot, pose)
     x0, R0 = bench.hand_pose_at(q0)
     goal = HandGoal.hold(x0, R0)
     bench.hold_joints(q0)
     bench.loop.reset(q0, goal)
+    return bench, q0, x0, goal
+
+
+def run_disturbance(setup: Setup, controller: str, label: str = "") -> RunResult:
+    """Experiment A (SPEC section 8 A)."""
+    cfg = setup.experiments.disturbance
+    bench, q0, x0, goal = _start_holding(setup, controller, cfg.start_pose)
     axis = np.asarray(cfg.axis) / np.linalg.norm(cfg.axis)
     radius = setup.mock_config.gauge.contact_radius_m
     contact: dict[str, FloatArray] = {}
@@ -409,12 +415,7 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
 def run_nullspace(setup: Setup, controller: str, label: str = "") -> RunResult:
     """Experiment C (SPEC section 8 C)."""
     cfg = setup.experiments.nullspace
-    bench = Bench(setup, controller)
-    q0 = start_pose(setup.robot, cfg.start_pose)
-    x0, R0 = bench.hand_pose_at(q0)
-    goal = HandGoal.hold(x0, R0)
-    bench.hold_joints(q0)
-    bench.loop.reset(q0, goal)
+    bench, q0, x0, goal = _start_holding(setup, controller, cfg.start_pose)
     wall = bench.run(cfg.duration_s, lambda t: goal, label=label)
     rec = bench.recorder
     t = rec.time_s

@@ -84,7 +84,7 @@ def divisors(config: RunnerConfig, physics_dt_s: float, file: str) -> Divisors:
         raise ConfigError(file, "runner.transport_delay_s",
                           f"a whole number of physics steps ({physics_dt_s} s)",
                           config.transport_delay_s)
-    return Divisors(*out, int(round(delay)))
+    return Divisors(out[0], out[1], out[2], out[3], int(round(delay)))
 
 
 class DelayLine(Generic[T]):
@@ -114,7 +114,7 @@ class LoopState(NamedTuple):
     joints: PotentiometerReading | None
     tendons: TendonState | None
     snapshot: DynamicsSnapshot | None
-    output: ControlOutput | None
+    output: ControlOutput  # the tick's command
 
 
 #: Called every physics step before it, with (t_s, mock): moves a force gauge, injects faults.
@@ -262,11 +262,12 @@ class ClosedLoop:
                 self.snapshot = snap
             if k % div.control == 0:
                 ticks["control"] += 1
-                self.output = self._control(t, goal_at)
+                out = self._control(t, goal_at)
+                self.output = out
                 if injected is None or injected.command_passes(t):
-                    self._commands.send(k, (t, self.output.tension_n))
+                    self._commands.send(k, (t, out.tension_n))
                 if on_control is not None:
-                    on_control(LoopState(t, self.joints, self.tendons, self.snapshot, self.output))
+                    on_control(LoopState(t, self.joints, self.tendons, self.snapshot, out))
             for stamp, tension in self._commands.receive(k):
                 driver.command(tension, stamp)
             if k % div.driver == 0:

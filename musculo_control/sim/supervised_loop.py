@@ -26,7 +26,7 @@ from musculo_control.model.config import apply_overrides, parse, read_yaml
 from musculo_control.model.robot import Robot
 from musculo_control.safety.config import load_safety_config
 from musculo_control.safety.supervisor import Supervisor
-from musculo_control.sim.experiments import Setup, start_pose
+from musculo_control.sim.experiments import Setup
 from musculo_control.sim.runner import ClosedLoop, StreamFaults
 
 FloatArray = npt.NDArray[np.float64]
@@ -58,10 +58,10 @@ def load_reliability_section(config_dir: Path, key: str, cls: type[T],
 
 def check_start_pose(robot: Robot, name: str, file: str, key: str) -> None:
     """A start pose must be 'home' or a named pose of robot.yaml."""
-    if name != "home" and getattr(robot, "poses", None) is None:
+    names = [p.name for p in robot.poses.config.named] if robot.poses is not None else []
+    if name != "home" and name not in names:
         raise ConfigError(file, key, f"'home' or a named pose of {robot.robot_file} 'poses' "
-                                     f"(it has none)", name)
-    start_pose(robot, name)
+                                     f"{names}", name)
 
 
 def split_overrides(items: list[str], prefixes: tuple[str, ...]) -> tuple[dict[str, Any],

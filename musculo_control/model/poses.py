@@ -1,0 +1,254 @@
+"""Experiment poses: the arm placed by hand position and elbow height (SPEC sections 1 and 8).
+
+The paper's experiments start from poses described by where the hand is and how high the elbow
+is (experiment C: "released from a high-elbow pose"; experiment B: start poses A, B, C with the
+hand at the trajectory start and rising elbow height). :class:`PoseSolver` turns such a
+description into joint angles by damped least squares on four equations,
+
+    x_hand(q) = x_target  (3 rows)      z_elbow(q) = z_target  (1 row),
+
+moving only the configured joints (by default the three shoulder joints and elbow_p; the
+forearm and wrist joints keep their start values) and respecting the URDF joint limits: a joint
+at a limit whose step would push it further out is frozen for that step. The step is
+
+    dq = J^T (J J^T + mu^2 I)^-1 e      (Levenberg-Marquardt / damped least squares),
+
+with ``e`` the stacked error [m] and ``J`` the matching rows of the frame Jacobians [m/rad].
+Hand and elbow are frames of the URDF named in config, so another arm only changes YAML.
+
+Named poses are stored as (hand position, elbow height), not as joint vectors, so that they stay
+true to their description when the URDF changes (a stored joint vector would silently stop
+putting the hand at the trajectory start). Each is solved from the home pose (``home_pose_rad``),
+which fixes the solution branch; the solve is deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import pinocchio as pin
+
+from musculo_control.errors import ConfigError, InputError, MusculoError
+from musculo_control.model.arm import Arm
+from musculo_control.model.config import spec
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class PoseError(MusculoError):
+    """The pose solver found no joint angles that meet the hand and elbow targets."""
+
+    def __init__(self, what: str, hand_m: FloatArray, elbow_z_m: float, hand_error_m: float,
+                 elbow_error_m: float, iterations: int, at_limit: list[str]) -> None:
+        self.hand_m = hand_m
+        self.elbow_z_m = elbow_z_m
+        self.hand_error_m = hand_error_m
+        self.elbow_error_m = elbow_error_m
+        self.iterations = iterations
+        self.at_limit = at_limit
+        limits = f"; joints at a limit: {', '.join(at_limit)}" if at_limit else ""
+        super().__init__(
+            f"{what}: no pose puts the hand at {np.round(hand_m, 4).tolist()} m with the elbow at "
+            f"z = {elbow_z_m:.4f} m: after {iterations} iterations the hand is "
+            f"{hand_error_m * 1e3:.2f} mm and the elbow {elbow_error_m * 1e3:.2f} mm away{limits}"
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class NamedPose:
+    """One experiment pose, described by hand position and elbow height."""
+
+    name: str = spec(doc="pose name, unique")
+    elbow_z_m: float = spec(doc="height of the elbow frame in the base frame [m]")
+    hand_m: tuple[float, ...] | None = spec(
+        None, length=3, doc="task-frame position in the base frame [m]; default: the home pose's")
+    doc: str = spec("", doc="what the pose is for")
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperatingPointConfig:
+    """``poses.operating_point``: what ``musculo operating-point`` checks (SPEC sections 1, 8C)."""
+
+    pose: str = spec(doc="named pose (poses.named) whose hold is the operating point")
+    activation_weight: float = spec(gt=0.0, doc="k of paper eq. 10-11 (Table I) [Nm^2]")
+    nullspace_weight: float = spec(gt=0.0, doc="r of paper eq. 11 (Table I) [-]")
+    sweep_step_m: float = spec(gt=0.0, doc="elbow height step of the sweep [m]")
+    sweep_drop_m: float = spec(gt=0.0,
+                               doc="the sweep lowers the elbow by at most this much [m]")
+    target_activation_norm: tuple[float, ...] = spec(
+        length=2, gt=0.0,
+        doc="[low, high] band the eq. 10 ||a|| at the pose should fall in (paper: about 10)")
+    target_fall_ratio: float = spec(
+        gt=0.0, le=1.0,
+        doc="the sweep's last eq. 10 ||a|| is at most this fraction of its first (paper: 10 -> <5)")
+
+    def check(self, file: str, key: str) -> None:
+        lo, hi = self.target_activation_norm
+        if lo >= hi:
+            raise ConfigError(file, f"{key}.target_activation_norm", "low < high", [lo, hi])
+
+
+@dataclass(frozen=True, kw_only=True)
+class PosesConfig:
+    """``robot.yaml`` section ``poses``: the pose solver and the experiments' named poses."""
+
+    elbow_frame: str = spec(doc="URDF frame whose origin is the elbow centre")
+    ik_joints: tuple[str, ...] = spec(
+        min_length=1, doc="joints the solver may move; the others keep their start values")
+    tolerance_m: float = spec(1e-6, gt=0.0, doc="hand and elbow error at convergence [m]")
+    damping_m: float = spec(1e-3, gt=0.0, doc="damping mu of the least-squares step [m]")
+    max_step_rad: float = spec(0.2, gt=0.0, doc="largest joint change per iteration [rad]")
+    max_iterations: int = spec(200, ge=1, doc="iterations before the solver gives up")
+    named: tuple[NamedPose, ...] = spec((), doc="experiment poses")
+    operating_point: OperatingPointConfig | None = spec(
+        None, doc="the calibration check: ||a|| to hold a named pose and along an elbow sweep")
+
+    def check(self, file: str, key: str) -> None:
+        seen: set[str] = set()
+        for i, pose in enumerate(self.named):
+            if pose.name in seen:
+                raise ConfigError(file, f"{key}.named[{i}].name", "a unique pose name", pose.name)
+            seen.add(pose.name)
+        if self.operating_point is not None and self.operating_point.pose not in seen:
+            raise ConfigError(file, f"{key}.operating_point.pose",
+                              f"a name of {key}.named {sorted(seen)}", self.operating_point.pose)
+        if len(set(self.ik_joints)) != len(self.ik_joints):
+            raise ConfigError(file, f"{key}.ik_joints", "distinct joints", list(self.ik_joints))
+
+
+class PoseSolution(NamedTuple):
+    """Result of one solve."""
+
+    q_rad: FloatArray  # (n,) joint angles within limits [rad]
+    hand_m: FloatArray  # (3,) reached hand position [m]
+    elbow_z_m: float  # reached elbow height [m]
+    iterations: int
+
+
+class PoseSolver:
+    """Damped least-squares placement of hand and elbow over configured joints within limits."""
+
+    def __init__(self, arm: Arm, config: PosesConfig, file: str, key: str = "poses") -> None:
+        self.arm = arm
+        self.config = config
+        model = arm.model
+        if not model.existFrame(config.elbow_frame):
+            raise ConfigError(file, f"{key}.elbow_frame",
+                              f"a frame of the URDF {arm.frame_names()}", config.elbow_frame)
+        self.elbow_frame_id = model.getFrameId(config.elbow_frame)
+        cols = []
+        for i, name in enumerate(config.ik_joints):
+            if name not in arm.joint_names:
+                raise ConfigError(file, f"{key}.ik_joints[{i}]",
+                                  f"a joint of the arm {list(arm.joint_names)}", name)
+            cols.append(arm.joint_names.index(name))
+        self.ik_idx = np.array(sorted(cols), dtype=int)  # (p,) columns the solver moves
+        self._data = model.createData()
+        self._eye4 = np.eye(4)
+
+    # -- kinematics ----------------------------------------------------------------------------
+    def targets_at(self, q: FloatArray) -> tuple[FloatArray, float]:
+        """(hand position [m], elbow height [m]) at ``q``."""
+        q = self.arm.check_q(q)
+        model, data = self.arm.model, self._data
+        pin.framesForwardKinematics(model, data, q)
+        hand = data.oMf[self.arm.task_frame_id].translation.copy()
+        return hand, float(data.oMf[self.elbow_frame_id].translation[2])
+
+    def constraint_jacobian(self, q: FloatArray) -> FloatArray:
+        """(4, n) d[x_hand; z_elbow]/dq in the base frame [m/rad], all joints."""
+        q = self.arm.check_q(q)
+        model, data = self.arm.model, self._data
+        pin.computeJointJacobians(model, data, q)
+        pin.updateFramePlacements(model, data)
+        jh = pin.getFrameJacobian(model, data, self.arm.task_frame_id, pin.LOCAL_WORLD_ALIGNED)
+        je = pin.getFrameJacobian(model, data, self.elbow_frame_id, pin.LOCAL_WORLD_ALIGNED)
+        return np.vstack([jh[:3], je[2:3]])
+
+    # -- solving -------------------------------------------------------------------------------
+    def solve(self, q_start: npt.ArrayLike, hand_m: npt.ArrayLike, elbow_z_m: float,
+              what: str = "pose") -> PoseSolution:
+        """Joint angles near ``q_start`` with the hand at ``hand_m`` and the elbow at ``elbow_z_m``.
+
+        Raises :class:`InputError` for a start outside the joint limits or a malformed target and
+        :class:`PoseError` when the targets are not met within the configured iterations.
+        """
+        q = self.arm.check_q(q_start, f"{what}: q_start").copy()
+        lo, hi = self.arm.lower_rad, self.arm.upper_rad
+        if np.any(q < lo) or np.any(q > hi):
+            bad = [n for n, v, a, b in zip(self.arm.joint_names, q, lo, hi) if not a <= v <= b]
+            raise InputError(f"{what}: q_start", "joint angles within the URDF limits", bad)
+        target = np.asarray(hand_m, dtype=float)
+        if target.shape != (3,) or not np.all(np.isfinite(target)):
+            raise InputError(f"{what}: hand_m", "a finite 3-vector [m]", target.tolist())
+        if not np.isfinite(elbow_z_m):
+            raise InputError(f"{what}: elbow_z_m", "a finite height [m]", elbow_z_m)
+        cfg = self.config
+        mu2 = cfg.damping_m**2
+        err = np.zeros(4)
+        for it in range(cfg.max_iterations + 1):
+            hand, ez = self.targets_at(q)
+            err = np.r_[target - hand, elbow_z_m - ez]
+            if np.abs(err).max() < cfg.tolerance_m:
+                return PoseSolution(q, hand, ez, it)
+            if it == cfg.max_iterations:
+                break
+            J = self.constraint_jacobian(q)
+            free = self.ik_idx.copy()
+            # Active set: a joint at a limit whose step points outward is frozen for this step.
+            for _ in range(len(free) + 1):
+                Jf = J[:, free]
+                dq_free = Jf.T @ np.linalg.solve(Jf @ Jf.T + mu2 * self._eye4, err)
+                outward = ((q[free] <= lo[free]) & (dq_free < 0.0)) | (
+                    (q[free] >= hi[free]) & (dq_free > 0.0))
+                if not outward.any():
+                    break
+                free = free[~outward]
+                if free.size == 0:
+                    dq_free = np.zeros(0)
+                    break
+            if free.size == 0:
+                break
+            biggest = np.abs(dq_free).max()
+            if biggest > cfg.max_step_rad:
+                dq_free *= cfg.max_step_rad / biggest
+            q[free] = np.clip(q[free] + dq_free, lo[free], hi[free])
+        at_limit = [self.arm.joint_names[j] for j in self.ik_idx if q[j] <= lo[j] or q[j] >= hi[j]]
+        raise PoseError(what, target, float(elbow_z_m), float(np.linalg.norm(err[:3])),
+                        float(abs(err[3])), cfg.max_iterations, at_limit)
+
+    def named(self, name: str) -> NamedPose:
+        """The configured pose called ``name``; :class:`InputError` lists the known ones."""
+        for pose in self.config.named:
+            if pose.name == name:
+                return pose
+        raise InputError("pose name", f"one of {[p.name for p in self.config.named]}", name)
+
+    def solve_named(self, name: str, home_q: FloatArray) -> PoseSolution:
+        """Solve the configured pose ``name`` from the home pose (which fixes the branch)."""
+        pose = self.named(name)
+        hand = pose.hand_m if pose.hand_m is not None else self.targets_at(home_q)[0]
+        return self.solve(home_q, hand, pose.elbow_z_m, what=f"pose '{name}'")
+
+    def elbow_path(self, q_start: npt.ArrayLike, elbow_z_m: npt.ArrayLike,
+                   hand_m: npt.ArrayLike | None = None) -> list[PoseSolution]:
+        """Poses along a list of elbow heights with the hand fixed, each seeded by the previous.
+
+        Continuation keeps every pose on the start pose's branch. The hand stays where it is at
+        ``q_start`` unless ``hand_m`` is given. Stops at the first height it cannot reach and
+        returns the poses reached so far (possibly none).
+        """
+        q = self.arm.check_q(q_start, "q_start")
+        hand = self.targets_at(q)[0] if hand_m is None else np.asarray(hand_m, dtype=float)
+        out: list[PoseSolution] = []
+        for z in np.asarray(elbow_z_m, dtype=float).ravel():
+            try:
+                sol = self.solve(q, hand, float(z), what="elbow path")
+            except PoseError:
+                break
+            out.append(sol)
+            q = sol.q_rad
+        return out

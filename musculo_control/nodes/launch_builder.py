@@ -1,0 +1,152 @@
+"""The launch description shared by ``arm.launch.py`` and ``mock_arm.launch.py``.
+
+One place builds the node graph; the two launch files differ only in whether the mock
+hardware node stands in for the arm (as ros2_control demos switch with ``use_mock_hardware``).
+Before any node starts, the parameter file is checked for every node with the same code the
+nodes use, so a missing or malformed file stops the launch with the file and the key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.launch_context import LaunchContext
+from launch.launch_description import LaunchDescription
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.model.config import load
+from musculo_control.model.robot import RobotConfig
+from musculo_control.nodes.node_config import (
+    ACTIVATION_QP_NODE,
+    DYNAMICS_NODE,
+    GOAL_NODE,
+    MOCK_HARDWARE_NODE,
+    MUSCLE_MARKER_NODE,
+    NODE_PARAMS,
+    POTENTIOMETER_NODE,
+    ROS_PARAMS_FILE,
+    TENDON_DRIVER_NODE,
+    check_params_file,
+)
+
+PACKAGE = "musculo_control"
+_TRUE = ("true", "1", "yes", "on")
+
+
+def _share() -> Path:
+    from ament_index_python.packages import get_package_share_directory
+
+    return Path(get_package_share_directory(PACKAGE))
+
+
+def _flag(context: LaunchContext, name: str) -> bool:
+    value = LaunchConfiguration(name).perform(context).strip().lower()
+    if value not in _TRUE + ("false", "0", "no", "off"):
+        raise ValueError(f"launch argument {name}:={value}: expected true or false")
+    return value in _TRUE
+
+
+def arguments(mock: bool) -> list[DeclareLaunchArgument]:
+    return [
+        DeclareLaunchArgument("config_dir", default_value="",
+                              description="robot config folder; empty: the installed "
+                                          "share/musculo_control/config/musashi_left_arm"),
+        DeclareLaunchArgument("params_file", default_value="",
+                              description="node parameters (ros__parameters YAML); empty: "
+                                          f"<config_dir>/{ROS_PARAMS_FILE}"),
+        DeclareLaunchArgument("controller", default_value="osc", choices=list(CONTROLLER_NAMES),
+                              description="the 125 Hz controller"),
+        DeclareLaunchArgument("goal_orientation", default_value="",
+                              choices=["", "true", "false"],
+                              description="track the goal's orientation (rows wy, wz); false: "
+                                          "position only, as the paper's trajectory experiment "
+                                          "(kr = 0); empty: the parameter file's"),
+        DeclareLaunchArgument("use_rviz", default_value="true", description="start RViz"),
+        DeclareLaunchArgument("use_muscle_markers", default_value="",
+                              description="start muscle_marker_node; empty: as use_rviz"),
+        DeclareLaunchArgument("rviz_config", default_value="",
+                              description="RViz config; empty: share/musculo_control/config/"
+                                          "rviz/musculo.rviz"),
+        DeclareLaunchArgument("use_sim_time", default_value="false",
+                              description="run on simulated time: the mock arm publishes "
+                                          "/clock and every node uses it"
+                                          if mock else "use /clock (from a simulator)"),
+        DeclareLaunchArgument("use_robot_state_publisher", default_value="true",
+                              description="start robot_state_publisher (TF for RViz); false on "
+                                          "a minimal ROS 2 without rclcpp packages"),
+        DeclareLaunchArgument("goal_mode", default_value="",
+                              choices=["", "interactive", "trajectory", "none"],
+                              description="goal_node mode; empty: the parameter file's"),
+        DeclareLaunchArgument("trajectory_file", default_value="",
+                              description="goal_node trajectory (goal_mode trajectory); empty: "
+                                          "the parameter file's"),
+        DeclareLaunchArgument("use_mock_hardware", default_value="true" if mock else "false",
+                              description="the MuJoCo mock arm instead of the real one"),
+        DeclareLaunchArgument("real_time_factor", default_value="1.0",
+                              description="mock arm: simulated seconds per wall second"),
+    ]
+
+
+def _nodes(context: LaunchContext) -> list[Any]:
+    config_text = LaunchConfiguration("config_dir").perform(context)
+    config_dir = Path(config_text) if config_text else _share() / "config" / "musashi_left_arm"
+    params_text = LaunchConfiguration("params_file").perform(context)
+    params_file = Path(params_text) if params_text else config_dir / ROS_PARAMS_FILE
+    mock = _flag(context, "use_mock_hardware")
+    sim_time = _flag(context, "use_sim_time")
+    for name, cls in NODE_PARAMS.items():  # fail here, naming file and key, not in a node
+        check_params_file(params_file, name, cls)
+
+    def node(name: str, extra: dict[str, Any] | None = None, sim: bool = sim_time) -> Node:
+        overrides: dict[str, Any] = {"config_dir": str(config_dir), "use_sim_time": sim}
+        overrides.update(extra or {})
+        return Node(package=PACKAGE, executable=name, name=name, output="screen",
+                    parameters=[str(params_file), overrides])
+
+    goal_extra: dict[str, Any] = {}
+    goal_mode = LaunchConfiguration("goal_mode").perform(context)
+    if goal_mode:
+        goal_extra["mode"] = goal_mode
+    trajectory = LaunchConfiguration("trajectory_file").perform(context)
+    if trajectory:
+        goal_extra["trajectory_file"] = trajectory
+    qp_extra: dict[str, Any] = {"controller": LaunchConfiguration("controller").perform(context)}
+    if LaunchConfiguration("goal_orientation").perform(context):
+        qp_extra["use_goal_orientation"] = _flag(context, "goal_orientation")
+    actions: list[Any] = [
+        node(POTENTIOMETER_NODE),
+        node(TENDON_DRIVER_NODE),
+        node(DYNAMICS_NODE),
+        node(ACTIVATION_QP_NODE, qp_extra),
+        node(GOAL_NODE, goal_extra),
+    ]
+    markers = LaunchConfiguration("use_muscle_markers").perform(context)
+    if _flag(context, "use_muscle_markers" if markers else "use_rviz"):
+        actions.append(node(MUSCLE_MARKER_NODE))
+    if mock:
+        # the mock arm is the clock in simulated time; it must not wait for /clock itself
+        actions.insert(0, node(MOCK_HARDWARE_NODE, {
+            "publish_clock": sim_time,
+            "real_time_factor": float(LaunchConfiguration("real_time_factor").perform(context)),
+        }, sim=False))
+    if _flag(context, "use_robot_state_publisher"):
+        robot = load(RobotConfig, config_dir / "robot.yaml")
+        urdf = (config_dir / robot.arm.urdf).read_text(encoding="utf-8")
+        actions.append(Node(package="robot_state_publisher", executable="robot_state_publisher",
+                            output="screen", parameters=[{"robot_description": urdf,
+                                                          "use_sim_time": sim_time}]))
+    if _flag(context, "use_rviz"):
+        rviz_text = LaunchConfiguration("rviz_config").perform(context)
+        rviz = rviz_text or str(_share() / "config" / "rviz" / "musculo.rviz")
+        actions.append(Node(package="rviz2", executable="rviz2", output="screen",
+                            arguments=["-d", rviz], parameters=[{"use_sim_time": sim_time}]))
+    return actions
+
+
+def generate(mock: bool) -> LaunchDescription:
+    """The whole suite; ``mock``: the default of ``use_mock_hardware``."""
+    return LaunchDescription([*arguments(mock), OpaqueFunction(function=_nodes)])

@@ -1,0 +1,284 @@
+"""Run-time parameters of every node, as frozen dataclasses, and the check of parameter files.
+
+ROS-free (importable and tested without rclpy). Each node declares its ROS parameters from
+its dataclass here (name, default, description) and parses the values it receives back into
+the dataclass, so ranges and choices are checked by the same :func:`parse` as every other
+config file. What the robot is (URDF, muscles, calibration, controller gains) comes from the
+config folder (``config_dir``), loaded by the same code as the ROS-free runner; only what is
+about running as ROS nodes (rates, timeouts, frames, modes) lives here, in
+``config/<robot>/ros_params.yaml`` under ``<node_name>: ros__parameters:``.
+
+:func:`check_params_file` validates such a file for one node before rclpy reads it, so a
+missing or malformed file stops the node with an error naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.errors import ConfigError
+from musculo_control.model.config import parse, read_yaml, spec
+from musculo_control.paths import default_config_dir
+
+T = TypeVar("T")
+
+#: Node names (also the executables' names and the keys of ros_params.yaml).
+POTENTIOMETER_NODE = "potentiometer_node"
+TENDON_DRIVER_NODE = "tendon_driver_node"
+DYNAMICS_NODE = "dynamics_node"
+ACTIVATION_QP_NODE = "activation_qp_node"
+MOCK_HARDWARE_NODE = "mock_hardware_node"
+GOAL_NODE = "goal_node"
+MUSCLE_MARKER_NODE = "muscle_marker_node"
+
+#: Parameters every rclpy node has; a parameter file may set them for any node.
+ROS_STANDARD_PARAMETERS = ("use_sim_time",)
+#: Name of the parameter file inside a config folder.
+ROS_PARAMS_FILE = "ros_params.yaml"
+
+_CONFIG_DIR_DOC = "robot config folder; empty: the installed share/musculo_control/config/<robot>"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommonNodeParams:
+    """Parameters every node has."""
+
+    config_dir: str = spec("", doc=_CONFIG_DIR_DOC)
+    diagnostics_period_s: float = spec(1.0, gt=0.0, doc="/diagnostics period [s]")
+    warn_throttle_s: float = spec(1.0, gt=0.0, doc="shortest interval between two warnings "
+                                                   "about one input topic [s]")
+    housekeeping_period_s: float = spec(
+        0.02, gt=0.0, doc="in the real-time tick loop, how often the executor runs what is "
+                          "ready (parameter services, goals, diagnostics timer) [s]")
+    realtime_priority: int = spec(
+        0, ge=0, le=99, doc="SCHED_FIFO priority of the node's tick thread; 0: the normal "
+                            "scheduler. Needs CAP_SYS_NICE or an rtprio limit; without, the "
+                            "node warns and runs normally")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PotentiometerNodeParams(CommonNodeParams):
+    """``potentiometer_node``: hw/potentiometers (ADC counts) -> joint_states (rad, rad/s)."""
+
+    poll_rate_hz: float = spec(1000.0, gt=0.0, doc="how often hw/potentiometers is read; "
+                                                   "every queued sample is converted [Hz]")
+    input_queue: int = spec(10, ge=1, doc="hw/potentiometers samples kept between two reads")
+    check_rate_hz: float = spec(50.0, gt=0.0, doc="staleness check of the input [Hz]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TendonDriverNodeParams(CommonNodeParams):
+    """``tendon_driver_node``: muscle_commands (N) -> hw/tendon_commands (driver units), and
+    hw/tendon_states (counts) -> muscle_states (m, m/s, N)."""
+
+    output_rate_hz: float = spec(500.0, gt=0.0, doc="hw/tendon_commands rate [Hz]")
+    input_queue: int = spec(10, ge=1, doc="hw/tendon_states samples kept between two ticks; "
+                                          "every one becomes a muscle_states message")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DynamicsNodeParams(CommonNodeParams):
+    """``dynamics_node``: joint_states -> dynamics snapshot (paper's 20 Hz thread)."""
+
+    rate_hz: float = spec(20.0, gt=0.0, doc="snapshot rate [Hz]")
+    joint_state_timeout_s: float = spec(0.05, gt=0.0, doc="skip a snapshot when the latest "
+                                                          "joint state is older [s]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActivationQPNodeParams(CommonNodeParams):
+    """``activation_qp_node``: the 125 Hz controller (paper eq. 9-17)."""
+
+    controller: str = spec("osc", choices=CONTROLLER_NAMES, doc="controller to run")
+    rate_hz: float = spec(125.0, gt=0.0, doc="control rate [Hz]")
+    joint_state_timeout_s: float = spec(0.05, gt=0.0, doc="newest joint state older than this "
+                                                          "(node clock - stamp) -> minimum "
+                                                          "tension [s]")
+    dynamics_timeout_s: float = spec(0.075, gt=0.0,
+                                     doc="no dynamics message received for longer -> minimum "
+                                         "tension [s]; the snapshot's own age limit is "
+                                         "controller.yaml qp.snapshot_max_age_s")
+    base_frame: str = spec("base_link", doc="frame of hand goals and of the published hand")
+    use_goal_orientation: bool = spec(True, doc="track the goal's orientation (rows wy, wz); "
+                                                "false: position only")
+    timing_report_period_s: float = spec(1.0, gt=0.0, doc="controller/timing period [s]")
+    gc_freeze: bool = spec(True, doc="gc.freeze() after start-up, so collections skip the "
+                                     "long-lived model objects")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MockHardwareNodeParams(CommonNodeParams):
+    """``mock_hardware_node``: the MuJoCo arm behind the raw hw/ topics."""
+
+    seed: int = spec(-1, ge=-1, doc="model error and noise seed; -1: mock_arm.yaml's")
+    initial_pose_rad: tuple[float, ...] = spec((), doc="start joint angles [rad]; empty: "
+                                                       "robot.yaml home_pose_rad")
+    sensor_rate_hz: float = spec(500.0, gt=0.0, doc="hw/potentiometers and hw/tendon_states "
+                                                    "rate; must divide the physics rate [Hz]")
+    release_after_s: float = spec(
+        1.0, ge=0.0, doc="hold the arm still until commands above the minimum tension have "
+                         "arrived for this long, then let go (an operator letting go once the "
+                         "controller holds); 0: physics runs from the start [s]")
+    command_timeout_s: float = spec(0.1, gt=0.0, doc="during the hold, a gap in commands "
+                                                     "longer than this restarts the count [s]")
+    publish_clock: bool = spec(False, doc="publish /clock with the physics time (simulated "
+                                          "time; the other nodes then run with use_sim_time)")
+    clock_start_s: float = spec(1.0, gt=0.0, doc="simulated time at the start (publish_clock); "
+                                                 "not 0, which ROS reads as 'time not set' [s]")
+    real_time_factor: float = spec(1.0, gt=0.0, doc="simulated seconds per wall second")
+    max_catch_up_s: float = spec(0.02, gt=0.0, doc="largest physics time stepped in one timer "
+                                                   "tick; beyond, the simulation falls behind "
+                                                   "(counted as overruns) [s]")
+    truth_rate_hz: float = spec(50.0, gt=0.0, doc="mock/ ground-truth topics rate [Hz]")
+    base_frame: str = spec("base_link", doc="frame of the mock/ ground-truth points")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoalNodeParams(CommonNodeParams):
+    """``goal_node``: hand goals from an RViz interactive marker or a trajectory file."""
+
+    mode: str = spec("interactive", choices=("interactive", "trajectory", "none"),
+                     doc="interactive: a marker the user drags in RViz; trajectory: play "
+                         "trajectory_file; none: publish nothing")
+    trajectory_file: str = spec("", doc="trajectory YAML (mode trajectory); a relative path "
+                                        "is looked up in config_dir")
+    base_frame: str = spec("base_link", doc="frame of the goals")
+    publish_rate_hz: float = spec(50.0, gt=0.0, doc="goal rate while a trajectory plays [Hz]")
+    start_delay_s: float = spec(0.0, ge=0.0, doc="wait this long after the first joint state "
+                                                 "before playing the trajectory [s]")
+    marker_scale_m: float = spec(0.12, gt=0.0, doc="size of the interactive marker [m]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MuscleMarkerNodeParams(CommonNodeParams):
+    """``muscle_marker_node``: muscle paths for RViz, coloured by load."""
+
+    rate_hz: float = spec(20.0, gt=0.0, doc="muscle_markers rate [Hz]")
+    colour_by: str = spec("activation", choices=("activation", "tension", "command"),
+                          doc="activation: controller/activations; tension: measured "
+                              "(muscle_states); command: muscle_commands")
+    activation_full_scale: float = spec(2.0, gt=0.0, doc="activation drawn fully red [-]")
+    tension_full_scale_n: float = spec(150.0, gt=0.0, doc="tension drawn fully red [N]")
+    line_width_m: float = spec(0.006, gt=0.0, doc="muscle line width [m]")
+    base_frame: str = spec("base_link", doc="frame of the markers")
+
+
+#: Each node's parameter dataclass.
+NODE_PARAMS: dict[str, type] = {
+    POTENTIOMETER_NODE: PotentiometerNodeParams,
+    TENDON_DRIVER_NODE: TendonDriverNodeParams,
+    DYNAMICS_NODE: DynamicsNodeParams,
+    ACTIVATION_QP_NODE: ActivationQPNodeParams,
+    MOCK_HARDWARE_NODE: MockHardwareNodeParams,
+    GOAL_NODE: GoalNodeParams,
+    MUSCLE_MARKER_NODE: MuscleMarkerNodeParams,
+}
+
+
+def config_dir_of(value: str) -> Path:
+    """The config folder a ``config_dir`` parameter names (empty: the installed default)."""
+    return Path(value) if value else default_config_dir()
+
+
+def parameter_defaults(cls: type) -> list[tuple[str, Any, str]]:
+    """(name, default as a ROS parameter value, description) per field of ``cls``."""
+    out = []
+    for f in dataclasses.fields(cls):
+        default = f.default
+        if isinstance(default, tuple):
+            default = list(default)
+        out.append((f.name, default, f.metadata.get("doc", "")))
+    return out
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    """Parameter values as :func:`parse` takes them: arrays as lists; unset (None) and empty
+    strings (the 'not given' of a string parameter) left out, so the field default applies."""
+    plain: dict[str, Any] = {}
+    for name, value in values.items():
+        if value is None or (isinstance(value, str) and value == ""):
+            continue
+        if not isinstance(value, (bool, int, float, str)):
+            value = list(value)  # array('d'), list
+        plain[name] = value
+    return plain
+
+
+def parse_parameters(cls: type[T], values: dict[str, Any], source: str, key: str) -> T:
+    """The dataclass from received parameter values (ROS arrays become tuples)."""
+    return parse(cls, _plain(values), source, key)
+
+
+def _node_sections(data: Any, file: str, node_name: str) -> list[tuple[str, dict[str, Any]]]:
+    """The (key, ros__parameters) sections of a parameter file that apply to ``node_name``."""
+    if data is None:
+        return []
+    if not isinstance(data, dict):
+        raise ConfigError(file, "<top level>", "a mapping of node names to "
+                                               "{ros__parameters: {...}}", type(data).__name__)
+    out = []
+    for key, section in data.items():
+        name = str(key)
+        if name not in (node_name, "/" + node_name, "/**", "**"):
+            continue
+        if not isinstance(section, dict) or set(section) != {"ros__parameters"}:
+            raise ConfigError(file, name, "a mapping with the single key 'ros__parameters'",
+                              sorted(section) if isinstance(section, dict) else section)
+        params = section["ros__parameters"]
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise ConfigError(file, f"{name}.ros__parameters", "a mapping of parameters",
+                              params)
+        out.append((f"{name}.ros__parameters", params))
+    return out
+
+
+def check_params_file(path: str | Path, node_name: str, cls: type[T]) -> dict[str, Any]:
+    """Validate the parts of a ROS parameter file that apply to ``node_name``.
+
+    Returns the merged parameter values (the file's order: later sections win). Raises
+    :class:`ConfigError` naming the file and ``<node>.ros__parameters.<key>`` on a missing or
+    unreadable file, bad YAML, an unknown parameter or a value of the wrong type or range.
+    """
+    file = str(path)
+    data = read_yaml(Path(path))
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    merged: dict[str, Any] = {}
+    for where, params in _node_sections(data, file, node_name):
+        for name, value in params.items():
+            if name in ROS_STANDARD_PARAMETERS:
+                continue
+            if name not in known:
+                # a wildcard section may carry parameters of other nodes
+                if where.startswith(("/**", "**")):
+                    continue
+                raise ConfigError(file, f"{where}.{name}",
+                                  f"a parameter of {node_name}: {sorted(known)}", "unknown key")
+            merged[name] = value
+        parse(cls, _plain({k: v for k, v in params.items() if k in known}), file, where)
+    return merged
+
+
+def params_files_from_argv(argv: Sequence[str]) -> list[str]:
+    """The ``--params-file`` arguments inside the ``--ros-args`` part of a command line."""
+    files: list[str] = []
+    in_ros = False
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--ros-args":
+            in_ros = True
+        elif arg == "--" and in_ros:
+            in_ros = False
+        elif in_ros and arg == "--params-file" and i + 1 < len(args):
+            files.append(args[i + 1])
+            i += 1
+        i += 1
+    return files
