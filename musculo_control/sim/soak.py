@@ -427,7 +427,7 @@ def run_soak(setup: Setup, cfg: SoakConfig, safety_overrides: dict[str, Any] | N
             "traced_series": [[round(float(t), 1), int(b)] for t, b in zip(t_mem, b_mem)],
         },
         "rest": {
-            "count": int(len(rests)),
+            "count": len(rests),
             "drift_from_first_rest_m": drift.round(5).tolist(),
             "max_drift_m": float(drift.max()) if drift.size else math.nan,
             "error_to_goal_m": rests[:, 2].round(5).tolist(),
@@ -435,7 +435,7 @@ def run_soak(setup: Setup, cfg: SoakConfig, safety_overrides: dict[str, Any] | N
             "max_creep_in_window_m": float(rests[:, 6].max()) if len(rests) else math.nan,
         },
         "holds": {
-            "count": int(len(holds)),
+            "count": len(holds),
             "error_to_goal_m": _percentiles(holds[:, 2]),
             "max_creep_in_window_m": float(holds[:, 6].max()) if len(holds) else math.nan,
         },
