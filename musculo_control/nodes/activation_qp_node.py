@@ -226,7 +226,7 @@ class ActivationQPNode(Node):
         try:
             self._take_inputs()
             out = self._control(stamp.seconds)
-        except Exception as exc:
+        except Exception as exc:  # a fault in the shell must still send f_min
             out = safe_output(self.robot, f"node fault: {type(exc).__name__}: {exc}")
         self._cmd_pub.publish(self._cmd_msg.write(stamp, effort=out.tension_n))
         self.timer.stop(time.perf_counter())

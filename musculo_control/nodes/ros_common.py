@@ -139,7 +139,7 @@ class Diagnostics:
         try:
             self._pub.publish(cv.diagnostic_array_msg(MSGS, now_stamp(self.node), [status]))
             self._published_level = self.level
-        except Exception as exc:
+        except Exception as exc:  # the context may be going down: do not crash
             self.publish_error = f"{type(exc).__name__}: {exc}"
 
 
@@ -344,7 +344,7 @@ def run(node_name: str, params_cls: type, factory: Callable[[], Node],
             if callable(shutdown):
                 try:
                     shutdown()
-                except Exception as exc:
+                except Exception as exc:  # report, then still destroy the node
                     print(f"[ERROR] [{node_name}]: during shutdown: {exc}", file=sys.stderr)
             inputs = getattr(node, "inputs", None)
             if isinstance(inputs, PolledInputs):
