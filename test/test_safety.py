@@ -113,8 +113,8 @@ def make_supervisor(robot, safety_cfg, ctrl_cfg, drivers, **changes):
 
 
 def tick(sup, world, controller, t, goal, **kw):
-    args = dict(joints=world.joints(t - 0.001), tendons=world.tendons(t - 0.001),
-                snapshot=world.snapshot(t - 0.02), goal=goal)
+    args = {"joints": world.joints(t - 0.001), "tendons": world.tendons(t - 0.001),
+                "snapshot": world.snapshot(t - 0.02), "goal": goal}
     args.update(kw)
     return sup.tick(t, controller, **args)
 
@@ -132,8 +132,10 @@ def test_rules_table_is_complete_and_in_the_doc():
         assert not (r.latched and r.severity == "warning")
     with pytest.raises(KeyError, match="joint_state"):
         rule("joint_stat")
-    doc = Path(__file__).resolve().parents[1] / "doc" / "safety.md"
-    assert rules_markdown() in doc.read_text(), "doc/safety.md: paste rules_markdown() again"
+    root = Path(__file__).resolve().parents[1]
+    docs = [p for p in (root / "doc" / "safety.md", root / "README.md") if p.exists()]
+    assert any(rules_markdown() in p.read_text() for p in docs), \
+        "doc/safety.md or README.md: paste musculo_control.safety.rules_markdown() again"
 
 
 def test_every_rule_the_code_names_is_in_the_table():
@@ -511,3 +513,21 @@ def test_property_supervised_command_is_always_finite_and_in_range(robot, safety
         f = out.tension_n
         assert f.shape == (m,) and np.all(np.isfinite(f))
         assert np.all(f >= sup.tension_min_n) and np.all(f <= sup.tension_max_n)
+
+
+def test_an_exception_inside_is_a_fault_not_a_crash(robot, safety_cfg, ctrl_cfg, drivers, home):
+    snap, goal = home
+
+    class Boom:
+        name = "boom"
+
+        def tick(self, *args):
+            raise RuntimeError("bug in a controller")
+
+        def reset(self):
+            pass
+
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    out, report = tick(sup, World(robot, snap), Boom(), TICK, goal)
+    assert_minimum(out, sup)
+    assert report.rules == {"command_invalid"} and "bug in a controller" in out.reason

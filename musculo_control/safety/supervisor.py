@@ -188,7 +188,8 @@ class Supervisor:
         try:
             return self._tick(float(t_s), controller, joints, tendons, snapshot, goal,
                               joint_faults)
-        except Exception as exc:  # the last check before the actuators: any bug means safe
+        # the last check before the actuators: any bug in it means minimum tension
+        except Exception as exc:  # noqa: BLE001
             finding = Finding("command_invalid", f"supervisor error {type(exc).__name__}: {exc}")
             t = float(t_s) if isinstance(t_s, (int, float)) else math.nan
             self._last_fault_t = t if math.isfinite(t) else self._last_fault_t

@@ -152,7 +152,7 @@ class FaultInjector:
         self._frozen: float | None = None  # the stuck potentiometer's count
         self._snap_encoder: float | None = None  # the snapped tendon's encoder count at t0
         self._held: SensorMessage | None = None  # reordering: the message held back
-        self._extra_steps = int(round(config.extra_delay_s / physics_dt_s))
+        self._extra_steps = round(config.extra_delay_s / physics_dt_s)
         self._qp_limited = False
 
     def active(self, t_s: float) -> bool:

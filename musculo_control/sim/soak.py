@@ -348,7 +348,7 @@ def run_soak(setup: Setup, cfg: SoakConfig, safety_overrides: dict[str, Any] | N
     loop.reset(q0, schedule.goal_at(0.0))
     supervisor = rig.supervisor
     control_hz = setup.experiments.runner.control_rate_hz
-    n_ticks = int(math.ceil(cfg.duration_s * control_hz)) + 1
+    n_ticks = math.ceil(cfg.duration_s * control_hz) + 1
     shortest = cfg.move_s[0] + min(cfg.hold_s[0], cfg.rest_s)
     observer = _Observer(cfg, n_ticks, int(cfg.duration_s / shortest) + 2)
     mock = rig.mock
