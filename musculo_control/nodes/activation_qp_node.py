@@ -172,16 +172,9 @@ class ActivationQPNode(Node):
             self._on_dynamics(msg)
 
     def _on_joints(self, msg: JointState) -> None:
-        arrays = cv.read_joint_state(msg, self._joint_order, required=("position", "velocity"),
-                                     finite=True)
-        if isinstance(arrays, str):
-            self._guard.refuse(JOINTS_TOPIC, arrays)
-            return
-        late = self._joint_stamps.check(arrays.stamp)
-        if late is not None:
-            self._guard.refuse(JOINTS_TOPIC, late)
-            return
-        self._joints = arrays
+        arrays = self._guard.joint_state(JOINTS_TOPIC, msg, self._joint_order, self._joint_stamps)
+        if arrays is not None:
+            self._joints = arrays
 
     def _on_dynamics(self, msg: Float64MultiArray) -> None:
         dims, data, offset = cv.read_float64_multiarray(msg)

@@ -158,6 +158,19 @@ class InputGuard:
         if text is not None:
             self.node.get_logger().warning(text)
 
+    def joint_state(self, topic: str, msg: Any, order: cv.NameOrder, stamps: Any) -> Any:
+        """Positions and velocities of a JointState in ``order``, or None after refusing it
+        (names, non-finite values, a stamp not after the previous one: ``stamps.check``)."""
+        arrays = cv.read_joint_state(msg, order, required=("position", "velocity"), finite=True)
+        if isinstance(arrays, str):
+            self.refuse(topic, arrays)
+            return None
+        late = stamps.check(arrays.stamp)
+        if late is not None:
+            self.refuse(topic, late)
+            return None
+        return arrays
+
 
 def _never_called(msg: Any) -> None:  # the executor never spins the input node
     return None
