@@ -17,12 +17,12 @@ import numpy as np
 import pinocchio as pin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import summary_ms, time_calls, write_outputs  # noqa: E402
+from common import summary_ms, time_calls, write_outputs
 
-from musculo_control.estimation.snapshot import DynamicsEstimator, TaskConfig  # noqa: E402
-from musculo_control.model.config import load  # noqa: E402
-from musculo_control.model.robot import Robot, load_robot  # noqa: E402
-from musculo_control.paths import default_config_dir  # noqa: E402
+from musculo_control.estimation.snapshot import DynamicsEstimator, TaskConfig
+from musculo_control.model.config import load
+from musculo_control.model.robot import Robot, load_robot
+from musculo_control.paths import default_config_dir
 
 SNAPSHOT_TARGET_P99_MS = 0.2
 

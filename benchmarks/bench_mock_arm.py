@@ -24,17 +24,17 @@ import mujoco
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import summary_ms, time_calls, write_outputs  # noqa: E402
+from common import summary_ms, time_calls, write_outputs
 
-from musculo_control.hardware.mock_arm import load_mock_arm  # noqa: E402
-from musculo_control.hardware.potentiometer import (  # noqa: E402
+from musculo_control.hardware.mock_arm import load_mock_arm
+from musculo_control.hardware.potentiometer import (
     PotentiometerReader,
     PotentiometerReaderConfig,
 )
-from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig  # noqa: E402
-from musculo_control.model.config import load  # noqa: E402
-from musculo_control.model.robot import load_robot  # noqa: E402
-from musculo_control.paths import default_config_dir  # noqa: E402
+from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
+from musculo_control.model.config import load
+from musculo_control.model.robot import load_robot
+from musculo_control.paths import default_config_dir
 
 
 def main() -> int:

@@ -5,8 +5,8 @@ test_config_errors.py)."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import yaml

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pinocchio as pin
-
 from conftest import random_poses
 
 

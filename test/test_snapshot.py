@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pinocchio as pin
 import pytest
-
 from conftest import random_poses
+
 from musculo_control.errors import InputError
 from musculo_control.estimation.snapshot import DynamicsEstimator
 

@@ -13,8 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from musculo_control.commands.simulate import add_common, metrics_json, print_runs, save_runs, \
-    setup_from_args
+from musculo_control.commands.simulate import (
+    add_common,
+    metrics_json,
+    print_runs,
+    save_runs,
+    setup_from_args,
+)
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.sim.experiments import EXPERIMENT_NAMES, RunResult, Setup, run_experiment
 from musculo_control.sim.plots import plot_disturbance, plot_nullspace, plot_trajectory

@@ -157,7 +157,7 @@ class _TickBase:
             return self._control(snapshot, self._terms, q, qd, fresh, goal, age, t0)
         except InputError as exc:
             return self._fail(str(exc), age, t0)
-        except Exception as exc:  # noqa: BLE001 - a control loop turns any fault into safe tension
+        except Exception as exc:  # a control loop turns any fault into safe tension
             return self._fail(f"{type(exc).__name__}: {exc}", age, t0)
 
     def _control(self, snapshot: DynamicsSnapshot, terms: _SnapshotTerms, q: FloatArray,

@@ -104,6 +104,9 @@ class DynamicsEstimator:
         self._frame = robot.arm.task_frame_id
         self._eye = np.eye(robot.arm.n_joints)
         self._zero = np.zeros(robot.arm.n_joints)
+        # Pinocchio fills only the upper triangles of M and M^-1
+        self._upper = np.triu_indices(robot.arm.n_joints, 1)
+        self._lower = (self._upper[1], self._upper[0])
 
     def compute(self, q: FloatArray, qd: FloatArray, stamp_s: float = 0.0) -> DynamicsSnapshot:
         """One snapshot at (q, qd). Raises :class:`InputError` on a bad joint vector."""
@@ -112,13 +115,16 @@ class DynamicsEstimator:
         model, data = self._model, self._data
         pin.computeJointJacobians(model, data, q)  # also runs forward kinematics
         pin.updateFramePlacement(model, data, self._frame)
-        M = pin.crba(model, data, q)
-        M = np.triu(M) + np.triu(M, 1).T
+        M = pin.crba(model, data, q).copy()
+        M[self._lower] = M[self._upper]
+        # M^-1 by the articulated-body algorithm (O(n)), not by factoring M (SPEC section 9)
+        Minv = pin.computeMinverse(model, data, q).copy()
+        Minv[self._lower] = Minv[self._upper]
         g = pin.computeGeneralizedGravity(model, data, q).copy()
         c = pin.rnea(model, data, q, qd, self._zero) - g
         J6 = pin.getFrameJacobian(model, data, self._frame, pin.LOCAL_WORLD_ALIGNED)
         J = J6[self._rows] * self._mask
-        Minv_JT = np.linalg.solve(M, J.T)  # (n, k)
+        Minv_JT = Minv @ J.T  # (n, k)
         A = J @ Minv_JT  # J M^-1 J^T
         w, V = np.linalg.eigh(0.5 * (A + A.T))
         damped = bool(w[0] < self.task.singular_eigenvalue)

@@ -39,7 +39,8 @@ class Arm:
         try:
             self.model = pin.buildModelFromUrdf(str(urdf_path))
         except (RuntimeError, ValueError) as exc:
-            raise ConfigError(str(urdf_path), "<file>", "a URDF Pinocchio can parse", str(exc))
+            raise ConfigError(str(urdf_path), "<file>", "a URDF Pinocchio can parse",
+                              str(exc)) from exc
         self.urdf_path = urdf_path
         self.model.gravity.linear = np.asarray(config.gravity_m_s2, dtype=float)
         self.config = config

@@ -4,7 +4,8 @@ Per muscle, with ``l_o = (l_min + l_max) / 2`` and ``l_range = l_max - l_min``:
 
 - active force at full activation ``f_a(l) = f1/2 (1 + cos(2 pi (l - l_o) / (1.5 l_range)))`` for
   ``|l - l_o| <= 0.75 l_range``, else 0;
-- passive force ``f_p(l) = f_min`` for ``l < l_o``, else ``f2 ((l - l_o) / (l_range / 2))^2 + f_min``;
+- passive force ``f_p(l) = f_min`` for ``l < l_o``, else
+  ``f2 ((l - l_o) / (l_range / 2))^2 + f_min``;
 - tension ``f = a f_a(l) + f_p(l)`` with activation ``a >= 0``.
 
 All functions are vectorised over muscles: lengths and ranges are arrays of shape (m,).

@@ -123,11 +123,14 @@ class Robot:
     def _check_pulled_both_ways(self) -> None:
         data = self.arm.model.createData()
         mid = 0.5 * (self.arm.lower_rad + self.arm.upper_rad)
-        for label, q in (("the middle of the joint range", mid), ("home_pose_rad", self.home_pose_rad)):
+        poses = (("the middle of the joint range", mid), ("home_pose_rad", self.home_pose_rad))
+        for label, q in poses:
             jm = self.geometry.kinematics_at(q, data).jacobian[self.controlled_idx]
             for j, name in enumerate(self.arm.joint_names):
                 # torque is -Jm^T f: Jm < 0 pulls the joint positive
-                if not (np.any(jm[:, j] < -_MOMENT_ARM_EPS_M) and np.any(jm[:, j] > _MOMENT_ARM_EPS_M)):
+                pulls_up = np.any(jm[:, j] < -_MOMENT_ARM_EPS_M)
+                pulls_down = np.any(jm[:, j] > _MOMENT_ARM_EPS_M)
+                if not (pulls_up and pulls_down):
                     raise ConfigError(self.muscles_file, "muscles",
                                       f"controlled muscles that pull joint '{name}' both ways at "
                                       f"{label}", f"moment arms {np.round(-jm[:, j], 4).tolist()}")

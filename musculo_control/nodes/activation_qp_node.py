@@ -172,16 +172,9 @@ class ActivationQPNode(Node):
             self._on_dynamics(msg)
 
     def _on_joints(self, msg: JointState) -> None:
-        arrays = cv.read_joint_state(msg, self._joint_order, required=("position", "velocity"),
-                                     finite=True)
-        if isinstance(arrays, str):
-            self._guard.refuse(JOINTS_TOPIC, arrays)
-            return
-        late = self._joint_stamps.check(arrays.stamp)
-        if late is not None:
-            self._guard.refuse(JOINTS_TOPIC, late)
-            return
-        self._joints = arrays
+        arrays = self._guard.joint_state(JOINTS_TOPIC, msg, self._joint_order, self._joint_stamps)
+        if arrays is not None:
+            self._joints = arrays
 
     def _on_dynamics(self, msg: Float64MultiArray) -> None:
         dims, data, offset = cv.read_float64_multiarray(msg)
@@ -226,7 +219,7 @@ class ActivationQPNode(Node):
         try:
             self._take_inputs()
             out = self._control(stamp.seconds)
-        except Exception as exc:  # noqa: BLE001 - a fault in the shell must still send f_min
+        except Exception as exc:  # a fault in the shell must still send f_min
             out = safe_output(self.robot, f"node fault: {type(exc).__name__}: {exc}")
         self._cmd_pub.publish(self._cmd_msg.write(stamp, effort=out.tension_n))
         self.timer.stop(time.perf_counter())

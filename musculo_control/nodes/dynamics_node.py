@@ -77,16 +77,9 @@ class DynamicsNode(Node):
         msg = self._joints_in.take_newest()
         if msg is None:
             return
-        arrays = cv.read_joint_state(msg, self._order, required=("position", "velocity"),
-                                     finite=True)
-        if isinstance(arrays, str):
-            self._guard.refuse(IN_TOPIC, arrays)
-            return
-        late = self._stamps.check(arrays.stamp)
-        if late is not None:
-            self._guard.refuse(IN_TOPIC, late)
-            return
-        self._latest = arrays
+        arrays = self._guard.joint_state(IN_TOPIC, msg, self._order, self._stamps)
+        if arrays is not None:
+            self._latest = arrays
 
     def _tick(self) -> None:
         self.timer.start(time.perf_counter())

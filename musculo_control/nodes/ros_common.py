@@ -139,7 +139,7 @@ class Diagnostics:
         try:
             self._pub.publish(cv.diagnostic_array_msg(MSGS, now_stamp(self.node), [status]))
             self._published_level = self.level
-        except Exception as exc:  # noqa: BLE001 - the context may be going down: do not crash
+        except Exception as exc:  # the context may be going down: do not crash
             self.publish_error = f"{type(exc).__name__}: {exc}"
 
 
@@ -157,6 +157,19 @@ class InputGuard:
         text = self.rejections.refuse(topic, reason, now_s)
         if text is not None:
             self.node.get_logger().warning(text)
+
+    def joint_state(self, topic: str, msg: Any, order: cv.NameOrder, stamps: Any) -> Any:
+        """Positions and velocities of a JointState in ``order``, or None after refusing it
+        (names, non-finite values, a stamp not after the previous one: ``stamps.check``)."""
+        arrays = cv.read_joint_state(msg, order, required=("position", "velocity"), finite=True)
+        if isinstance(arrays, str):
+            self.refuse(topic, arrays)
+            return None
+        late = stamps.check(arrays.stamp)
+        if late is not None:
+            self.refuse(topic, late)
+            return None
+        return arrays
 
 
 def _never_called(msg: Any) -> None:  # the executor never spins the input node
@@ -344,7 +357,7 @@ def run(node_name: str, params_cls: type, factory: Callable[[], Node],
             if callable(shutdown):
                 try:
                     shutdown()
-                except Exception as exc:  # noqa: BLE001 - report, then still destroy the node
+                except Exception as exc:  # report, then still destroy the node
                     print(f"[ERROR] [{node_name}]: during shutdown: {exc}", file=sys.stderr)
             inputs = getattr(node, "inputs", None)
             if isinstance(inputs, PolledInputs):

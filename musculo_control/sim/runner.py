@@ -19,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -34,7 +34,6 @@ from musculo_control.hardware.potentiometer import PotentiometerReader, Potentio
 from musculo_control.hardware.tendon_driver import DriverOutput, TendonDriver, TendonState
 from musculo_control.model.config import spec
 from musculo_control.model.robot import Robot
-from musculo_control.sim.recorder import Recorder
 
 if TYPE_CHECKING:
     from musculo_control.safety.supervisor import Supervisor
