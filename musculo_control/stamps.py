@@ -1,4 +1,4 @@
-"""Message stamps: exact (sec, nanosec) times and the ordering rule of a message stream.
+"""Message stamps: exact (sec, nanosec) times.
 
 ROS stamps are two integers; converting them to a float of seconds loses nothing that matters
 for ages and periods (0.2 us near today's epoch), but a stamp that must be echoed back (the
@@ -45,38 +45,3 @@ class Stamp(NamedTuple):
     @classmethod
     def from_nanoseconds(cls, t_ns: int) -> Stamp:
         return cls(int(t_ns) // NS_PER_S, int(t_ns) % NS_PER_S)
-
-
-class StampOrder:
-    """Accepts a stream's stamps only in increasing order.
-
-    ``strict`` (sensor streams): each stamp must come after the previous accepted one; a
-    repeated stamp is a duplicate. Otherwise (goals, set by hand) an equal stamp passes, an
-    earlier one does not. ``allow_zero``: a zero stamp (a message published without one, as
-    ``ros2 topic pub`` does) is accepted and does not move the reference.
-    """
-
-    def __init__(self, what: str, *, strict: bool = True, allow_zero: bool = False) -> None:
-        self.what = what
-        self.strict = strict
-        self.allow_zero = allow_zero
-        self.last: Stamp | None = None
-
-    def reset(self) -> None:
-        self.last = None
-
-    def check(self, stamp: Stamp) -> str | None:
-        """Why ``stamp`` is refused, or ``None`` (then it becomes the reference)."""
-        if stamp.nanosec < 0 or stamp.nanosec >= NS_PER_S:
-            return f"{self.what}: stamp nanosec {stamp.nanosec} outside [0, 1e9)"
-        if stamp.is_zero:
-            return None if self.allow_zero else f"{self.what}: stamp is zero (not set)"
-        last = self.last
-        if last is not None:
-            earlier = stamp.nanoseconds < last.nanoseconds
-            if earlier or (self.strict and stamp.nanoseconds == last.nanoseconds):
-                word = "before" if earlier else "equal to"
-                return (f"{self.what}: stamp {stamp.seconds:.6f} s {word} the previous "
-                        f"{last.seconds:.6f} s (out of order)")
-        self.last = stamp
-        return None

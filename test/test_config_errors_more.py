@@ -37,7 +37,7 @@ def load_folder(folder: Path, robot) -> None:
     mock_cfg = load_mock_config(robot, folder / "mock_arm.yaml")
     MockArm(robot, drivers.calibration, mock_cfg, file=str(folder / "mock_arm.yaml"))
     exp = load_with_overrides(ExperimentsConfig, folder / "experiments.yaml")
-    divisors(exp.runner, mock_cfg.physics.timestep_s, str(folder / "experiments.yaml"))
+    divisors(ctrl.loop, drivers.rates, exp.runner, mock_cfg.physics.timestep_s, str(folder))
     load_safety_config(folder, drivers.tendons.config)
     load_fault_matrix_config(folder, robot)
     load_soak_config(folder, robot)
@@ -94,8 +94,10 @@ CASES = [
     ("zero reach", put(C, "workspace.reach_m", 0.0), C, "workspace.reach_m", "> 0.0"),
     ("OSQP iterations as a float", put(C, "osqp.max_iter", 40.5), C, "osqp.max_iter",
      "an integer"),
-    ("snapshot age limit negative", put(C, "qp.snapshot_max_age_s", -0.1), C,
-     "qp.snapshot_max_age_s", "> 0.0"),
+    ("control rate negative", put(C, "loop.control_rate_hz", -125.0), C,
+     "loop.control_rate_hz", "> 0.0"),
+    ("goal without a base frame", put(C, "workspace.frame_id", None), C,
+     "workspace.frame_id", "str"),
     ("baseline stiffness for six joints", put(C, "baselines.joint_stiffness.stiffness_nm_rad",
                                               [40.0] * 6), C,
      "baselines.joint_stiffness.stiffness_nm_rad", "7 values"),
@@ -137,8 +139,12 @@ CASES = [
      "a URDF link"),
     ("negative seed", put(M, "seed", -1), M, "seed", ">= 0"),
     # experiments.yaml
-    ("control rate that does not divide 1 kHz", put(E, "runner.control_rate_hz", 300.0), E,
-     "runner.control_rate_hz", "divides the physics rate"),
+    ("control rate that does not divide 1 kHz", put(C, "loop.control_rate_hz", 300.0), C,
+     "loop.control_rate_hz", "divides the physics rate"),
+    ("sensor rate that does not divide 1 kHz", put("hardware.yaml", "rates.sensor_rate_hz", 300.0),
+     "hardware.yaml", "rates.sensor_rate_hz", "divides the physics rate"),
+    ("late snapshot warning after the fault", put("safety.yaml", "snapshot_late_s", 0.2),
+     "safety.yaml", "snapshot_late_s", "less than snapshot_timeout_s"),
     ("transport delay of half a step", put(E, "runner.transport_delay_s", 0.0005), E,
      "runner.transport_delay_s", "a whole number of physics steps"),
     ("trajectory start of two numbers", put(E, "trajectory.start_m", [0.36, 0.15]), E,

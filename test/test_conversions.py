@@ -27,7 +27,7 @@ def test_conversions_import_without_rclpy():
     import subprocess
 
     code = ("import sys, musculo_control.nodes.conversions, musculo_control.nodes.node_config, "
-            "musculo_control.nodes.rejections\n"
+            "musculo_control.loop.rejections\n"
             "sys.exit(1 if any(m == 'rclpy' or m.startswith('rclpy.') for m in sys.modules) "
             "else 0)")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

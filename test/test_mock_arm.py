@@ -105,6 +105,7 @@ def test_actuator_lag_time_constant_from_a_step_response(robot, cal, mock_cfg):
     _hold(arm, target)
     times, f = [], []
     for _ in range(int(5 * mock_cfg.actuator.time_constant_s / arm.dt_s)):
+        _hold(arm, target)  # as a driver does, every step (the modules' watchdog)
         arm.step()
         times.append(arm.time_s)
         f.append(arm.tendon_tension_n[6])
@@ -152,10 +153,33 @@ def test_positive_command_shortens_the_tendon(robot, cal, mock_cfg):
     i = robot.muscle_names.index("biceps") if "biceps" in robot.muscle_names else 0
     cmd[i] = 150.0
     l0 = arm.tendon_length_m[i]
-    _hold(arm, cmd)
     for _ in range(100):
+        _hold(arm, cmd)
         arm.step()
     assert arm.tendon_length_m[i] < l0 - 1e-3
+
+
+def test_the_modules_watchdog_drops_to_idle_tension_when_commands_stop(robot, cal, mock_cfg):
+    arm = MockArm(robot, cal, mock_cfg)
+    act = mock_cfg.actuator
+    arm.reset(robot.home_pose_rad, 5.0)
+    arm.held = True  # joints frozen: only the actuators matter here
+    steps = round(act.command_timeout_s / arm.dt_s)
+    for _ in range(steps):
+        _hold(arm, 200.0)
+        arm.step()
+    assert not arm.watchdog_fired and arm.command_tension_n.min() == pytest.approx(200.0)
+    for _ in range(steps):  # silence for one timeout: still the last command
+        arm.step()
+    assert not arm.watchdog_fired
+    for _ in range(3 * steps):
+        arm.step()
+    assert arm.watchdog_fired
+    np.testing.assert_allclose(arm.command_tension_n, act.timeout_tension_n)
+    assert arm.tendon_tension_n.max() < 200.0 * math.exp(-2.0)  # decaying with the lag
+    np.testing.assert_array_equal(arm.q_rad, robot.home_pose_rad)  # held: joints frozen
+    _hold(arm, 50.0)
+    assert not arm.watchdog_fired
 
 
 def test_sensor_chain_recovers_the_true_state(robot, cal, mock_cfg, config_dir):

@@ -20,7 +20,7 @@ from musculo_control.nodes.node_config import (
     params_files_from_argv,
     parse_parameters,
 )
-from musculo_control.nodes.rejections import Rejections
+from musculo_control.loop.rejections import Rejections
 
 
 def write(tmp_path, data, text=None):

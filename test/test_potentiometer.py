@@ -120,10 +120,10 @@ def test_wrong_shape_and_old_stamp_are_rejected(robot, cal, cfg):
 
 def test_stale_input_is_reported_by_check(robot, cal, cfg):
     reader = _reader(robot, cal, cfg)
-    assert reader.check(0.0) == ("potentiometers: no sample yet",)
+    assert reader.check(0.0, 0.02) == ("potentiometers: no sample yet",)
     reader.update(cal.rad_to_counts(robot.home_pose_rad), 0.0)
-    assert reader.check(0.5 * cfg.stale_timeout_s) == ()
-    stale = reader.check(2.0 * cfg.stale_timeout_s)
+    assert reader.check(0.5 * 0.02, 0.02) == ()
+    stale = reader.check(2.0 * 0.02, 0.02)
     assert len(stale) == 1 and "old" in stale[0]
 
 

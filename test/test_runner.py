@@ -1,4 +1,5 @@
-"""The ROS-free closed loop: rates as configured, delays, determinism, safe start."""
+"""The ROS-free closed loop: the node graph's stages at the configured rates, the delays, the
+start-up hand-over, determinism."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import dataclasses
 import numpy as np
 import pytest
 
+from musculo_control.control.controller import LoopConfig
 from musculo_control.control.goal import HandGoal
 from musculo_control.errors import ConfigError
+from musculo_control.hardware.drivers import HardwareRates
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.experiments import Bench, Overrides, load_setup
 from musculo_control.sim.runner import DelayLine, RunnerConfig, divisors
@@ -28,54 +31,64 @@ def _hold_bench(setup, controller="osc"):
     return bench, goal
 
 
+def _count(obj, name, counts, key):
+    original = getattr(obj, name)
+
+    def counted(*a, **k):
+        counts[key] += 1
+        return original(*a, **k)
+
+    setattr(obj, name, counted)
+
+
 def test_rates_are_what_the_config_says(setup):
     bench, goal = _hold_bench(setup)
     counts = {"sensor": 0, "snapshot": 0, "control": 0, "driver": 0}
     loop = bench.loop
-    orig_compute, orig_read, orig_output = (loop.estimator.compute, loop.mock.read_potentiometers,
-                                            loop.driver.output)
-
-    def compute(*a, **k):
-        counts["snapshot"] += 1
-        return orig_compute(*a, **k)
-
-    def read():
-        counts["sensor"] += 1
-        return orig_read()
-
-    def output(*a, **k):
-        counts["driver"] += 1
-        return orig_output(*a, **k)
-
-    loop.estimator.compute, loop.mock.read_potentiometers, loop.driver.output = \
-        compute, read, output
-    loop.run(1.0, lambda t: goal,
-             on_control=lambda s: counts.__setitem__("control", counts["control"] + 1))
-    cfg = setup.experiments.runner
-    assert counts["sensor"] == round(cfg.sensor_rate_hz)
-    assert counts["snapshot"] == round(cfg.dynamics_rate_hz)
-    assert counts["control"] == round(cfg.control_rate_hz)
-    assert counts["driver"] == round(cfg.driver_rate_hz)
-    assert bench.loop.time_s == pytest.approx(1.0)
+    _count(loop.mock_stage, "sense", counts, "sensor")
+    _count(loop.dynamics.estimator, "compute", counts, "snapshot")
+    _count(loop.step, "tick", counts, "control")
+    _count(loop.tendons, "output", counts, "driver")
+    loop.run(1.0, lambda t: goal)
+    rates = bench.rig.parts.drivers.rates
+    rates_loop = bench.rig.parts.controller.loop
+    assert counts["sensor"] == round(rates.sensor_rate_hz)
+    assert counts["snapshot"] == round(rates_loop.dynamics_rate_hz)
+    assert counts["control"] == round(rates_loop.control_rate_hz)
+    assert counts["driver"] == round(rates.driver_rate_hz)
+    assert loop.time_s == pytest.approx(1.0)
+    assert loop.expected_ticks() == {k: v for k, v in loop.ticks.items()}
 
 
-def test_first_tick_has_fresh_inputs_and_no_fault(setup):
+def test_start_up_holds_the_arm_until_the_controller_holds_it(setup):
     bench, goal = _hold_bench(setup)
+    loop = bench.loop
+    release = setup.mock_config.startup.release_after_s
+    # time 0 is the release: the commands had held the arm for release_after_s by then, after
+    # the first snapshot (one dynamics period) arrived
+    assert loop.t0_s >= release + 1.0 / bench.rig.parts.controller.loop.dynamics_rate_hz
+    # held until then: one physics step of motion at most
+    np.testing.assert_allclose(bench.mock.q_rad, setup.robot.home_pose_rad, atol=1e-3)
+    assert not bench.mock.held
     outputs = []
-    bench.loop.run(0.1, lambda t: goal, on_control=lambda s: outputs.append(s.output))
-    assert all(o.ok for o in outputs), [o.reason for o in outputs if not o.ok]
-    assert outputs[0].snapshot_age_s <= 1.0 / setup.experiments.runner.sensor_rate_hz + 1e-9
+    loop.run(0.1, lambda t: goal, on_control=lambda s: outputs.append(s))
+    assert all(s.report.ok for s in outputs), [s.report.summary() for s in outputs]
+    assert loop.faults == []
+    # the actuators were already pulling at release: the arm does not drop
+    assert np.linalg.norm(bench.mock.hand_position_m - goal.position_m) < 0.005
 
 
-def test_controller_sees_data_as_late_as_the_transport_delay(setup):
+def test_controller_sees_data_two_hops_late(setup):
+    """Raw samples reach the potentiometer stage one hop later and its joint states reach the
+    controller one more hop later, as mock -> potentiometer_node -> activation_qp_node."""
     bench, goal = _hold_bench(setup)
     ages = []
     bench.loop.run(0.5, lambda t: goal,
-                   on_control=lambda s: ages.append(s.t_s - s.joints.stamp_s))
+                   on_control=lambda s: ages.append(s.t_s + bench.loop.t0_s - s.joints.stamp_s))
     delay = setup.experiments.runner.transport_delay_s
-    period = 1.0 / setup.experiments.runner.sensor_rate_hz
-    assert min(ages[1:]) >= delay - 1e-9
-    assert max(ages) <= delay + period + 1e-9
+    period = 1.0 / bench.rig.parts.drivers.rates.sensor_rate_hz
+    assert min(ages) >= 2 * delay - 1e-9
+    assert max(ages) <= 2 * delay + period + 1e-9
 
 
 def test_same_seed_same_log_other_seed_other_log(setup):
@@ -92,10 +105,14 @@ def test_same_seed_same_log_other_seed_other_log(setup):
 
 
 def test_rate_that_does_not_divide_physics_is_rejected():
-    with pytest.raises(ConfigError, match="runner.control_rate_hz"):
-        divisors(RunnerConfig(control_rate_hz=300.0), 0.001, "experiments.yaml")
+    rates = HardwareRates(sensor_rate_hz=500.0, driver_rate_hz=500.0)
+    with pytest.raises(ConfigError, match="loop.control_rate_hz"):
+        divisors(LoopConfig(control_rate_hz=300.0), rates, RunnerConfig(), 0.001, "robot")
+    with pytest.raises(ConfigError, match="rates.sensor_rate_hz"):
+        divisors(LoopConfig(), HardwareRates(sensor_rate_hz=300.0, driver_rate_hz=500.0),
+                 RunnerConfig(), 0.001, "robot")
     with pytest.raises(ConfigError, match="transport_delay_s"):
-        divisors(RunnerConfig(transport_delay_s=0.0015), 0.001, "experiments.yaml")
+        divisors(LoopConfig(), rates, RunnerConfig(transport_delay_s=0.0015), 0.001, "robot")
 
 
 def test_delay_line_is_fifo_with_fixed_delay():

@@ -113,8 +113,12 @@ def make_supervisor(robot, safety_cfg, ctrl_cfg, drivers, **changes):
 
 
 def tick(sup, world, controller, t, goal, **kw):
+    """Offer ``goal`` at ``t`` (None: offer nothing), then one tick with healthy inputs unless
+    ``kw`` says otherwise."""
+    if goal is not None:
+        sup.offer_goal(goal, t, t)
     args = {"joints": world.joints(t - 0.001), "tendons": world.tendons(t - 0.001),
-                "snapshot": world.snapshot(t - 0.02), "goal": goal}
+            "snapshot": world.snapshot(t - 0.02)}
     args.update(kw)
     return sup.tick(t, controller, **args)
 
@@ -144,30 +148,6 @@ def test_every_rule_the_code_names_is_in_the_table():
     for path in src.glob("*.py"):
         named |= set(re.findall(r'Finding\(\s*"([a-z_]+)"', path.read_text()))
     assert named and named <= set(RULE_NAMES), named - set(RULE_NAMES)
-
-
-# -- goal gate ----------------------------------------------------------------------------------
-def test_goal_gate_holds_the_last_good_goal(ctrl_cfg, home):
-    _, goal = home
-    gate = GoalGate(ctrl_cfg.workspace)
-    used, why = gate.offer(object())
-    assert used is None and why.rule == "goal_invalid"
-    used, why = gate.offer(goal)
-    assert used is goal and why is None
-    nan = GoalRequest([0.3, math.nan, 0.3])
-    used, why = gate.offer(nan)
-    assert used is goal and why.rule == "goal_invalid" and "finite" in why.message
-    far = HandGoal.hold(goal.position_m + [0.8, 0.0, 0.0])
-    used, why = gate.offer(far)
-    assert used is goal and why.rule == "goal_outside_workspace"
-    for bad in (GoalRequest("abc"), GoalRequest([0.3, 0.2]), GoalRequest(
-            [0.3, 0.2, 0.3], quaternion_xyzw=[0, 0, 0, 2.0]), GoalRequest(
-            [0.3, 0.2, 0.3], rotation=np.ones((3, 3)))):
-        used, why = gate.offer(bad)
-        assert used is goal and why.rule == "goal_invalid", bad
-    good = GoalRequest(goal.position_m + [0.01, 0, 0], quaternion_xyzw=[0, 0, 0, 1])
-    used, why = gate.offer(good)
-    assert why is None and np.allclose(used.position_m, goal.position_m + [0.01, 0, 0])
 
 
 # -- tendon monitor -----------------------------------------------------------------------------
@@ -321,7 +301,7 @@ def test_healthy_inputs_pass_the_command_through(robot, safety_cfg, ctrl_cfg, dr
     ("tendon_faults", "tendon_state"), ("stale_snapshot", "snapshot_stale"),
     ("no_snapshot", "snapshot_stale"), ("qp_failure", "controller"),
     ("nan_command", "command_invalid"), ("short_command", "command_invalid"),
-    ("low_command", "command_invalid"), ("no_goal", "no_goal"),
+    ("low_command", "command_invalid"), ("future_snapshot", "snapshot_stale"),
     ("lengths_disagree", "consistency"), ("nan_joints", "joint_state"),
 ])
 def test_each_fault_gives_minimum_tension_with_its_rule(robot, safety_cfg, ctrl_cfg, drivers,
@@ -359,9 +339,8 @@ def test_each_fault_gives_minimum_tension_with_its_rule(robot, safety_cfg, ctrl_
     elif case == "low_command":
         ctrl.tension = np.full(robot.n_muscles, 20.0)
         ctrl.tension[0] = -1.0
-    elif case == "no_goal":
-        sup.goals.reset()
-        kw["goal"] = GoalRequest([math.nan] * 3)
+    elif case == "future_snapshot":
+        kw["snapshot"] = world.snapshot(t + 2 * safety_cfg.snapshot_timeout_s)
     elif case == "lengths_disagree":
         lengths = world.lengths.copy()
         lengths[6] += 10 * safety_cfg.consistency.tolerance_m
@@ -402,16 +381,33 @@ def test_warnings_keep_control(robot, safety_cfg, ctrl_cfg, drivers, home):
     assert out.ok and "saturation_persistent" in report.rules
 
 
-def test_out_of_order_messages_are_dropped_and_reported(robot, safety_cfg, ctrl_cfg, drivers,
+def test_a_late_snapshot_is_a_warning_before_it_is_stale(robot, safety_cfg, ctrl_cfg, drivers,
                                                         home):
     snap, goal = home
     sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
     world, ctrl = World(robot, snap), FakeController(robot)
-    assert sup.admit("sensors", 0.004) and sup.admit("sensors", 0.006)
-    assert not sup.admit("sensors", 0.002) and not sup.admit("sensors", 0.006)
-    assert sup.admit("sensors", math.nan)  # the reader rejects it itself
-    out, report = tick(sup, world, ctrl, TICK, goal)
-    assert out.ok and report.rules == {"out_of_order"}
+    late = 0.5 * (safety_cfg.snapshot_late_s + safety_cfg.snapshot_timeout_s)
+    out, report = tick(sup, world, ctrl, 1.0, goal, snapshot=world.snapshot(1.0 - late))
+    assert out.ok and report.rules == {"snapshot_late"} and report.level == 1
+    assert "late" in report.summary()
+    out, report = tick(sup, world, ctrl, 1.0 + TICK, goal, snapshot=world.snapshot(
+        1.0 + TICK - safety_cfg.snapshot_timeout_s - 0.001))
+    assert not out.ok and "snapshot_stale" in report.rules
+
+
+def test_without_a_goal_the_hand_holds_where_it_is(robot, safety_cfg, ctrl_cfg, drivers, home):
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    out, report = tick(sup, world, ctrl, TICK, None)
+    assert out.ok and report.rules == {"no_goal"} and report.level == 1
+    np.testing.assert_allclose(ctrl.goals[-1].position_m, snap.hand_position_m, atol=1e-9)
+    np.testing.assert_allclose(ctrl.goals[-1].rotation, snap.hand_rotation, atol=1e-9)
+    out, report = tick(sup, world, ctrl, 2 * TICK, None)  # reported once, then held
+    assert out.ok and report.rules == frozenset()
+    assert ctrl.goals[-1] is ctrl.goals[-2]
+    out, report = tick(sup, world, ctrl, 3 * TICK, goal)
+    assert ctrl.goals[-1] is goal
 
 
 def test_latched_fault_waits_for_acknowledge(robot, safety_cfg, ctrl_cfg, drivers, home):
@@ -509,7 +505,8 @@ def test_property_supervised_command_is_always_finite_and_in_range(robot, safety
         if data.draw(st.booleans()):
             sup.tendon_sample(world.tendons(0.0, tension=tension if tension.shape == (m,)
                                             else np.full(m, 5.0)))
-        out, _ = sup.tick(t, ctrl, joints=joints, tendons=tendons, snapshot=snapshot, goal=g)
+        sup.offer_goal(g, t, t, data.draw(st.sampled_from([None, "base_link", "map"])))
+        out, _ = sup.tick(t, ctrl, joints=joints, tendons=tendons, snapshot=snapshot)
         f = out.tension_n
         assert f.shape == (m,) and np.all(np.isfinite(f))
         assert np.all(f >= sup.tension_min_n) and np.all(f <= sup.tension_max_n)

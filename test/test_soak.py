@@ -12,7 +12,8 @@ from musculo_control.cli import main
 from musculo_control.control.goal import check_goal
 from musculo_control.sim.experiments import Overrides, load_setup, start_pose
 from musculo_control.sim.soak import SoakConfig, SoakSchedule
-from musculo_control.sim.supervised_loop import SupervisedRig, load_reliability_section
+from musculo_control.sim.rig import Rig
+from musculo_control.sim.supervised_loop import load_reliability_section
 
 SHORT = ["--set", "reliability.soak.warmup_s=2", "--set", "reliability.soak.memory_every_s=2",
          "--set", "reliability.soak.rest_every_s=4", "--set", "reliability.soak.rest_s=1.5",
@@ -24,7 +25,7 @@ SHORT = ["--set", "reliability.soak.warmup_s=2", "--set", "reliability.soak.memo
 def test_schedule_goals_are_reachable_and_pushes_happen(config_dir):
     setup = load_setup(config_dir, Overrides.parse([]))
     cfg = load_reliability_section(config_dir, "soak", SoakConfig, {"soak.seed": 5})
-    rig = SupervisedRig(setup)
+    rig = Rig(setup)
     q0 = start_pose(setup.robot, cfg.start_pose)
     sched = SoakSchedule(rig, cfg, q0)
     kinds, pushes = set(), 0

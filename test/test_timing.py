@@ -7,7 +7,8 @@ import gc
 import numpy as np
 import pytest
 
-from musculo_control.control.timing import (
+from musculo_control.loop.timing import (
+    Schedule,
     TIMING_LAYOUT,
     GcPauses,
     TickTimer,
@@ -84,3 +85,51 @@ def test_bad_construction():
         TickTimer(0.0)
     with pytest.raises(InputError):
         WindowStats(0)
+
+
+# -- the tick schedule --------------------------------------------------------------------------
+def _run(schedule, wakes):
+    """Wake at each of ``wakes`` (a fake clock); the times the job ran."""
+    return [t for t in wakes if schedule.due(t)]
+
+
+def test_a_punctual_loop_ticks_on_its_grid_without_drift():
+    s = Schedule(0.008, 0.0)
+    wakes = [0.008 * k + 0.0001 for k in range(1000)]  # every wake 0.1 ms after its deadline
+    assert _run(s, wakes) == wakes
+    assert s.late == 0 and s.skipped == 0 and s.next_s == pytest.approx(8.0)
+
+
+def test_nothing_runs_before_the_deadline_or_twice_for_one_deadline():
+    s = Schedule(0.008, 0.0)
+    assert _run(s, [0.0, 0.001, 0.004, 0.0079, 0.008, 0.008, 0.0081]) == [0.0, 0.008]
+    assert not s.due(float("nan"))
+
+
+@pytest.mark.parametrize("stall_ms, skipped", [(12.0, 0), (20.0, 1), (45.0, 4)])
+def test_after_a_stall_one_late_tick_runs_and_the_next_comes_a_period_later(stall_ms, skipped):
+    s = Schedule(0.008, 0.0)
+    assert s.due(0.0)
+    stall = stall_ms * 1e-3
+    # the loop wakes only at the end of the stall, then polls every 0.1 ms
+    wakes = [stall + 1e-4 * k for k in range(400)]
+    ran = _run(s, wakes)
+    assert ran[0] == pytest.approx(stall)
+    gaps = np.diff(ran)
+    # no bunching: no two ticks closer than a period (a 12 ms stall used to give two ticks
+    # 4 ms apart, a 20 ms stall two at once)
+    assert gaps.min() >= 0.008 - 1e-4 - 1e-9  # a period, within the 0.1 ms poll
+    assert s.late == 1 and s.skipped == skipped
+
+
+def test_a_small_delay_keeps_the_grid():
+    s = Schedule(0.008, 0.0)
+    ran = _run(s, [0.0, 0.0095, 0.016, 0.024])  # 1.5 ms late: within a quarter period
+    assert ran == [0.0, 0.0095, 0.016, 0.024] and s.late == 0
+
+
+def test_a_schedule_refuses_a_bad_period():
+    with pytest.raises(InputError):
+        Schedule(0.0, 0.0)
+    with pytest.raises(InputError):
+        Schedule(0.01, 0.0, late_fraction=1.5)

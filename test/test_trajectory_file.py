@@ -1,4 +1,4 @@
-"""Goal trajectories from files (musculo_control.control.trajectory_file)."""
+"""Goal trajectories from files (musculo_control.loop.trajectory_file)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import yaml
 
 from musculo_control.control.controller import load_controller_config
 from musculo_control.control.goal import rotation_from_quaternion
-from musculo_control.control.trajectory_file import (
+from musculo_control.loop.trajectory_file import (
     GoalTrajectory,
     load_trajectory,
     minimum_jerk_profile,

@@ -114,8 +114,6 @@ class QPConfig:
         None, gt=0.0, doc="bound on every |tau_null_i| of eq. 11 [Nm]; null: none (the paper's)")
     predictive_joint_limits: PredictiveLimitsConfig = spec(PredictiveLimitsConfig(),
                                                            doc="SPEC section 9")
-    snapshot_max_age_s: float = spec(0.1, gt=0.0, doc="refuse a dynamics snapshot older than "
-                                                      "this [s]")
     accept_inaccurate: bool = spec(False, doc="use an answer OSQP marks 'solved inaccurate'")
 
     def check(self, file: str, key: str) -> None:

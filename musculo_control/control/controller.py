@@ -65,15 +65,30 @@ _TENSION_SLACK_N = 1e-9
 
 
 @dataclass(frozen=True, kw_only=True)
+class LoopConfig:
+    """``controller.yaml`` key ``loop``: the rates of the paper's two threads (SPEC section 7)."""
+
+    control_rate_hz: float = spec(125.0, gt=0.0, doc="the QP tick (paper: 125 Hz) [Hz]")
+    dynamics_rate_hz: float = spec(20.0, gt=0.0, doc="the dynamics snapshot (paper: 20 Hz) "
+                                                     "[Hz]")
+    fused_dynamics: bool = spec(False, doc="compute the snapshot at every control tick in the "
+                                           "QP's own process instead (no 20 Hz staleness)")
+
+
+@dataclass(frozen=True, kw_only=True)
 class ControllerConfig:
     """The whole ``controller.yaml``."""
 
+    loop: LoopConfig = spec(LoopConfig(), doc="control and dynamics rates")
     task: TaskConfig = spec(doc="task rows and decoupling mask (paper eq. 13)")
     gains: GainsConfig = spec(GainsConfig(), doc="task-space gains (paper eq. 14-15)")
     qp: QPConfig = spec(QPConfig(), doc="the activation QP (paper eq. 9-11)")
     osqp: OSQPConfig = spec(OSQPConfig(), doc="OSQP settings")
     baselines: BaselinesConfig = spec(doc="paper eq. 16-17")
     workspace: WorkspaceConfig = spec(doc="where a hand goal may lie")
+    goal_extrapolation_s: float = spec(
+        0.04, ge=0.0, doc="between two goals, the last one follows its own velocity and "
+                          "acceleration for at most this long, then holds [s]")
 
 
 def load_controller_config(config_dir: str | Path,
@@ -108,15 +123,25 @@ class _SnapshotTerms:
 
 
 class _TickBase:
-    """Input checks, snapshot age, fresh state and output assembly shared by all controllers."""
+    """Input checks, snapshot age, fresh state and output assembly shared by all controllers.
+
+    ``tension_max_n``: the actuators' largest tension (hardware.yaml ``driver.max_tension_n``);
+    every controller keeps its commands at or below it as part of its problem, so that the
+    driver's clamp downstream stays a last line of defence that never acts in normal use.
+    ``None``: no such bound (a study of the bare control law).
+    """
 
     name = "base"
 
-    def __init__(self, robot: Robot, config: ControllerConfig,
-                 file: str = "controller.yaml") -> None:
+    def __init__(self, robot: Robot, config: ControllerConfig, file: str = "controller.yaml",
+                 tension_max_n: float | None = None) -> None:
         config.task.check_joints(robot.arm.n_joints, file, "task")
+        if tension_max_n is not None and not tension_max_n > robot.hill.f_min_n:
+            raise InputError("tension_max_n", f"more than the minimum tension "
+                                              f"{robot.hill.f_min_n} N", tension_max_n)
         self.robot = robot
         self.config = config
+        self.tension_max_n = tension_max_n
         self._fresh = FreshStateEstimator(robot)
         self._terms: _SnapshotTerms | None = None
         self._need_inverse = False
@@ -135,17 +160,11 @@ class _TickBase:
         try:
             if snapshot is None:
                 return self._fail("no dynamics snapshot yet", age, t0)
+            # how old a snapshot may be is the safety supervisor's rule (safety.yaml)
             age = float(t_s) - snapshot.stamp_s
-            limit = self.config.qp.snapshot_max_age_s
             if not np.isfinite(age):
                 return self._fail(f"non-finite time: t_s={t_s}, snapshot stamp "
                                   f"{snapshot.stamp_s}", age, t0)
-            if age > limit:
-                return self._fail(f"dynamics snapshot {age * 1e3:.1f} ms old, limit "
-                                  f"{limit * 1e3:.1f} ms", age, t0)
-            if age < -limit:
-                return self._fail(f"dynamics snapshot stamped {-age * 1e3:.1f} ms in the future "
-                                  f"(clock mismatch?)", age, t0)
             if not isinstance(goal, HandGoal):
                 return self._fail(f"goal must be a HandGoal, got {type(goal).__name__}", age, t0)
             arm = self.robot.arm
@@ -196,8 +215,9 @@ class OSCController(_TickBase):
     """Biomimetic operational-space control (paper eq. 9-15; SPEC sections 4-5)."""
 
     def __init__(self, robot: Robot, config: ControllerConfig, *, name: str = "osc",
-                 formulation: str | None = None, file: str = "controller.yaml") -> None:
-        super().__init__(robot, config, file)
+                 formulation: str | None = None, file: str = "controller.yaml",
+                 tension_max_n: float | None = None) -> None:
+        super().__init__(robot, config, file, tension_max_n)
         self.name = name
         self.formulation = formulation or config.qp.formulation
         qp = config.qp
@@ -218,10 +238,24 @@ class OSCController(_TickBase):
                                tau_null_max_nm=qp.tau_null_max_nm)
         self._lower = np.zeros(mc)
         self._upper = np.full(mc, np.inf if qp.activation_max is None else qp.activation_max)
+        self._upper_tick = self._upper.copy()
 
     def reset(self) -> None:
         super().reset()
         self.qp.reset()
+
+    def _activation_upper(self, active: FloatArray, passive: FloatArray) -> FloatArray:
+        """Upper bounds on a this tick: a f_a + f_p <= tension_max_n where f_a > 0 (paper eq.
+        4 solved for a), within ``qp.activation_max``; never below 0 (a muscle stretched past
+        the limit by its passive part alone is clamped downstream)."""
+        if self.tension_max_n is None:
+            return self._upper
+        upper = self._upper_tick
+        np.copyto(upper, self._upper)
+        pulls = active > 0.0
+        room = np.maximum(self.tension_max_n - passive[pulls], 0.0) / active[pulls]
+        upper[pulls] = np.minimum(room, upper[pulls])
+        return upper
 
     def _control(self, snapshot: DynamicsSnapshot, terms: _SnapshotTerms, q: FloatArray,
                  qd: FloatArray, fresh: FreshState, goal: HandGoal, age: float,
@@ -249,7 +283,8 @@ class OSCController(_TickBase):
                 snapshot.gravity_torque_nm + snapshot.coriolis_torque_nm, q, qd,
                 self.robot.arm.lower_rad, self.robot.arm.upper_rad, self._limits.horizon_s,
                 self._limits.margin_rad)
-        res: QPResult = self.qp.solve(balance, self._lower, self._upper, rows)
+        res: QPResult = self.qp.solve(balance, self._lower, self._activation_upper(active, passive),
+                                      rows)
         if not res.found:
             out = self._fail(f"QP {self.formulation} not solved: {res.status}", age, t0,
                              res.status)
@@ -296,9 +331,9 @@ class JointStiffnessController(_JointTargetMixin, _TickBase):
 
     name = "joint-stiffness"
 
-    def __init__(self, robot: Robot, config: ControllerConfig,
-                 file: str = "controller.yaml") -> None:
-        super().__init__(robot, config, file)
+    def __init__(self, robot: Robot, config: ControllerConfig, file: str = "controller.yaml",
+                 tension_max_n: float | None = None) -> None:
+        super().__init__(robot, config, file, tension_max_n)
         js = config.baselines.joint_stiffness
         n = robot.arm.n_joints
         if len(js.stiffness_nm_rad) != n:
@@ -310,7 +345,7 @@ class JointStiffnessController(_JointTargetMixin, _TickBase):
         self.qp = ActivationQP("eq10", mc, n, k=js.k, r=config.qp.r, osqp_config=config.osqp,
                                accept_inaccurate=config.qp.accept_inaccurate)
         self._lower = np.full(mc, robot.hill.f_min_n)
-        self._upper = np.full(mc, np.inf)
+        self._upper = np.full(mc, np.inf if tension_max_n is None else tension_max_n)
         self._init_target()
 
     def reset(self) -> None:
@@ -340,9 +375,9 @@ class MuscleStiffnessController(_JointTargetMixin, _TickBase):
 
     name = "muscle-stiffness"
 
-    def __init__(self, robot: Robot, config: ControllerConfig,
-                 file: str = "controller.yaml") -> None:
-        super().__init__(robot, config, file)
+    def __init__(self, robot: Robot, config: ControllerConfig, file: str = "controller.yaml",
+                 tension_max_n: float | None = None) -> None:
+        super().__init__(robot, config, file, tension_max_n)
         self._k_m = config.baselines.muscle_stiffness.stiffness_n_m
         self._data = robot.new_data()
         self._init_target()
@@ -358,6 +393,8 @@ class MuscleStiffnessController(_JointTargetMixin, _TickBase):
         ci = self._ci
         tension = muscle_stiffness_tension(fresh.muscle_length_m[ci], self._length_des,
                                            self._k_m, self._f_min)
+        if self.tension_max_n is not None:
+            np.minimum(tension, self.tension_max_n, out=tension)
         # the torque the tensions fall short of holding gravity, in the Jm^T f + tau = 0 sign
         residual = terms.jm_controlled.T @ tension + terms.fixed_torque_nm \
             + snapshot.gravity_torque_nm
@@ -369,14 +406,17 @@ class MuscleStiffnessController(_JointTargetMixin, _TickBase):
 
 
 def make_controller(name: str, robot: Robot, config: ControllerConfig,
-                    file: str = "controller.yaml") -> Controller:
-    """The controller called ``name`` (one of :data:`CONTROLLER_NAMES`)."""
+                    file: str = "controller.yaml",
+                    tension_max_n: float | None = None) -> Controller:
+    """The controller called ``name`` (one of :data:`CONTROLLER_NAMES`); ``tension_max_n``: the
+    actuators' limit its commands respect (see :class:`_TickBase`)."""
     if name == "osc":
-        return OSCController(robot, config, name="osc", file=file)
+        return OSCController(robot, config, name="osc", file=file, tension_max_n=tension_max_n)
     if name == "osc-no-nullspace":
-        return OSCController(robot, config, name=name, formulation="eq10", file=file)
+        return OSCController(robot, config, name=name, formulation="eq10", file=file,
+                             tension_max_n=tension_max_n)
     if name == "joint-stiffness":
-        return JointStiffnessController(robot, config, file)
+        return JointStiffnessController(robot, config, file, tension_max_n)
     if name == "muscle-stiffness":
-        return MuscleStiffnessController(robot, config, file)
+        return MuscleStiffnessController(robot, config, file, tension_max_n)
     raise InputError("controller name", f"one of {list(CONTROLLER_NAMES)}", name)

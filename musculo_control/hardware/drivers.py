@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -9,11 +10,21 @@ from musculo_control.errors import ConfigError
 from musculo_control.hardware.calibration import Calibration, load_calibration
 from musculo_control.hardware.potentiometer import PotentiometerReader, PotentiometerReaderConfig
 from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
-from musculo_control.model.config import parse, read_yaml
+from musculo_control.model.config import parse, read_yaml, spec
 from musculo_control.model.robot import Robot
 
 #: Top-level sections of hardware.yaml.
-SECTIONS = ("calibration", "driver", "potentiometer_reader")
+SECTIONS = ("rates", "calibration", "driver", "potentiometer_reader")
+
+
+@dataclass(frozen=True, kw_only=True)
+class HardwareRates:
+    """``hardware.yaml`` key ``rates``: how often the arm talks."""
+
+    sensor_rate_hz: float = spec(gt=0.0, doc="the arm samples every potentiometer and tendon "
+                                             "(hw/potentiometers, hw/tendon_states) [Hz]")
+    driver_rate_hz: float = spec(gt=0.0, doc="the tendon driver sends to the actuators "
+                                             "(hw/tendon_commands) [Hz]")
 
 
 class Drivers(NamedTuple):
@@ -22,6 +33,7 @@ class Drivers(NamedTuple):
     calibration: Calibration
     potentiometers: PotentiometerReader
     tendons: TendonDriver
+    rates: HardwareRates
 
 
 def load_drivers(robot: Robot, file: str | Path | None = None) -> Drivers:
@@ -41,6 +53,7 @@ def load_drivers(robot: Robot, file: str | Path | None = None) -> Drivers:
     pot_cfg = parse(PotentiometerReaderConfig, data["potentiometer_reader"], str(path),
                     "potentiometer_reader")
     drv_cfg = parse(TendonDriverConfig, data["driver"], str(path), "driver")
+    rates = parse(HardwareRates, data["rates"], str(path), "rates")
     if drv_cfg.min_tension_n < robot.hill.f_min_n:
         raise ConfigError(str(path), "driver.min_tension_n",
                           f"at least the Hill model's f_min = {robot.hill.f_min_n} N "
@@ -49,4 +62,5 @@ def load_drivers(robot: Robot, file: str | Path | None = None) -> Drivers:
         calibration,
         PotentiometerReader(calibration, robot.arm.lower_rad, robot.arm.upper_rad, pot_cfg),
         TendonDriver(calibration, drv_cfg),
+        rates,
     )

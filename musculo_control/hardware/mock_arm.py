@@ -66,6 +66,10 @@ class ActuatorConfig:
     current_limit_a: float = spec(gt=0.0, doc="driver current limit [A]")
     gear_ratio: float = spec(gt=0.0, doc="motor turns per winch turn [-]")
     gear_efficiency: float = spec(1.0, gt=0.0, le=1.0, doc="gearbox efficiency [-]")
+    command_timeout_s: float = spec(gt=0.0, doc="the module's own watchdog: no command for "
+                                                "longer -> it holds timeout_tension_n [s]")
+    timeout_tension_n: float = spec(ge=0.0, doc="tension a module holds after its watchdog "
+                                                "fired [N]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +93,16 @@ class GaugeConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StartupConfig:
+    """How the arm is handed over to the controller (``mock_arm.yaml`` key ``startup``)."""
+
+    release_after_s: float = spec(ge=0.0, doc="hold the arm still (joints frozen, actuators "
+                                               "working) until commands above the modules' idle "
+                                               "tension have arrived for this long; 0: let go "
+                                               "at once [s]")
+
+
+@dataclass(frozen=True, kw_only=True)
 class MockArmConfig:
     """``mock_arm.yaml``."""
 
@@ -100,6 +114,7 @@ class MockArmConfig:
     elbow_point_m: tuple[float, ...] = spec((0.0, 0.0, 0.0), length=3,
                                             doc="elbow point in that link's frame [m]")
     gauge: GaugeConfig = spec(GaugeConfig(), doc="the hand-held force gauge")
+    startup: StartupConfig = spec(doc="how the arm is handed over to the controller")
     seed: int = spec(0, ge=0, doc="seed of the model error and the sensor noise")
 
 
@@ -181,6 +196,11 @@ class MockArm:
         self._gauge_axis = np.array([1.0, 0.0, 0.0])
         self._gauge_force = 0.0
         self.fault_hook: MockFaultHook | None = None  # injected faults; None: healthy
+        #: the arm held still by hand (joints frozen, actuators working), as at start-up
+        self.held = False
+        self.stamp0_s = 0.0  # the clock at physics time 0 (:attr:`time_s`) [s]
+        self._cmd_time_s = 0.0  # mock time of the last command [s]
+        self.watchdog_fired = False  # the modules' watchdog holds timeout_tension_n
         self.reset(np.clip(np.zeros(self.n), robot.arm.lower_rad, robot.arm.upper_rad))
 
     # -- set-up -----------------------------------------------------------------------------------
@@ -213,6 +233,8 @@ class MockArm:
         self.data.ctrl[:] = self._f
         mujoco.mj_step1(self.model, self.data)  # positions and velocities of the new state
         self._steps = 0
+        self._cmd_time_s = self.time_s
+        self.watchdog_fired = False
 
     # -- commands and stepping ------------------------------------------------------------------
     def set_command(self, driver_units: npt.ArrayLike) -> None:
@@ -224,10 +246,21 @@ class MockArm:
         if u.shape != (self.m,) or not np.all(np.isfinite(u)):
             raise InputError("MockArm.set_command", f"{self.m} finite driver commands", u)
         np.maximum(self.calibration.driver_to_n(u), 0.0, out=self._cmd)
+        self._cmd_time_s = self.time_s
+        self.watchdog_fired = False
 
     def step(self) -> None:
-        """Advance one physics step (``physics.timestep_s``)."""
+        """Advance one physics step (``physics.timestep_s``).
+
+        While :attr:`held`, the joints stay where they are (a hand holds the arm) and only the
+        actuators follow their commands. Without a command for ``actuator.command_timeout_s``
+        every module holds ``actuator.timeout_tension_n`` (its own watchdog).
+        """
         d = self.data
+        act = self.config.actuator
+        if not self.watchdog_fired and self.time_s - self._cmd_time_s > act.command_timeout_s:
+            self._cmd[:] = act.timeout_tension_n
+            self.watchdog_fired = True
         # deliverable tension at the current winch speed (the motor envelope) [N]
         # (np.minimum/np.maximum: np.clip costs twice as much on short arrays)
         np.multiply(self._ten_velocity, self._cap_b, out=self._cap)
@@ -242,6 +275,9 @@ class MockArm:
         if self.fault_hook is not None:
             self.fault_hook.actuators(self._f, self.time_s)
         np.copyto(self._ctrl, self._f)
+        if self.held:
+            self._steps += 1
+            return
         if self._gauge_on:
             self._apply_gauge()
         mujoco.mj_step2(self.model, d)  # forces, acceleration, integration
@@ -249,8 +285,14 @@ class MockArm:
         self._steps += 1
 
     @property
+    def steps(self) -> int:
+        """Physics steps since the reset."""
+        return self._steps
+
+    @property
     def time_s(self) -> float:
-        return self._steps * self.dt_s
+        """The clock of the mock: ``stamp0_s`` plus the physics time since the reset [s]."""
+        return self.stamp0_s + self._steps * self.dt_s
 
     # -- the force gauge --------------------------------------------------------------------------
     def set_gauge(self, tip_m: npt.ArrayLike, axis: npt.ArrayLike) -> None:

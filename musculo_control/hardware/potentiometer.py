@@ -12,7 +12,8 @@ Faults, each a sentence naming the joint:
 - an angle beyond the joint limits by more than ``limit_margin_rad``;
 - a stamp not after the previous one;
 - counts identical for longer than ``stuck_timeout_s`` (a frozen converter; 0 turns it off);
-- no sample for longer than ``stale_timeout_s`` (reported by :meth:`PotentiometerReader.check`).
+- no sample for longer than a limit (:meth:`PotentiometerReader.check`; safety.yaml
+  ``joint_state_timeout_s``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ class PotentiometerReaderConfig:
     """``hardware.yaml`` key ``potentiometer_reader``."""
 
     velocity_cutoff_hz: float = spec(20.0, gt=0.0, doc="low-pass cutoff of the joint velocity [Hz]")
-    stale_timeout_s: float = spec(0.02, gt=0.0, doc="no sample for longer is a fault [s]")
     stuck_timeout_s: float = spec(
         0.0, ge=0.0, doc="identical counts for longer is a fault [s]; 0 = off (use only when "
                          "the converter's noise keeps the last bit moving)")
@@ -139,15 +139,15 @@ class PotentiometerReader:
         self.last = reading
         return reading
 
-    def check(self, now_s: float) -> tuple[str, ...]:
-        """Faults at ``now_s`` [s]: the last reading's, plus staleness."""
+    def check(self, now_s: float, stale_timeout_s: float) -> tuple[str, ...]:
+        """Faults at ``now_s`` [s]: the last reading's, plus no sample for ``stale_timeout_s``."""
         if self.last is None:
             return ("potentiometers: no sample yet",)
         faults = list(self.last.faults)
         age = now_s - self.last.stamp_s
-        if not age <= self.config.stale_timeout_s:
+        if not age <= stale_timeout_s:
             faults.append(f"potentiometers: last sample is {age:.3f} s old (limit "
-                          f"{self.config.stale_timeout_s} s)")
+                          f"{stale_timeout_s} s)")
         return tuple(faults)
 
     def _reject(self, stamp_s: float, reason: str) -> PotentiometerReading:

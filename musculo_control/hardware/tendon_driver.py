@@ -6,6 +6,9 @@ the tensions actually sent come from :meth:`TendonDriver.output` at each driver 
 - any bad command (wrong length, non-numeric, NaN or inf, bad stamp) puts *every* tendon at the
   minimum tension, with the reason, until a good command arrives;
 - no command for longer than ``watchdog_timeout_s``: every tendon at the minimum tension;
+- no measured tendon state for longer than :attr:`TendonDriver.state_timeout_s` (the
+  actuators' bus or the arm is gone; safety.yaml ``tendon_state_timeout_s``): every tendon at
+  the minimum tension;
 - otherwise each tension is clamped to [min_tension_n, max_tension_n] and its change rate
   limited to ``rate_limit_n_s`` (both ways);
 - a fault drops to the minimum tension at once (no ramp), then a good command ramps up again.
@@ -62,6 +65,7 @@ class DriverOutput(NamedTuple):
     units: FloatArray  # (m,) the same in driver command units
     limited: BoolArray  # (m,) True where clamping or the rate limit changed the command
     faults: tuple[str, ...]  # why every tendon is at minimum tension (empty: normal)
+    clamped: BoolArray  # (m,) True where the command lay outside [min, max] and was clamped
 
     @property
     def ok(self) -> bool:
@@ -85,9 +89,12 @@ class TendonState(NamedTuple):
 class TendonDriver:
     """Safety rules and unit conversions of all tendon actuators (see the module docstring)."""
 
-    def __init__(self, calibration: Calibration, config: TendonDriverConfig) -> None:
+    def __init__(self, calibration: Calibration, config: TendonDriverConfig,
+                 state_timeout_s: float = math.inf) -> None:
         self.calibration = calibration
         self.config = config
+        #: no measured tendon state for longer -> minimum tension [s] (inf: not checked)
+        self.state_timeout_s = state_timeout_s
         self.names = calibration.muscle_names
         self.m = len(self.names)
         self._f_min = config.min_tension_n
@@ -176,14 +183,21 @@ class TendonDriver:
         elif not now - self._cmd_stamp <= self.config.watchdog_timeout_s:
             faults.append(f"tendon driver: watchdog, last command {now - self._cmd_stamp:.3f} s "
                           f"old (limit {self.config.watchdog_timeout_s} s)")
+        if not now - self._read_stamp <= self.state_timeout_s:
+            faults.append("tendon driver: no tendon state received yet" if self._read_stamp
+                          == -math.inf else
+                          f"tendon driver: newest tendon state {now - self._read_stamp:.3f} s "
+                          f"old (limit {self.state_timeout_s} s)")
         limited = np.zeros(self.m, dtype=bool)
+        clamped = limited
         if faults:
             self._out = np.full(self.m, self._f_min)
         else:
             dt = 0.0 if self._out_stamp is None else now - self._out_stamp
             step = self.config.rate_limit_n_s * dt  # largest change this tick [N]
             delta = self._target - self._out
-            limited = self._clamped | (np.abs(delta) > step)
+            clamped = self._clamped
+            limited = clamped | (np.abs(delta) > step)
             out = self._out + np.maximum(np.minimum(delta, step), -step)
             # the previous output and the target are inside the limits, so this only guards
             # rounding (np.minimum/np.maximum: np.clip costs twice as much on short arrays)
@@ -192,7 +206,7 @@ class TendonDriver:
             self._out_stamp = now
         tension = self._out.copy()
         return DriverOutput(now, tension, self.calibration.n_to_driver(tension), limited,
-                            tuple(faults))
+                            tuple(faults), clamped)
 
     # -- measurements -----------------------------------------------------------------------------
     def read(self, encoder_counts: npt.ArrayLike, loadcell_counts: npt.ArrayLike,

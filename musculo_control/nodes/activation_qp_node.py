@@ -16,9 +16,9 @@ input, or a QP that does not solve, sends every muscle to the minimum tension an
 - the controller's own refusals (snapshot too old, non-finite values, QP not solved).
 
 Before the first goal arrives the hand holds the pose it had at the first tick. Goals pass
-:class:`musculo_control.control.goal_input.GoalGate` (frame, NaN, workspace, stamp order).
+:class:`musculo_control.loop.goal_input.GoalGate` (frame, NaN, workspace, stamp order).
 
-Timing: :class:`musculo_control.control.timing.TickTimer` measures each tick's period and
+Timing: :class:`musculo_control.loop.timing.TickTimer` measures each tick's period and
 compute time; the per-tick values go out on ``controller/state``, window statistics (p50, p99,
 max, overruns, GC pauses) on ``controller/timing`` and /diagnostics.
 """
@@ -37,13 +37,16 @@ from std_msgs.msg import Float64MultiArray
 from musculo_control.control.controller import load_controller_config, make_controller
 from musculo_control.control.fresh_state import FreshStateEstimator
 from musculo_control.control.goal import HandGoal
-from musculo_control.control.goal_input import GoalGate
 from musculo_control.control.output import ControlOutput, safe_output
-from musculo_control.control.state_record import (
+from musculo_control.errors import InputError
+from musculo_control.estimation.snapshot import DynamicsSnapshot
+from musculo_control.estimation.snapshot_codec import SnapshotCodec
+from musculo_control.loop.goal_input import GoalGate
+from musculo_control.loop.state_record import (
     controller_state_layout,
     controller_state_values,
 )
-from musculo_control.control.timing import (
+from musculo_control.loop.timing import (
     TIMING_LAYOUT,
     GcPauses,
     Percentiles,
@@ -52,9 +55,6 @@ from musculo_control.control.timing import (
     WindowStats,
     timing_record,
 )
-from musculo_control.errors import InputError
-from musculo_control.estimation.snapshot import DynamicsSnapshot
-from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.model.robot import load_robot
 from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import (

@@ -18,10 +18,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from musculo_control.control.controller import load_controller_config
-from musculo_control.control.timing import TickTimer
 from musculo_control.errors import InputError
 from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
+from musculo_control.loop.timing import TickTimer
 from musculo_control.model.robot import load_robot
 from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import (

@@ -4,7 +4,7 @@
   the user drags (and turns) in RViz (InteractiveMarkers display, namespace ``hand_goal``);
   every pose it reports while dragging becomes a goal.
 - ``mode: trajectory``: plays ``trajectory_file``
-  (:mod:`musculo_control.control.trajectory_file`) from the hand pose at the first joint state,
+  (:mod:`musculo_control.loop.trajectory_file`) from the hand pose at the first joint state,
   publishing the goal at ``publish_rate_hz`` until the last waypoint.
 - ``mode: none``: publishes nothing (goals come from elsewhere, e.g. a test).
 
@@ -30,8 +30,8 @@ from visualization_msgs.msg import (
 from musculo_control.control.controller import load_controller_config
 from musculo_control.control.fresh_state import FreshStateEstimator
 from musculo_control.control.goal import HandGoal, check_goal
-from musculo_control.control.trajectory_file import GoalTrajectory, load_trajectory
 from musculo_control.errors import ConfigError, InputError
+from musculo_control.loop.trajectory_file import GoalTrajectory, load_trajectory
 from musculo_control.model.robot import load_robot
 from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import GOAL_NODE, GoalNodeParams, config_dir_of

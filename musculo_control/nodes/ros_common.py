@@ -60,6 +60,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.signals import SignalHandlerOptions
 
 from musculo_control.errors import MusculoError
+from musculo_control.loop.rejections import Rejections
 from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import (
     check_params_file,
@@ -67,7 +68,6 @@ from musculo_control.nodes.node_config import (
     params_files_from_argv,
     parse_parameters,
 )
-from musculo_control.nodes.rejections import Rejections
 from musculo_control.stamps import Stamp
 
 T = TypeVar("T")

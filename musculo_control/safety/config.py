@@ -27,8 +27,11 @@ class TendonMonitorConfig:
                                                     "[m/s]")
     actuator_time_constant_s: float = spec(gt=0.0, doc="first-order lag of the actuators' "
                                                        "tension loop, for the expectation [s]")
-    command_delay_s: float = spec(0.0, ge=0.0, doc="time from the driver's output to the "
+    command_delay_s: float = spec(0.0, ge=0.0, doc="time from the controller's command to the "
                                                    "actuator, for the expectation [s]")
+    command_jitter_s: float = spec(0.0, ge=0.0, doc="how far that time may vary; the tolerance "
+                                                    "grows by it times the rate of the "
+                                                    "expected tension [s]")
     max_length_rate_m_s: float = spec(gt=0.0, doc="largest plausible |muscle length rate| [m/s]")
     length_margin_m: float = spec(0.01, ge=0.0, doc="muscle lengths beyond [l_min, l_max] by "
                                                     "more are faults [m]")
@@ -63,6 +66,8 @@ class SafetyConfig:
                                                     "fault [s]")
     tendon_state_timeout_s: float = spec(gt=0.0, doc="newest tendon sample older at a tick: "
                                                      "fault [s]")
+    snapshot_late_s: float = spec(gt=0.0, doc="newest dynamics snapshot older at a tick: "
+                                              "warning snapshot_late [s]")
     snapshot_timeout_s: float = spec(gt=0.0, doc="newest dynamics snapshot older at a tick: "
                                                  "fault [s]")
     recovery_hold_s: float = spec(ge=0.0, doc="a fault must be absent this long before "
@@ -75,6 +80,12 @@ class SafetyConfig:
     tendons: TendonMonitorConfig = spec(doc="per-tendon checks")
     consistency: ConsistencyConfig = spec(doc="joint angles against muscle lengths")
     log_length: int = spec(256, ge=1, doc="state transitions kept in memory")
+
+    def check(self, file: str, key: str) -> None:
+        if not self.snapshot_late_s < self.snapshot_timeout_s:
+            raise ConfigError(file, f"{key}.snapshot_late_s" if key else "snapshot_late_s",
+                              f"less than snapshot_timeout_s = {self.snapshot_timeout_s} s "
+                              f"(late is a warning before stale)", self.snapshot_late_s)
 
 
 def load_safety_config(config_dir: str | Path, driver: TendonDriverConfig,

@@ -1,11 +1,24 @@
-"""The goal gate: a new hand goal is used only when it is well formed and inside the workspace.
+"""The goal gate: the one place a hand goal is accepted or refused, in the runner and the nodes.
 
-A goal arrives as a :class:`~musculo_control.control.goal.HandGoal` (already validated) or as a
-:class:`GoalRequest`, the raw fields of a message, which may hold anything (NaN, wrong shapes, a
-quaternion that is not one). A rejected goal leaves the last accepted goal in force and is
-reported (rules ``goal_invalid`` and ``goal_outside_workspace``): a bad request says nothing
-about the robot, and going limp on it would drop the arm. Before any goal was accepted there is
-nothing to hold (rule ``no_goal``, a fault).
+A goal arrives as a :class:`~musculo_control.control.goal.HandGoal` (built in code, already
+validated) or as a :class:`GoalRequest`, the raw fields of a message, which may hold anything
+(NaN, wrong shapes, a quaternion that is not one). It is refused, with a sentence naming the
+fault, when
+
+- its frame is not the base frame of the workspace (there is no TF lookup in the control loop);
+- a value is not finite, a shape is wrong, or a rotation is not one (rule ``goal_invalid``);
+- it lies outside the workspace of controller.yaml (rule ``goal_outside_workspace``);
+- its stamp is earlier than the last accepted goal's (rule ``goal_invalid``; a zero stamp, a
+  goal published by hand without one, means "now").
+
+A refused goal leaves the last accepted goal in force: a bad request says nothing about the
+robot, and going limp on it would drop the arm.
+
+Between two goals the controller works with the last one moved along its own feed-forward
+(paper eq. 14: a trajectory point carries velocity and acceleration):
+``x(t) = x + v dt + a dt^2 / 2`` and ``v(t) = v + a dt`` with ``dt = t - stamp`` capped at
+``extrapolate_max_s``, so that a goal stream slower than the control rate still gives a smooth
+reference, and a stream that stops ends in a held point instead of running away.
 """
 
 from __future__ import annotations
@@ -16,11 +29,12 @@ import numpy as np
 
 from musculo_control.control.goal import HandGoal, WorkspaceConfig, check_goal
 from musculo_control.errors import InputError
+from musculo_control.loop.streams import StampOrder
 from musculo_control.safety.rules import Finding
 
 
 class GoalRequest(NamedTuple):
-    """A hand goal as received, unvalidated (base frame; SI units)."""
+    """A hand goal as received, unvalidated (SI units)."""
 
     position_m: Any
     velocity_m_s: Any = None
@@ -46,30 +60,40 @@ def goal_from_request(request: GoalRequest) -> HandGoal:
 
 
 class GoalGate:
-    """Accepts or rejects each offered goal and remembers the last accepted one."""
+    """Accepts or refuses each offered goal; gives the goal in force at any time."""
 
-    def __init__(self, workspace: WorkspaceConfig) -> None:
+    def __init__(self, workspace: WorkspaceConfig, use_orientation: bool = True,
+                 extrapolate_max_s: float = 0.0) -> None:
         self.workspace = workspace
+        self.use_orientation = use_orientation
+        self.extrapolate_max_s = extrapolate_max_s
+        self._order = StampOrder("goal", strict=False, allow_zero=True)
         self.reset()
 
     def reset(self) -> None:
         self.accepted: HandGoal | None = None
-        self._last_offer: object = None
-        self._last_finding: Finding | None = None
+        self.accepted_stamp_s = 0.0
+        self.refused = 0
+        self._order.reset()
 
-    def offer(self, goal: object) -> tuple[HandGoal | None, Finding | None]:
-        """The goal to control with now, and why ``goal`` was refused (``None`` if it was not).
+    def offer(self, goal: object, stamp_s: float, now_s: float,
+              frame_id: str | None = None) -> Finding | None:
+        """Judge a goal received at ``now_s`` [s]; why it was refused, or ``None``.
 
-        Offering the same immutable :class:`HandGoal` again costs nothing.
+        ``frame_id``: the frame it is expressed in (``None``: the base frame, for goals made in
+        code). ``stamp_s``: its stamp; 0 means "now".
         """
-        if goal is self._last_offer and isinstance(goal, HandGoal):
-            return self.accepted, self._last_finding
-        finding = self._judge(goal)
-        self._last_offer = goal
-        self._last_finding = finding
-        return self.accepted, finding
+        finding = self._judge(goal, stamp_s, now_s, frame_id)
+        if finding is not None:
+            self.refused += 1
+        return finding
 
-    def _judge(self, goal: object) -> Finding | None:
+    def _judge(self, goal: object, stamp_s: float, now_s: float,
+               frame_id: str | None) -> Finding | None:
+        base = self.workspace.frame_id
+        if frame_id is not None and frame_id != base:
+            return Finding("goal_invalid", f"goal refused, holding the last one: frame_id "
+                                           f"'{frame_id}', expected the base frame '{base}'")
         try:
             if isinstance(goal, HandGoal):
                 candidate = goal
@@ -78,9 +102,37 @@ class GoalGate:
             else:
                 raise InputError("goal", "a HandGoal or a GoalRequest", type(goal).__name__)
         except InputError as exc:
-            return Finding("goal_invalid", f"goal rejected, holding the last one: {exc}")
+            return Finding("goal_invalid", f"goal refused, holding the last one: {exc}")
+        if not self.use_orientation and candidate.rotation is not None:
+            candidate = HandGoal(candidate.position_m, candidate.velocity_m_s,
+                                 candidate.acceleration_m_s2)
         why = check_goal(candidate, self.workspace)
         if why is not None:
-            return Finding("goal_outside_workspace", f"goal rejected, holding the last one: {why}")
+            return Finding("goal_outside_workspace",
+                           f"goal refused, holding the last one: {why}")
+        late = self._order.check(stamp_s)
+        if late is not None:
+            return Finding("goal_invalid", f"goal refused, holding the last one: {late}")
         self.accepted = candidate
+        self.accepted_stamp_s = float(stamp_s) if stamp_s != 0.0 else float(now_s)
         return None
+
+    def hold(self, goal: HandGoal, now_s: float) -> None:
+        """Accept ``goal`` as made here (the hand where it is, before any goal came)."""
+        if not self.use_orientation and goal.rotation is not None:
+            goal = HandGoal(goal.position_m)
+        self.accepted = goal
+        self.accepted_stamp_s = float(now_s)
+
+    def goal_at(self, t_s: float) -> HandGoal | None:
+        """The accepted goal moved along its feed-forward to ``t_s`` [s] (see the module
+        docstring); ``None`` before any goal."""
+        goal = self.accepted
+        if goal is None or self.extrapolate_max_s <= 0.0:
+            return goal
+        dt = min(max(t_s - self.accepted_stamp_s, 0.0), self.extrapolate_max_s)
+        if dt == 0.0 or not (goal.velocity_m_s.any() or goal.acceleration_m_s2.any()):
+            return goal
+        a = goal.acceleration_m_s2
+        return HandGoal(goal.position_m + goal.velocity_m_s * dt + 0.5 * a * dt * dt,
+                        goal.velocity_m_s + a * dt, a, goal.rotation)

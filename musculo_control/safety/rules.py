@@ -61,14 +61,20 @@ RULES: tuple[Rule, ...] = (
     Rule("tendon_state_stale", FAULT, False, "supervisor",
          "newest tendon sample older than `tendon_state_timeout_s` (dropout, delayed stream)",
          "`tendon_state_timeout_s` + one control period", _MIN, _HOLD),
-    Rule("out_of_order", WARNING, False, "supervisor (message admission)",
-         "a sensor message stamped no later than the previous one (reordered stream)",
+    Rule("out_of_order", WARNING, False, "every stage, on each input stream",
+         "a message stamped no later than the previous one of its stream (reordered stream)",
          "on arrival", "the late message is dropped, the newest data is kept, control goes on",
          "immediate (next in-order message)"),
+    Rule("snapshot_late", WARNING, False, "supervisor",
+         "the newest dynamics snapshot older than `snapshot_late_s` (one late 20 Hz snapshot)",
+         "`snapshot_late_s` - 50 ms after the snapshot was due + one control period",
+         "reported; control goes on with the late snapshot and the fresh joint state",
+         "immediate, at the next snapshot"),
     Rule("snapshot_stale", FAULT, False, "supervisor",
-         "no dynamics snapshot, or the newest older than `snapshot_timeout_s` (20 Hz period + "
-         "sample period + transport + margin)", "`snapshot_timeout_s` - 50 ms after the first "
-         "missed snapshot + one control period", _MIN, _HOLD),
+         "no dynamics snapshot, the newest older than `snapshot_timeout_s` (two missed "
+         "snapshots), or one stamped that far in the future",
+         "`snapshot_timeout_s` - 50 ms after the first missed snapshot + one control period",
+         _MIN, _HOLD),
     Rule("consistency", FAULT, False, "supervisor",
          "measured muscle lengths (winch encoders) against the model's lengths at the measured "
          "joint angles: a change of the mismatch beyond `consistency.tolerance_m` from its slow "
@@ -108,8 +114,9 @@ RULES: tuple[Rule, ...] = (
          "a goal beyond the reach sphere or the box of controller.yaml `workspace`",
          "the control tick it arrives at", "goal rejected, the last accepted goal held",
          "immediate, at the next valid goal"),
-    Rule("no_goal", FAULT, False, "supervisor (goal gate)",
-         "no valid goal accepted yet", "the first control tick", _MIN,
+    Rule("no_goal", WARNING, False, "supervisor (goal gate)",
+         "no goal received before the first tick with a usable joint state",
+         "that tick", "the goal is the hand where it is (the arm holds its posture)",
          "at the first valid goal"),
     Rule("controller", FAULT, False, "controller + supervisor",
          "the controller's output is not ok: QP not solved (status kept), non-finite result, "

@@ -14,10 +14,13 @@ Warnings (a rejected goal, a dropped out-of-order message, a clamped command) ar
 and change nothing else. The controller is ticked whenever its inputs are usable, also during a
 fault, so its own failures are seen and its answer is ready when control resumes.
 
-Inputs arrive as in the ROS nodes: :meth:`Supervisor.admit` for each sensor message (ordering),
-:meth:`Supervisor.tendon_sample` for each tendon state and :meth:`Supervisor.driver_sent` for
-each driver output (500 Hz, the tendon monitor), and :meth:`Supervisor.tick` at 125 Hz with the
-newest joint state, tendon state, snapshot and goal. Nothing here reads a clock.
+Inputs arrive as in the QP node (:class:`~musculo_control.loop.control_step.ControlStep`
+feeds them, in the runner and in the node alike): :meth:`Supervisor.tendon_sample` for each
+tendon state, :meth:`Supervisor.driver_sent` for what the driver sends (the tendon monitor),
+:meth:`Supervisor.offer_goal` for each goal, and :meth:`Supervisor.tick` at 125 Hz with the
+newest joint state, tendon state and snapshot. Before any goal arrived, the goal is the hand
+where it was at the first tick with a usable joint state (rule ``no_goal``, a warning). Nothing
+here reads a clock.
 """
 
 from __future__ import annotations
@@ -112,7 +115,8 @@ class Supervisor:
     """Applies the safety rules around one controller (see the module docstring)."""
 
     def __init__(self, robot: Robot, config: SafetyConfig, workspace: WorkspaceConfig,
-                 driver: TendonDriverConfig) -> None:
+                 driver: TendonDriverConfig, *, use_goal_orientation: bool = True,
+                 goal_extrapolation_s: float = 0.0) -> None:
         self.robot = robot
         self.config = config
         self.m = robot.n_muscles
@@ -122,7 +126,7 @@ class Supervisor:
         self.monitor = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m,
                                      config.tendons)
         self.consistency = ConsistencyMonitor(robot.muscle_names, config.consistency)
-        self.goals = GoalGate(workspace)
+        self.goals = GoalGate(workspace, use_goal_orientation, goal_extrapolation_s)
         self._hand = FreshStateEstimator(robot)  # the hand's state when control resumes
         self._data = robot.new_data()  # Pinocchio data of the consistency check
         self.transitions: deque[Transition] = deque(maxlen=config.log_length)
@@ -136,7 +140,6 @@ class Supervisor:
         self._latched: dict[str, Finding] = {}
         self._last_fault_t = -math.inf
         self._saturated_since = np.full(self.m, np.nan)
-        self._admitted: dict[str, float] = {}
         self._ramp: ResumeRamp | None = None
         self.monitor.reset(stamp_s, self.tension_min_n if tension_n is None else tension_n)
         self.consistency.reset()
@@ -144,22 +147,17 @@ class Supervisor:
         self.transitions.clear()
 
     # -- sensor-rate inputs -----------------------------------------------------------------------
-    def admit(self, stream: str, stamp_s: float) -> bool:
-        """Whether a message of ``stream`` stamped ``stamp_s`` [s] should be used.
+    def offer_goal(self, goal: object, stamp_s: float, now_s: float,
+                   frame_id: str | None = None) -> bool:
+        """A goal received at ``now_s`` [s] (see :class:`GoalGate`); whether it was accepted.
 
-        One stamped no later than the last admitted one is old news: dropped and reported
-        (rule ``out_of_order``). A non-finite stamp is let through for the reader to reject.
-        """
-        if not math.isfinite(stamp_s):
-            return True
-        last = self._admitted.get(stream, -math.inf)
-        if stamp_s > last:
-            self._admitted[stream] = stamp_s
-            return True
-        self._pending["out_of_order"] = Finding(
-            "out_of_order", f"{stream}: a message stamped {stamp_s:.4f} s arrived after one "
-                            f"stamped {last:.4f} s; dropped")
-        return False
+        A refusal is reported at the next tick (rules ``goal_invalid``,
+        ``goal_outside_workspace``); the last accepted goal stays in force."""
+        finding = self.goals.offer(goal, stamp_s, now_s, frame_id)
+        if finding is not None:
+            self._pending[finding.rule] = finding
+            return False
+        return True
 
     def tendon_sample(self, state: TendonState) -> None:
         """Run the tendon monitor on one tendon state (a faulted sample is skipped)."""
@@ -180,14 +178,13 @@ class Supervisor:
 
     # -- the tick ---------------------------------------------------------------------------------
     def tick(self, t_s: float, controller: Controller, *, joints: PotentiometerReading | None,
-             tendons: TendonState | None, snapshot: DynamicsSnapshot | None, goal: object,
+             tendons: TendonState | None, snapshot: DynamicsSnapshot | None,
              joint_faults: Sequence[str] = ()) -> SupervisedOutput:
         """One control tick: check every input, tick the controller, check its command.
 
         Never raises: an exception inside (a bug) is itself a fault, with minimum tension."""
         try:
-            return self._tick(float(t_s), controller, joints, tendons, snapshot, goal,
-                              joint_faults)
+            return self._tick(float(t_s), controller, joints, tendons, snapshot, joint_faults)
         # the last check before the actuators: any bug in it means minimum tension
         except Exception as exc:  # noqa: BLE001
             finding = Finding("command_invalid", f"supervisor error {type(exc).__name__}: {exc}")
@@ -201,7 +198,7 @@ class Supervisor:
             return SupervisedOutput(self._safe(report, None), report)
 
     def _tick(self, t: float, controller: Controller, joints: PotentiometerReading | None,
-              tendons: TendonState | None, snapshot: DynamicsSnapshot | None, goal: object,
+              tendons: TendonState | None, snapshot: DynamicsSnapshot | None,
               joint_faults: Sequence[str]) -> SupervisedOutput:
         cfg = self.config
         faults: dict[str, Finding] = {}
@@ -213,12 +210,13 @@ class Supervisor:
         for f in self._pending.values():
             add(f)
         self._pending.clear()
-        goal_now, refused = self.goals.offer(goal)
-        if refused is not None:
-            add(refused)
-        if goal_now is None:
-            add(Finding("no_goal", "no valid hand goal accepted yet"))
         joints_ok = self._check_joints(t, joints, joint_faults, add)
+        if self.goals.accepted is None and joints_ok and joints is not None:
+            hand = self._hand.hand_state(joints.q_rad, np.zeros_like(joints.q_rad))
+            self.goals.hold(HandGoal.hold(hand.position_m, hand.rotation), t)
+            add(Finding("no_goal", f"no hand goal received yet: holding the hand where it is, "
+                                   f"{np.round(hand.position_m, 3).tolist()} m"))
+        goal_now = self.goals.goal_at(t)
         tendons_ok = self._check_tendons(t, tendons, add)
         snapshot_ok = self._check_snapshot(t, snapshot, add)
         if (cfg.consistency.enabled and joints_ok and tendons_ok
@@ -341,14 +339,23 @@ class Supervisor:
         return True
 
     def _check_snapshot(self, t: float, snapshot: DynamicsSnapshot | None, add: Any) -> bool:
+        cfg = self.config
         if snapshot is None:
             add(Finding("snapshot_stale", "no dynamics snapshot yet"))
             return False
         age = t - snapshot.stamp_s
-        if not age <= self.config.snapshot_timeout_s:
+        if not age <= cfg.snapshot_timeout_s:
             add(Finding("snapshot_stale", f"dynamics snapshot is {age * 1e3:.2f} ms old (limit "
-                                          f"{self.config.snapshot_timeout_s * 1e3:.1f} ms)"))
+                                          f"{cfg.snapshot_timeout_s * 1e3:.1f} ms)"))
             return False
+        if age < -cfg.snapshot_timeout_s:
+            add(Finding("snapshot_stale", f"dynamics snapshot stamped {-age * 1e3:.1f} ms in "
+                                          f"the future (clock mismatch?)"))
+            return False
+        if age > cfg.snapshot_late_s:
+            add(Finding("snapshot_late", f"dynamics snapshot is {age * 1e3:.2f} ms old (late "
+                                         f"beyond {cfg.snapshot_late_s * 1e3:.1f} ms; stale at "
+                                         f"{cfg.snapshot_timeout_s * 1e3:.1f} ms)"))
         return True
 
     def _check_command(self, t: float, out: ControlOutput, add: Any,

@@ -14,7 +14,9 @@ alone would put the expectation 70 N ahead for a few milliseconds.)
   snapped tendon's free winch runs there; the joint/tendon consistency check catches it.)
 - ``tendon_runaway``: |length rate| above ``max_length_rate_m_s`` or a length outside
   [l_min, l_max] +- ``length_margin_m``: an unloaded winch winds in at its no-load speed.
-- ``actuator_tracking``: |measured - expected| tension above ``tracking_tolerance_n`` and not
+- ``actuator_tracking``: |measured - expected| tension above ``tracking_tolerance_n`` (plus
+  ``command_jitter_s`` times the rate of the expectation: when a command reaches the actuator
+  is known only to within a driver period) and not
   shrinking, for ``tracking_samples`` consecutive samples, on a tendon moving slower than
   ``tracking_max_rate_m_s``: the actuator saturates below its command (motor current or supply
   limit), or the load cell is off. (Faster, the winch motor's back-EMF limits the tension by
@@ -150,7 +152,11 @@ class TendonMonitor:
             if math.isfinite(dt) else 1.0
         recovering = error < shrink * self._last_error
         self._last_error = np.where(valid, error, 0.0)
-        off = slow & (error > cfg.tracking_tolerance_n) & ~recovering
+        # when a command reaches the actuator is known to within command_jitter_s: while the
+        # expectation moves, that is worth its rate times the jitter
+        moving = np.abs(self._sent - self._expected) / cfg.actuator_time_constant_s  # [N/s]
+        tolerance = cfg.tracking_tolerance_n + cfg.command_jitter_s * moving
+        off = slow & (error > tolerance) & ~recovering
         self._off_count[off] += 1
         self._off_count[~off] = 0
         bad = self._off_count >= cfg.tracking_samples

@@ -20,24 +20,20 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 
 from musculo_control.control.controller import (
     CONTROLLER_NAMES,
     ControllerConfig,
     load_controller_config,
-    make_controller,
 )
 from musculo_control.control.goal import HandGoal
 from musculo_control.errors import ConfigError, InputError
-from musculo_control.estimation.snapshot import DynamicsEstimator
-from musculo_control.hardware.calibration import load_calibration
-from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.mock_arm import MockArm, MockArmConfig
 from musculo_control.model.config import load_with_overrides, spec
 from musculo_control.model.robot import Robot, load_robot
 from musculo_control.sim.recorder import Recorder
-from musculo_control.sim.runner import ClosedLoop, LoopState, RunnerConfig
+from musculo_control.sim.runner import LoopState, RunnerConfig
+from musculo_control.sim.supervised_loop import check_start_pose
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -141,8 +137,6 @@ def load_setup(config_dir: Path, overrides: Overrides) -> Setup:
                               overrides.experiments)
     mock = load_with_overrides(MockArmConfig, config_dir / "mock_arm.yaml", overrides.mock_arm)
     mock.physics.check_joints(robot.arm.n_joints, str(config_dir / "mock_arm.yaml"), "physics")
-    from musculo_control.sim.supervised_loop import check_start_pose
-
     file = str(config_dir / "experiments.yaml")
     check_start_pose(robot, exp.disturbance.start_pose, file, "disturbance.start_pose")
     check_start_pose(robot, exp.nullspace.start_pose, file, "nullspace.start_pose")
@@ -171,24 +165,20 @@ class RunResult:
 
 # -- building a loop -----------------------------------------------------------------------------
 class Bench:
-    """One closed loop (mock arm, drivers, estimator, controller) for one run."""
+    """One closed loop (the rig's stages, one controller) and its recorder, for one run."""
 
     def __init__(self, setup: Setup, controller_name: str,
                  controller_config: ControllerConfig | None = None) -> None:
         if controller_name not in CONTROLLER_NAMES:
             raise InputError("controller", f"one of {list(CONTROLLER_NAMES)}", controller_name)
+        from musculo_control.sim.rig import Rig
+
+        self.rig = rig = Rig(setup, controller_name, controller_config)
         robot = setup.robot
-        cfg = controller_config or setup.controller_config
         self.robot = robot
-        self.controller = make_controller(controller_name, robot, cfg)
-        drivers = load_drivers(robot)
-        calibration = load_calibration(robot, robot.config_dir / "hardware.yaml")
-        self.mock = MockArm(robot, calibration, setup.mock_config, setup.experiments.seed,
-                            str(robot.config_dir / "mock_arm.yaml"))
-        self.estimator = DynamicsEstimator(robot, cfg.task)
-        self.loop = ClosedLoop(robot, self.controller, self.mock, drivers.potentiometers,
-                               drivers.tendons, self.estimator, setup.experiments.runner,
-                               str(robot.config_dir / "experiments.yaml"))
+        self.controller = rig.controller
+        self.mock = rig.mock
+        self.loop = rig.loop()
         n = robot.arm.n_joints
         mc = len(robot.controlled_idx)
         joints = robot.arm.joint_names
@@ -213,10 +203,7 @@ class Bench:
         self.joint_target_at = lambda t: q_rad
 
     def hand_pose_at(self, q: FloatArray) -> tuple[FloatArray, FloatArray]:
-        data = self.robot.new_data()
-        pin.framesForwardKinematics(self.robot.arm.model, data, q)
-        oMf = data.oMf[self.robot.arm.task_frame_id]
-        return oMf.translation.copy(), oMf.rotation.copy()
+        return self.rig.hand_pose_at(q)
 
     def record(self, state: LoopState) -> None:
         out = state.output

@@ -33,6 +33,7 @@ from musculo_control.control.controller import CONTROLLER_NAMES, make_controller
 from musculo_control.control.goal import HandGoal
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.mock_arm import MockArm
+from musculo_control.loop.health import ERROR
 from musculo_control.model.config import spec
 from musculo_control.model.robot import Robot
 from musculo_control.sim.experiments import Setup, minimum_jerk, start_pose
@@ -42,9 +43,9 @@ from musculo_control.sim.faults import (
     InjectionConfig,
     fault_kind,
 )
-from musculo_control.sim.runner import LoopState
+from musculo_control.sim.rig import Rig
+from musculo_control.sim.runner import REFUSAL, LoopState
 from musculo_control.sim.supervised_loop import (
-    SupervisedRig,
     check_start_pose,
     load_reliability_section,
 )
@@ -186,7 +187,7 @@ def _goal_function(cfg: FaultMatrixConfig, x0: FloatArray,
 def run_case(setup: Setup, cfg: FaultMatrixConfig, name: str | None,
              safety_overrides: dict[str, Any] | None = None) -> tuple[_Trace, dict[str, Any]]:
     """One run of the scenario with fault ``name`` (``None``: fault-free)."""
-    rig = SupervisedRig(setup, cfg.controller, safety_overrides)
+    rig = Rig(setup, cfg.controller, safety_overrides=safety_overrides)
     robot: Robot = setup.robot
     q0 = start_pose(robot, cfg.start_pose)
     x0, rot0 = rig.hand_pose_at(q0)
@@ -223,12 +224,13 @@ def run_case(setup: Setup, cfg: FaultMatrixConfig, name: str | None,
     def hook(t: float, mock: MockArm) -> None:
         out = loop.driver_output
         if out is not None and not out.ok and extra["watchdog_t"] is None and t >= t_on:
-            extra["watchdog_t"] = out.stamp_s
+            extra["watchdog_t"] = t
             extra["watchdog_msg"] = "; ".join(out.faults)
         if name is not None and extra["acknowledged"] == () and t >= t_ack:
             extra["acknowledged"] = supervisor.acknowledge() or ("nothing latched",)
 
     loop.run(t_off + cfg.observe_after_s, goal_at, hook=hook, on_control=on_control)
+    extra["health_log"] = list(loop.health_log)
     extra["sent_max_n"] = loop.sent_max_n
     extra["sent_nonfinite"] = loop.sent_nonfinite
     return trace, extra
@@ -254,6 +256,13 @@ def evaluate(name: str, cfg: FaultMatrixConfig, trace: _Trace, extra: dict[str, 
     if "command_watchdog" in kind.expected_rules and extra["watchdog_t"] is not None and (
             detect_t is None or extra["watchdog_t"] < detect_t):
         detect_t, rule, message = extra["watchdog_t"], "command_watchdog", extra["watchdog_msg"]
+    # a stage that says so itself (its node's /diagnostics): an error, or a refused message
+    for event in extra.get("health_log", ()):
+        if event.t_s < onset or (detect_t is not None and event.t_s >= detect_t):
+            continue
+        if event.stage in kind.stages and event.level in (ERROR, REFUSAL):
+            detect_t, rule, message = event.t_s, event.stage, event.message
+            break
     ok = np.asarray(trace.ok)
     back = None
     after = np.flatnonzero(t >= t_off)

@@ -17,6 +17,10 @@ One :class:`FaultInjector` carries one fault (a name of :data:`FAULTS`) active i
 It records the fault's *onset*: the instant the fault first touched the data, which is
 ``start_s`` for a physical fault (the tendon snaps then) and, for a message stream, the moment
 its first missing, late or corrupted message was due. Detection times count from the onset.
+
+Every hook is called with the stamp time of the loop; ``start_s``, ``end_s`` and the onset
+count from :attr:`FaultInjector.origin_s`, the stamp of time 0 of the run (the loop sets it
+when its start-up ends).
 """
 
 from __future__ import annotations
@@ -49,25 +53,31 @@ class FaultKind(NamedTuple):
     layer: str  # mock | stream | controller
     expected_rules: tuple[str, ...]  # safety rules that should catch it
     description: str
+    #: stages whose health (their node's /diagnostics) also reports it, by
+    #: :attr:`~musculo_control.loop.health.Health.name`
+    stages: tuple[str, ...] = ()
 
+
+_POTS, _TENDONS, _DYNAMICS = "potentiometers", "tendon actuators", "dynamics"
 
 #: Every fault the injector knows, in the order of the fault matrix.
 FAULTS: tuple[FaultKind, ...] = (
     FaultKind("pot_dropout", "stream", ("joint_state_stale",),
-              "potentiometer messages stop"),
+              "potentiometer messages stop", (_POTS, _DYNAMICS)),
     FaultKind("pot_stuck", "mock", ("consistency", "joint_state"),
               "one potentiometer freezes at its last count while the arm moves"),
-    FaultKind("pot_nan", "mock", ("joint_state",), "one potentiometer reads NaN"),
-    FaultKind("pot_out_of_range", "mock", ("joint_state",),
-              "one potentiometer reads a count beyond the ADC's full scale"),
+    FaultKind("pot_nan", "mock", ("joint_state_stale", "joint_state"),
+              "one potentiometer reads NaN", (_POTS,)),
+    FaultKind("pot_out_of_range", "mock", ("joint_state_stale", "joint_state"),
+              "one potentiometer reads a count beyond the ADC's full scale", (_POTS,)),
     FaultKind("tendon_dropout", "stream", ("tendon_state_stale",),
-              "tendon state messages stop"),
+              "tendon state messages stop", (_TENDONS,)),
     FaultKind("tendon_snap", "mock", ("tendon_snapped", "tendon_slack", "tendon_runaway",
                                       "actuator_tracking", "consistency"),
               "the most loaded tendon snaps: no force, load cell zero, its winch winds away"),
     FaultKind("actuator_saturation", "mock", ("actuator_tracking",),
               "the most loaded actuator cannot deliver more than a cap below its command"),
-    FaultKind("stale_snapshot", "stream", ("snapshot_stale",),
+    FaultKind("stale_snapshot", "stream", ("snapshot_late", "snapshot_stale"),
               "dynamics snapshots stop (the 20 Hz estimator hangs)"),
     FaultKind("qp_failure", "controller", ("controller",),
               "OSQP held to one iteration: every solve ends unsolved"),
@@ -75,11 +85,11 @@ FAULTS: tuple[FaultKind, ...] = (
               "the hand goal jumps outside the workspace"),
     FaultKind("goal_nan", "stream", ("goal_invalid",), "the hand goal holds a NaN"),
     FaultKind("delayed_stream", "stream", ("joint_state_stale", "tendon_state_stale"),
-              "every sensor message arrives late by extra_delay_s"),
+              "every sensor message arrives late by extra_delay_s", (_POTS, _TENDONS)),
     FaultKind("reordered_stream", "stream", ("out_of_order",),
-              "sensor messages arrive in swapped pairs"),
+              "sensor messages arrive in swapped pairs", (_POTS, _TENDONS)),
     FaultKind("command_dropout", "stream", ("command_watchdog",),
-              "the controller's commands stop reaching the tendon driver"),
+              "the controller's commands stop reaching the tendon driver", (_TENDONS,)),
     FaultKind("command_nan", "controller", ("command_invalid",),
               "the controller's command holds a NaN"),
     FaultKind("command_overrange", "controller", ("command_saturated",),
@@ -148,6 +158,7 @@ class FaultInjector:
         self._joint = {"pot_stuck": joints.index(config.stuck_joint),
                        "pot_nan": joints.index(config.nan_joint),
                        "pot_out_of_range": joints.index(config.out_of_range_joint)}.get(name, 0)
+        self.origin_s = 0.0  # the stamp of time 0 of the run [s]
         self.onset_s: float | None = None  # when the fault first touched the data [s]
         self._frozen: float | None = None  # the stuck potentiometer's count
         self._snap_encoder: float | None = None  # the snapped tendon's encoder count at t0
@@ -156,7 +167,8 @@ class FaultInjector:
         self._qp_limited = False
 
     def active(self, t_s: float) -> bool:
-        return self.start_s <= t_s < self.end_s
+        """Whether the fault is on at stamp ``t_s`` [s]."""
+        return self.start_s <= t_s - self.origin_s < self.end_s
 
     @property
     def target(self) -> str:
@@ -175,8 +187,9 @@ class FaultInjector:
         return self.tendon
 
     def _mark(self, t_s: float) -> None:
+        """The fault touched the data at stamp ``t_s`` [s] (kept in run time)."""
         if self.onset_s is None:
-            self.onset_s = t_s
+            self.onset_s = t_s - self.origin_s
 
     # -- the mock arm (MockFaultHook) ---------------------------------------------------------
     def potentiometers(self, counts: FloatArray, t_s: float) -> FloatArray:
@@ -187,10 +200,10 @@ class FaultInjector:
                 return counts
             if self._frozen is None:
                 self._frozen = float(counts[self._joint])
-                self._mark(self.start_s)
+                self._mark(self.origin_s + self.start_s)
             counts[self._joint] = self._frozen
         elif name in ("pot_nan", "pot_out_of_range") and self.active(t_s):
-            self._mark(self.start_s)
+            self._mark(self.origin_s + self.start_s)
             counts[self._joint] = math.nan if name == "pot_nan" \
                 else self.config.out_of_range_counts
         return counts
@@ -206,7 +219,7 @@ class FaultInjector:
             self._snap_encoder = float(encoder[i])
         # the free winch winds the tendon in: the measured length falls at the no-load speed
         # (encoder counts grow by sign * counts_per_m per metre wound in)
-        wound_m = self.config.runaway_speed_m_s * (t_s - self.start_s)
+        wound_m = self.config.runaway_speed_m_s * (t_s - self.origin_s - self.start_s)
         encoder[i] = np.rint(self._snap_encoder + cal.encoder_sign[i]
                              * cal.encoder_counts_per_m[i] * wound_m)
         return encoder, loadcell
@@ -215,10 +228,10 @@ class FaultInjector:
         if not self.active(t_s):
             return
         if self.name == "tendon_snap":
-            self._mark(self.start_s)
+            self._mark(self.origin_s + self.start_s)
             tension_n[self._pick_tendon(tension_n)] = 0.0
         elif self.name == "actuator_saturation":
-            self._mark(self.start_s)
+            self._mark(self.origin_s + self.start_s)
             i = self._pick_tendon(tension_n)
             tension_n[i] = min(tension_n[i], self.config.saturation_cap_n)
 

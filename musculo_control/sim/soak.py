@@ -45,9 +45,9 @@ from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.model.config import spec
 from musculo_control.model.robot import Robot
 from musculo_control.sim.experiments import Setup, start_pose
+from musculo_control.sim.rig import Rig
 from musculo_control.sim.runner import LoopState
 from musculo_control.sim.supervised_loop import (
-    SupervisedRig,
     check_start_pose,
     load_reliability_section,
 )
@@ -139,7 +139,7 @@ class Segment:
 class SoakSchedule:
     """Random reachable goals and pushes, generated as time goes (constant memory)."""
 
-    def __init__(self, rig: SupervisedRig, cfg: SoakConfig, q0: FloatArray) -> None:
+    def __init__(self, rig: Rig, cfg: SoakConfig, q0: FloatArray) -> None:
         self.cfg = cfg
         self.rig = rig
         self.rng = np.random.default_rng(cfg.seed)
@@ -341,13 +341,13 @@ def _percentiles(values: FloatArray) -> dict[str, float]:
 def run_soak(setup: Setup, cfg: SoakConfig, safety_overrides: dict[str, Any] | None = None,
              progress: Callable[[str], None] | None = None) -> SoakReport:
     """Run the soak (see the module docstring)."""
-    rig = SupervisedRig(setup, cfg.controller, safety_overrides)
+    rig = Rig(setup, cfg.controller, safety_overrides=safety_overrides)
     q0 = start_pose(setup.robot, cfg.start_pose)
     schedule = SoakSchedule(rig, cfg, q0)
     loop = rig.loop()
     loop.reset(q0, schedule.goal_at(0.0))
     supervisor = rig.supervisor
-    control_hz = setup.experiments.runner.control_rate_hz
+    control_hz = rig.parts.controller.loop.control_rate_hz
     n_ticks = math.ceil(cfg.duration_s * control_hz) + 1
     shortest = cfg.move_s[0] + min(cfg.hold_s[0], cfg.rest_s)
     observer = _Observer(cfg, n_ticks, int(cfg.duration_s / shortest) + 2)

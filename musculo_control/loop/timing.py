@@ -1,4 +1,11 @@
-"""Tick timing of a periodic loop: period, jitter, compute time, overruns and GC pauses.
+"""Tick timing of a periodic loop: when to tick (:class:`Schedule`), and how the ticks went
+(period, jitter, compute time, overruns and GC pauses).
+
+:class:`Schedule` decides, from explicit times, when a periodic job runs: on a drift-free grid
+of deadlines while it keeps up; after a stall it runs once, counts the deadlines it missed as
+skipped and starts a new grid from that tick, so a stall never bunches ticks together. The
+node's tick loop (wall clock or simulated time) and the tests (a fake clock) use the same
+object.
 
 Pure bookkeeping with explicit times (the node passes ``time.perf_counter()``), so the same
 code measures a ROS timer, a test's fake clock or a benchmark. A window collects ticks until
@@ -19,6 +26,7 @@ other source of stalls in a Python control loop.
 from __future__ import annotations
 
 import gc
+import math
 import time
 from typing import Any, NamedTuple
 
@@ -29,6 +37,46 @@ from musculo_control.errors import InputError
 from musculo_control.records import Field, RecordLayout
 
 FloatArray = npt.NDArray[np.float64]
+
+
+class Schedule:
+    """Deadlines of one periodic job (see the module docstring).
+
+    ``late_fraction``: a tick that starts more than this fraction of a period after its
+    deadline is late: counted, and the grid restarts from it (``now + period``), so the next
+    tick comes a whole period later instead of bunching behind it. Deadlines that passed
+    entirely without a tick are counted as skipped.
+    """
+
+    def __init__(self, period_s: float, start_s: float, late_fraction: float = 0.25) -> None:
+        if not (period_s > 0.0 and math.isfinite(period_s)):
+            raise InputError("Schedule period_s", "a finite period > 0 [s]", period_s)
+        if not 0.0 < late_fraction < 1.0:
+            raise InputError("Schedule late_fraction", "a fraction in (0, 1)", late_fraction)
+        self.period_s = float(period_s)
+        self.next_s = float(start_s)  # the next deadline [s]
+        self._late_s = late_fraction * self.period_s
+        self.ticks = 0  # ticks run
+        self.late = 0  # ticks that started late (the grid restarted from them)
+        self.skipped = 0  # deadlines that passed without a tick
+
+    def due(self, now_s: float) -> bool:
+        """Whether the job runs at ``now_s``; if so, the next deadline is set."""
+        if not now_s >= self.next_s:  # also refuses NaN
+            return False
+        lateness = now_s - self.next_s
+        if lateness > self._late_s:
+            self.late += 1
+            self.skipped += int(lateness // self.period_s)
+            self.next_s = now_s + self.period_s
+        else:
+            self.next_s += self.period_s
+        self.ticks += 1
+        return True
+
+    def wait_s(self, now_s: float) -> float:
+        """Time until the next deadline (0 when due) [s]."""
+        return max(0.0, self.next_s - now_s)
 
 
 class TimingSummary(NamedTuple):

@@ -1,0 +1,146 @@
+"""One control step: the newest inputs and the goal in, the tension command and a report out.
+
+The 125 Hz step of the paper's QP thread with the safety supervisor around it, exactly as
+``activation_qp_node`` runs it on the robot and the ROS-free runner in simulation:
+
+- inputs arrive as they come (:meth:`ControlStep.receive_joints`, ``receive_tendons``,
+  ``receive_snapshot``, ``offer_goal``); each stream keeps its newest in-order message
+  (:class:`~musculo_control.loop.streams.Latest`);
+- :meth:`ControlStep.tick` hands the newest of each to the
+  :class:`~musculo_control.safety.supervisor.Supervisor`, which checks every input against
+  safety.yaml, ticks the controller (paper eq. 9-17), checks its command and answers with the
+  command to send (minimum tension on any fault) and a :class:`SafetyReport`;
+- what the tendon driver will make of the commands (clamp, rate limit, watchdog) is predicted
+  by a second :class:`~musculo_control.hardware.tendon_driver.TendonDriver` built from the same
+  configuration, so that the supervisor's tendon monitor knows what each load cell should read
+  without listening to the driver's output.
+
+``fused`` (controller.yaml ``loop.fused_dynamics``): the step computes a fresh dynamics
+snapshot from the newest joint state at every tick instead of using the 20 Hz one, so the
+snapshot is never older than the joint state.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from musculo_control.control.controller import Controller
+from musculo_control.control.output import ControlOutput
+from musculo_control.errors import InputError
+from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnapshot
+from musculo_control.hardware.potentiometer import PotentiometerReading
+from musculo_control.hardware.tendon_driver import TendonDriver, TendonState
+from musculo_control.loop.health import Health
+from musculo_control.loop.streams import Latest
+from musculo_control.safety.supervisor import SafetyReport, Supervisor
+
+JOINTS_TOPIC = "joint_states"
+TENDONS_TOPIC = "muscle_states"
+DYNAMICS_TOPIC = "dynamics"
+COMMAND_TOPIC = "muscle_commands"
+
+
+class StepResult(NamedTuple):
+    """What one tick sends (``output.tension_n``) and why."""
+
+    output: ControlOutput
+    report: SafetyReport
+
+
+class ControlStep:
+    """See the module docstring."""
+
+    def __init__(self, controller: Controller, supervisor: Supervisor, driver: TendonDriver,
+                 estimator: DynamicsEstimator | None = None, warn_throttle_s: float = 1.0) -> None:
+        self.controller = controller
+        self.supervisor = supervisor
+        # the driver's rules, fed with our own commands; its state watchdog is the real
+        # driver's business (this one never reads the arm)
+        self.driver_model = TendonDriver(driver.calibration, driver.config)
+        self.estimator = estimator
+        self.joints: Latest[PotentiometerReading] = Latest(JOINTS_TOPIC)
+        self.tendons: Latest[TendonState] = Latest(TENDONS_TOPIC)
+        self.snapshots: Latest[DynamicsSnapshot] = Latest(DYNAMICS_TOPIC)
+        self.health = Health("controller", warn_throttle_s)
+        self.last: StepResult | None = None
+        self.ticks = 0
+        self.unsafe_ticks = 0  # ticks that sent minimum tension
+
+    @property
+    def fused(self) -> bool:
+        return self.estimator is not None
+
+    def reset(self, now_s: float) -> None:
+        """Forget every input and start afresh at ``now_s`` [s] (actuators at minimum)."""
+        self.controller.reset()
+        self.supervisor.reset(now_s)
+        self.driver_model.reset()
+        for stream in (self.joints, self.tendons, self.snapshots):
+            stream.reset()
+        self.last = None
+        self.ticks = self.unsafe_ticks = 0
+
+    # -- inputs ---------------------------------------------------------------------------------
+    def receive_joints(self, reading: PotentiometerReading) -> None:
+        late = self.joints.offer(reading.stamp_s, reading)
+        if late is not None:
+            self.health.refuse(JOINTS_TOPIC, late, reading.stamp_s)
+
+    def receive_tendons(self, state: TendonState) -> None:
+        late = self.tendons.offer(state.stamp_s, state)
+        if late is not None:
+            self.health.refuse(TENDONS_TOPIC, late, state.stamp_s)
+            return
+        sent = self.driver_model.output(state.stamp_s)
+        self.supervisor.driver_sent(state.stamp_s, sent.tension_n)
+        self.supervisor.tendon_sample(state)
+
+    def receive_snapshot(self, snapshot: DynamicsSnapshot) -> None:
+        if snapshot.stamp_s == self.snapshots.stamp_s:
+            return  # the same snapshot again (a retransmission): nothing new
+        late = self.snapshots.offer(snapshot.stamp_s, snapshot)
+        if late is not None:
+            self.health.refuse(DYNAMICS_TOPIC, late, snapshot.stamp_s)
+
+    def offer_goal(self, goal: object, stamp_s: float, now_s: float,
+                   frame_id: str | None = None) -> bool:
+        """A hand goal (:class:`~musculo_control.control.goal.HandGoal` or a raw
+        :class:`~musculo_control.safety.goal_gate.GoalRequest`) received at ``now_s`` [s];
+        whether it was accepted (a refusal is reported at the next tick)."""
+        return self.supervisor.offer_goal(goal, stamp_s, now_s, frame_id)
+
+    def acknowledge(self) -> tuple[str, ...]:
+        """An operator clears the latched faults; the rule names cleared."""
+        return tuple(f.rule for f in self.supervisor.acknowledge())
+
+    # -- the tick -------------------------------------------------------------------------------
+    def tick(self, now_s: float) -> StepResult:
+        """The command to send at ``now_s`` [s] and its report; never raises."""
+        joints = self.joints.value
+        snapshot = self.snapshots.value
+        if self.estimator is not None:
+            snapshot = None
+            if joints is not None and joints.ok:
+                try:
+                    snapshot = self.estimator.compute(joints.q_rad, joints.qd_rad_s,
+                                                      joints.stamp_s)
+                except InputError:
+                    snapshot = None  # the supervisor reports the joint state itself
+        out, report = self.supervisor.tick(now_s, self.controller, joints=joints,
+                                           tendons=self.tendons.value, snapshot=snapshot)
+        self.driver_model.command(out.tension_n, now_s)
+        self.ticks += 1
+        if not report.ok:
+            self.unsafe_ticks += 1
+        self.health.set(report.level, report.summary(), now_s)
+        result = StepResult(out, report)
+        self.last = result
+        return result
+
+    def values(self) -> dict[str, str]:
+        sup = self.supervisor
+        return {"state": sup.state, "ticks": str(self.ticks),
+                "minimum-tension ticks": str(self.unsafe_ticks),
+                "goals refused": str(sup.goals.refused),
+                "latched": ", ".join(f.rule for f in sup.report.latched) if sup.report else "",
+                **self.health.values()}

@@ -1,0 +1,76 @@
+"""The 20 Hz dynamics snapshot from the newest joint state (``dynamics_node``'s logic).
+
+At each tick it takes the newest joint state and, unless that is older than the safety
+limit ``joint_state_timeout_s`` or is the very sample the previous snapshot came from,
+computes the snapshot (:class:`~musculo_control.estimation.snapshot.DynamicsEstimator`) stamped
+with that joint state's stamp. Publishing a second snapshot of one sample would only be
+refused downstream as out of order; a stale sample gives no snapshot, and the controller's
+supervisor then sees the snapshot age and falls back by itself.
+"""
+
+from __future__ import annotations
+
+from musculo_control.errors import InputError
+from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnapshot
+from musculo_control.hardware.potentiometer import PotentiometerReading
+from musculo_control.loop.health import ERROR, OK, WARN, Health
+from musculo_control.loop.streams import Latest
+
+IN_TOPIC = "joint_states"
+OUT_TOPIC = "dynamics"
+
+
+class DynamicsStage:
+    """See the module docstring."""
+
+    def __init__(self, estimator: DynamicsEstimator, joint_state_timeout_s: float,
+                 warn_throttle_s: float = 1.0) -> None:
+        self.estimator = estimator
+        self.joint_state_timeout_s = joint_state_timeout_s
+        self.joints: Latest[PotentiometerReading] = Latest(IN_TOPIC)
+        self.health = Health("dynamics", warn_throttle_s)
+        self.reset()
+
+    def reset(self) -> None:
+        self.joints.reset()
+        self._last_source_s: float | None = None
+        self.published = 0
+        self.damped = 0
+
+    def receive_joints(self, reading: PotentiometerReading) -> None:
+        late = self.joints.offer(reading.stamp_s, reading)
+        if late is not None:
+            self.health.refuse(IN_TOPIC, late, reading.stamp_s)
+
+    def tick(self, now_s: float) -> DynamicsSnapshot | None:
+        """The snapshot to publish at ``now_s`` [s], or ``None`` (see the module docstring)."""
+        joints = self.joints.value
+        if joints is None:
+            self.health.set(WARN, f"no {IN_TOPIC} yet", now_s)
+            return None
+        age = self.joints.age_s(now_s)
+        if not age <= self.joint_state_timeout_s:
+            self.health.set(ERROR, f"{IN_TOPIC} {age * 1e3:.1f} ms old (limit "
+                                   f"{self.joint_state_timeout_s * 1e3:.0f} ms): no snapshot",
+                            now_s)
+            return None
+        if joints.stamp_s == self._last_source_s:
+            return None
+        try:
+            snap = self.estimator.compute(joints.q_rad, joints.qd_rad_s, joints.stamp_s)
+        except InputError as exc:
+            self.health.set(ERROR, f"snapshot not computed: {exc}", now_s)
+            return None
+        self._last_source_s = joints.stamp_s
+        self.published += 1
+        if snap.damped:
+            self.damped += 1
+            self.health.set(WARN, f"near-singular task: damped inverse (smallest eigenvalue "
+                                  f"{snap.min_task_eigenvalue:.2e})", now_s)
+        else:
+            self.health.set(OK, "publishing snapshots", now_s)
+        return snap
+
+    def values(self) -> dict[str, str]:
+        return {"published": str(self.published), "damped": str(self.damped),
+                **self.health.values()}

@@ -1,0 +1,79 @@
+"""Input streams of a stage: stamps in order, the newest message kept, its age known.
+
+Every stage takes each of its inputs through one :class:`Latest`, so the ordering rule of a
+message stream and the age of its newest sample are decided in one place for the whole loop:
+by the runner in simulated time and by the nodes on the ROS clock (stamps as float seconds;
+``Stamp.seconds`` of a ROS stamp).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class StampOrder:
+    """Accepts a stream's stamps only in increasing order.
+
+    ``strict`` (sensor streams): each stamp must come after the previous accepted one; a
+    repeated stamp is a duplicate. Otherwise (goals, set by hand) an equal stamp passes, an
+    earlier one does not. ``allow_zero``: a zero stamp (a message published without one, as
+    ``ros2 topic pub`` does) is accepted and does not move the reference.
+    """
+
+    def __init__(self, what: str, *, strict: bool = True, allow_zero: bool = False) -> None:
+        self.what = what
+        self.strict = strict
+        self.allow_zero = allow_zero
+        self.last_s: float | None = None
+
+    def reset(self) -> None:
+        self.last_s = None
+
+    def check(self, stamp_s: float) -> str | None:
+        """Why a message stamped ``stamp_s`` [s] is refused, or ``None`` (it becomes the
+        reference)."""
+        if not math.isfinite(stamp_s):
+            return f"{self.what}: stamp {stamp_s} is not a finite time"
+        if stamp_s == 0.0:
+            return None if self.allow_zero else f"{self.what}: stamp is zero (not set)"
+        last = self.last_s
+        if last is not None and (stamp_s < last or (self.strict and stamp_s == last)):
+            word = "before" if stamp_s < last else "equal to"
+            return (f"{self.what}: stamp {stamp_s:.6f} s {word} the previous {last:.6f} s "
+                    f"(out of order)")
+        self.last_s = stamp_s
+        return None
+
+
+class Latest(Generic[T]):
+    """The newest in-order message of one stream, with its stamp."""
+
+    def __init__(self, what: str, *, strict: bool = True, allow_zero: bool = False) -> None:
+        self.what = what
+        self.order = StampOrder(what, strict=strict, allow_zero=allow_zero)
+        self.value: T | None = None
+        self.stamp_s = -math.inf
+        self.count = 0  # messages accepted
+
+    def reset(self) -> None:
+        self.order.reset()
+        self.value = None
+        self.stamp_s = -math.inf
+        self.count = 0
+
+    def offer(self, stamp_s: float, value: T) -> str | None:
+        """Keep ``value`` if its stamp is in order; else why it was refused."""
+        late = self.order.check(stamp_s)
+        if late is not None:
+            return late
+        self.value = value
+        self.stamp_s = stamp_s
+        self.count += 1
+        return None
+
+    def age_s(self, now_s: float) -> float:
+        """Time since the newest message's stamp (inf before the first) [s]."""
+        return now_s - self.stamp_s
