@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from rosbags_messages import RosbagsMessages
 
+from musculo_control.loop.health import ERROR
 from musculo_control.nodes import conversions as cv
 from musculo_control.records import Dim
 from musculo_control.stamps import Stamp
@@ -118,7 +119,7 @@ def test_marker_array_one_line_strip_per_muscle(msgs):
 
 
 def test_diagnostic_array_round_trip(msgs):
-    status = cv.Status(cv.ERROR, "musculo_control: activation_qp_node", "minimum tension: x",
+    status = cv.Status(ERROR, "musculo_control: activation_qp_node", "minimum tension: x",
                        "controller", {"ticks": "12"})
     back = msgs.round_trip(cv.diagnostic_array_msg(msgs, Stamp(3, 0), [status]),
                            "diagnostic_msgs/msg/DiagnosticArray")

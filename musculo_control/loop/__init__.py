@@ -17,5 +17,6 @@ runner (:mod:`musculo_control.sim.runner`) composes the very same objects in sim
 A node only converts messages, keeps time and publishes; what a stage decides (which input it
 refuses, when it falls back to minimum tension, what it reports) is decided here, once.
 :mod:`~musculo_control.loop.timing` holds the tick schedule both use, and
-:mod:`~musculo_control.loop.graph` the one description of the node graph.
+:mod:`~musculo_control.loop.build` builds every stage from a config folder.
+:mod:`musculo_control.nodes.graph` describes the node graph itself, once.
 """

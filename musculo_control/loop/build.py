@@ -93,7 +93,7 @@ def control_step(parts: LoopParts, controller_name: str, *, use_goal_orientation
     ctrl = with_controller if with_controller is not None else controller(parts, controller_name)
     estimator = (DynamicsEstimator(parts.robot, ctrl_cfg.task)
                  if ctrl_cfg.loop.fused_dynamics else None)
-    return ControlStep(ctrl, supervisor, driver, estimator, warn_throttle_s)
+    return ControlStep(ctrl, supervisor, estimator, warn_throttle_s)
 
 
 def mock_stage(parts: LoopParts, config: MockArmConfig, seed: int | None = None,

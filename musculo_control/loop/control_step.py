@@ -10,10 +10,10 @@ The 125 Hz step of the paper's QP thread with the safety supervisor around it, e
   :class:`~musculo_control.safety.supervisor.Supervisor`, which checks every input against
   safety.yaml, ticks the controller (paper eq. 9-17), checks its command and answers with the
   command to send (minimum tension on any fault) and a :class:`SafetyReport`;
-- what the tendon driver will make of the commands (clamp, rate limit, watchdog) is predicted
-  by a second :class:`~musculo_control.hardware.tendon_driver.TendonDriver` built from the same
-  configuration, so that the supervisor's tendon monitor knows what each load cell should read
-  without listening to the driver's output.
+- what the tendon driver actually sent to the actuators (``hw/tendon_commands``,
+  :meth:`ControlStep.receive_sent`) goes to the supervisor's tendon monitor, which then knows
+  what each load cell should read; and its silence is a fault of its own (a dead driver).
+  Tendon samples and driver outputs reach the monitor in stamp order.
 
 ``fused`` (controller.yaml ``loop.fused_dynamics``): the step computes a fresh dynamics
 snapshot from the newest joint state at every tick instead of using the 20 Hz one, so the
@@ -24,20 +24,26 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
 from musculo_control.control.controller import Controller
 from musculo_control.control.output import ControlOutput
 from musculo_control.errors import InputError
 from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnapshot
 from musculo_control.hardware.potentiometer import PotentiometerReading
-from musculo_control.hardware.tendon_driver import TendonDriver, TendonState
+from musculo_control.hardware.tendon_driver import TendonState
 from musculo_control.loop.health import Health
 from musculo_control.loop.streams import Latest
 from musculo_control.safety.supervisor import SafetyReport, Supervisor
+
+FloatArray = npt.NDArray[np.float64]
 
 JOINTS_TOPIC = "joint_states"
 TENDONS_TOPIC = "muscle_states"
 DYNAMICS_TOPIC = "dynamics"
 COMMAND_TOPIC = "muscle_commands"
+SENT_TOPIC = "hw/tendon_commands"
 
 
 class StepResult(NamedTuple):
@@ -50,17 +56,17 @@ class StepResult(NamedTuple):
 class ControlStep:
     """See the module docstring."""
 
-    def __init__(self, controller: Controller, supervisor: Supervisor, driver: TendonDriver,
+    def __init__(self, controller: Controller, supervisor: Supervisor,
                  estimator: DynamicsEstimator | None = None, warn_throttle_s: float = 1.0) -> None:
         self.controller = controller
         self.supervisor = supervisor
-        # the driver's rules, fed with our own commands; its state watchdog is the real
-        # driver's business (this one never reads the arm)
-        self.driver_model = TendonDriver(driver.calibration, driver.config)
         self.estimator = estimator
         self.joints: Latest[PotentiometerReading] = Latest(JOINTS_TOPIC)
         self.tendons: Latest[TendonState] = Latest(TENDONS_TOPIC)
         self.snapshots: Latest[DynamicsSnapshot] = Latest(DYNAMICS_TOPIC)
+        self.sent: Latest[FloatArray] = Latest(SENT_TOPIC)
+        # tendon samples and driver outputs since the last tick, for the monitor in stamp order
+        self._events: list[tuple[float, int, object]] = []
         self.health = Health("controller", warn_throttle_s)
         self.last: StepResult | None = None
         self.ticks = 0
@@ -74,9 +80,9 @@ class ControlStep:
         """Forget every input and start afresh at ``now_s`` [s] (actuators at minimum)."""
         self.controller.reset()
         self.supervisor.reset(now_s)
-        self.driver_model.reset()
-        for stream in (self.joints, self.tendons, self.snapshots):
+        for stream in (self.joints, self.tendons, self.snapshots, self.sent):
             stream.reset()
+        self._events.clear()
         self.last = None
         self.ticks = self.unsafe_ticks = 0
 
@@ -91,9 +97,26 @@ class ControlStep:
         if late is not None:
             self.health.refuse(TENDONS_TOPIC, late, state.stamp_s)
             return
-        sent = self.driver_model.output(state.stamp_s)
-        self.supervisor.driver_sent(state.stamp_s, sent.tension_n)
-        self.supervisor.tendon_sample(state)
+        self._events.append((state.stamp_s, 1, state))
+
+    def receive_sent(self, stamp_s: float, tension_n: FloatArray) -> None:
+        """What the tendon driver sent to the actuators at ``stamp_s`` [s] ([N], all muscles)."""
+        late = self.sent.offer(stamp_s, tension_n)
+        if late is not None:
+            self.health.refuse(SENT_TOPIC, late, stamp_s)
+            return
+        self._events.append((stamp_s, 0, tension_n))
+
+    def _feed_monitor(self) -> None:
+        """Driver outputs and tendon samples to the tendon monitor, oldest first (an output
+        before a sample of the same instant)."""
+        sup = self.supervisor
+        for stamp, kind, item in sorted(self._events, key=lambda e: (e[0], e[1])):
+            if kind == 0:
+                sup.driver_sent(stamp, item)  # type: ignore[arg-type]
+            else:
+                sup.tendon_sample(item)  # type: ignore[arg-type]
+        self._events.clear()
 
     def receive_snapshot(self, snapshot: DynamicsSnapshot) -> None:
         if snapshot.stamp_s == self.snapshots.stamp_s:
@@ -126,9 +149,10 @@ class ControlStep:
                                                       joints.stamp_s)
                 except InputError:
                     snapshot = None  # the supervisor reports the joint state itself
+        self._feed_monitor()
         out, report = self.supervisor.tick(now_s, self.controller, joints=joints,
-                                           tendons=self.tendons.value, snapshot=snapshot)
-        self.driver_model.command(out.tension_n, now_s)
+                                           tendons=self.tendons.value, snapshot=snapshot,
+                                           driver_stamp_s=self.sent.stamp_s)
         self.ticks += 1
         if not report.ok:
             self.unsafe_ticks += 1

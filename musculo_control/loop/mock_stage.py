@@ -71,6 +71,12 @@ class MockStage:
         """The stamp of the current physics step [s]."""
         return self.arm.time_s
 
+    def skip(self, seconds: float) -> None:
+        """Time that physics did not run (a real-time mock that fell behind): the stamps jump
+        forward by it, so they stay the clock's time of the sample."""
+        self.stamp0_s += seconds
+        self.arm.stamp0_s += seconds
+
     def receive_command(self, driver_units: npt.ArrayLike) -> None:
         """Target tensions in driver units, as the actuator modules take them."""
         try:

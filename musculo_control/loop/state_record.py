@@ -11,16 +11,21 @@ import numpy.typing as npt
 
 from musculo_control.control.output import ControlOutput
 from musculo_control.records import Field, RecordLayout
+from musculo_control.safety.supervisor import SafetyReport
 
 FloatArray = npt.NDArray[np.float64]
 
-SCHEMA = "controller_state_v1"
+SCHEMA = "controller_state_v2"
+#: ``supervisor_state`` codes of the record.
+STATE_CODES = {"running": 0.0, "fault": 1.0, "holding": 2.0, "latched": 3.0}
 
 
 def controller_state_layout(n_joints: int) -> RecordLayout:
     n = n_joints
     return RecordLayout(SCHEMA, [
         Field("ok", ()),  # 1.0 when the tick commanded the controller's tensions, else 0.0
+        Field("supervisor_state", ()),  # STATE_CODES: running 0, fault 1, holding 2, latched 3
+        Field("safety_level", ()),  # diagnostic level of the safety report: 0 OK, 1 WARN, 2 ERROR
         Field("iterations", ()),  # QP solver iterations
         Field("solve_time_s", ()),  # QP solve time [s]
         Field("compute_time_s", ()),  # whole controller tick [s]
@@ -36,11 +41,14 @@ def controller_state_layout(n_joints: int) -> RecordLayout:
     ])
 
 
-def controller_state_values(out: ControlOutput,
+def controller_state_values(out: ControlOutput, report: SafetyReport,
                             tick_period_s: float) -> dict[str, npt.ArrayLike | float]:
-    """Field values of one tick's output, for :func:`controller_state_layout`."""
+    """Field values of one tick's output and safety report, for
+    :func:`controller_state_layout`."""
     return {
-        "ok": 1.0 if out.ok else 0.0,
+        "ok": 1.0 if report.ok else 0.0,
+        "supervisor_state": STATE_CODES[report.state],
+        "safety_level": float(report.level),
         "iterations": float(out.iterations),
         "solve_time_s": out.solve_time_s,
         "compute_time_s": out.compute_time_s,

@@ -39,6 +39,10 @@ from musculo_control.records import Field, RecordLayout
 FloatArray = npt.NDArray[np.float64]
 
 
+#: Tolerance of a deadline [s] (rounding of float sums, far below any period).
+_EPS_S = 1e-6
+
+
 class Schedule:
     """Deadlines of one periodic job (see the module docstring).
 
@@ -61,8 +65,11 @@ class Schedule:
         self.skipped = 0  # deadlines that passed without a tick
 
     def due(self, now_s: float) -> bool:
-        """Whether the job runs at ``now_s``; if so, the next deadline is set."""
-        if not now_s >= self.next_s:  # also refuses NaN
+        """Whether the job runs at ``now_s``; if so, the next deadline is set.
+
+        A deadline counts as reached within :data:`_EPS_S` (a timer of the ROS clock fires at
+        the exact nanosecond that a deadline summed in floats may miss by a rounding)."""
+        if not now_s >= self.next_s - _EPS_S:  # also refuses NaN
             return False
         lateness = now_s - self.next_s
         if lateness > self._late_s:

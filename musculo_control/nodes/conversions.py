@@ -35,9 +35,6 @@ from musculo_control.stamps import Stamp
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
 
-#: diagnostic_msgs/DiagnosticStatus levels.
-OK, WARN, ERROR, STALE = 0, 1, 2, 3
-LEVEL_NAMES = {OK: "OK", WARN: "WARN", ERROR: "ERROR", STALE: "STALE"}
 #: visualization_msgs/Marker constants used here.
 MARKER_LINE_STRIP = 4
 MARKER_ADD = 0
@@ -283,6 +280,69 @@ def vector3_stamped_msg(types: MessageFactory, stamp: Stamp, frame_id: str,
     x, y, z = (float(v) for v in np.asarray(vector, dtype=float).reshape(3))
     return types.new("geometry_msgs/msg/Vector3Stamped", header=header_msg(types, stamp, frame_id),
                      vector=types.new("geometry_msgs/msg/Vector3", x=x, y=y, z=z))
+
+
+# -- hand goals with their feed-forward ---------------------------------------------------------
+class GoalPoint(NamedTuple):
+    """One hand goal with velocity and acceleration (paper eq. 14), as numbers."""
+
+    stamp: Stamp
+    frame_id: str
+    position_m: FloatArray  # (3,)
+    quaternion_xyzw: FloatArray  # (4,)
+    velocity_m_s: FloatArray  # (3,) linear part of the twist
+    acceleration_m_s2: FloatArray  # (3,) linear part of the acceleration
+
+
+def _vector3(types: MessageFactory, v: npt.ArrayLike) -> Any:
+    x, y, z = (float(c) for c in np.asarray(v, dtype=float).reshape(3))
+    return types.new("geometry_msgs/msg/Vector3", x=x, y=y, z=z)
+
+
+def goal_trajectory_msg(types: MessageFactory, stamp: Stamp, frame_id: str, point_name: str,
+                        position_m: npt.ArrayLike, quaternion_xyzw: npt.ArrayLike,
+                        velocity_m_s: npt.ArrayLike, acceleration_m_s2: npt.ArrayLike) -> Any:
+    """A ``trajectory_msgs/MultiDOFJointTrajectory`` holding one point: the goal's pose,
+    velocity and acceleration (angular parts zero), ``point_name`` its one joint name."""
+    p = np.asarray(position_m, dtype=float).reshape(3)
+    q = [float(c) for c in np.asarray(quaternion_xyzw, dtype=float).reshape(4)]
+    zero = np.zeros(3)
+    transform = types.new(
+        "geometry_msgs/msg/Transform", translation=_vector3(types, p),
+        rotation=types.new("geometry_msgs/msg/Quaternion", x=q[0], y=q[1], z=q[2], w=q[3]))
+    point = types.new(
+        "trajectory_msgs/msg/MultiDOFJointTrajectoryPoint", transforms=[transform],
+        velocities=[types.new("geometry_msgs/msg/Twist", linear=_vector3(types, velocity_m_s),
+                              angular=_vector3(types, zero))],
+        accelerations=[types.new("geometry_msgs/msg/Twist",
+                                 linear=_vector3(types, acceleration_m_s2),
+                                 angular=_vector3(types, zero))],
+        time_from_start=types.new("builtin_interfaces/msg/Duration", sec=0, nanosec=0))
+    return types.new("trajectory_msgs/msg/MultiDOFJointTrajectory",
+                     header=header_msg(types, stamp, frame_id), joint_names=[point_name],
+                     points=[point])
+
+
+def read_goal_trajectory(msg: Any, topic: str) -> GoalPoint | str:
+    """The goal of a one-point ``MultiDOFJointTrajectory``, or why it is refused (a sentence
+    naming ``topic``). Missing velocities or accelerations count as zero."""
+    names = list(msg.joint_names)
+    points = list(msg.points)
+    if len(names) != 1 or len(points) != 1:
+        return (f"{topic}: expected one joint name and one point (the goal now), received "
+                f"{len(names)} names and {len(points)} points")
+    point = points[0]
+    if len(point.transforms) != 1 or len(point.velocities) > 1 or len(point.accelerations) > 1:
+        return (f"{topic}: expected one transform and at most one velocity and acceleration, "
+                f"received {len(point.transforms)}, {len(point.velocities)} and "
+                f"{len(point.accelerations)}")
+    t = point.transforms[0]
+    o = t.rotation
+    velocity = read_point(point.velocities[0].linear) if point.velocities else np.zeros(3)
+    acceleration = (read_point(point.accelerations[0].linear) if point.accelerations
+                    else np.zeros(3))
+    return GoalPoint(stamp_of(msg), str(msg.header.frame_id), read_point(t.translation),
+                     np.array([o.x, o.y, o.z, o.w], dtype=float), velocity, acceleration)
 
 
 def read_point(msg: Any) -> FloatArray:

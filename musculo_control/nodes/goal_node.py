@@ -1,14 +1,19 @@
-"""goal_node: hand goals on ``hand_goal`` (PoseStamped) from RViz or from a trajectory file.
+"""goal_node: hand goals from RViz or from a trajectory file.
 
-- ``mode: interactive`` (the paper's simple GUI): an interactive marker at the hand, which
-  the user drags (and turns) in RViz (InteractiveMarkers display, namespace ``hand_goal``);
-  every pose it reports while dragging becomes a goal.
-- ``mode: trajectory``: plays ``trajectory_file``
-  (:mod:`musculo_control.loop.trajectory_file`) from the hand pose at the first joint state,
-  publishing the goal at ``publish_rate_hz`` until the last waypoint.
+- ``mode: trajectory``: plays ``trajectory_file`` (:mod:`musculo_control.loop.trajectory_file`)
+  from the hand pose at the first joint state, publishing at ``publish_rate_hz`` on
+  ``hand_goal/trajectory`` (trajectory_msgs/MultiDOFJointTrajectory, one point: the pose with
+  its velocity and acceleration, the feed-forward of paper eq. 14). Between two points the QP
+  node moves the goal along that feed-forward, so tracking does not depend on this rate.
+- ``mode: interactive`` (the paper's simple GUI): an interactive marker at the hand, which the
+  user drags (and turns) in RViz (InteractiveMarkers display, namespace ``hand_goal``); every
+  pose it reports while dragging goes out on ``hand_goal`` (PoseStamped). Needs the
+  ``interactive_markers`` package of a ROS 2 distribution; without it the node refuses to
+  start and says so.
 - ``mode: none``: publishes nothing (goals come from elsewhere, e.g. a test).
 
-Goals outside the workspace are not sent (a warning says why); the QP node checks them again.
+A trajectory with a waypoint outside the workspace is not played (the error says which); every
+goal is judged again by the QP node's goal gate.
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import MultiDOFJointTrajectory
 from visualization_msgs.msg import (
     InteractiveMarker,
     InteractiveMarkerControl,
@@ -29,8 +34,8 @@ from visualization_msgs.msg import (
 
 from musculo_control.control.controller import load_controller_config
 from musculo_control.control.fresh_state import FreshStateEstimator
-from musculo_control.control.goal import HandGoal, check_goal
-from musculo_control.errors import ConfigError, InputError
+from musculo_control.errors import ConfigError
+from musculo_control.loop.health import ERROR, OK, Health
 from musculo_control.loop.trajectory_file import GoalTrajectory, load_trajectory
 from musculo_control.model.robot import load_robot
 from musculo_control.nodes import conversions as cv
@@ -39,29 +44,43 @@ from musculo_control.nodes.ros_common import (
     MSGS,
     QOS_GOAL,
     QOS_STATE_SUB,
-    Diagnostics,
-    InputGuard,
-    declare_parameters,
+    StageNode,
     now_stamp,
     run,
 )
 
 JOINTS_TOPIC = "joint_states"
 GOAL_TOPIC = "hand_goal"
+GOAL_TRAJECTORY_TOPIC = "hand_goal/trajectory"
 MARKER_NAMESPACE = "hand_goal"
 MARKER_NAME = "hand_goal"
 
 
-class GoalNode(Node):
+def _interactive_markers() -> Any:
+    """The interactive_markers module, or a ConfigError saying how to do without it."""
+    try:
+        import interactive_markers
+    except ImportError as exc:
+        raise ConfigError(f"parameters of node '{GOAL_NODE}'", f"{GOAL_NODE}.ros__parameters.mode",
+                          "a mode whose packages are installed: 'interactive' needs the "
+                          "interactive_markers package of a ROS 2 distribution (not on PyPI); "
+                          "use mode 'trajectory' or 'none' without it", "interactive") from exc
+    return interactive_markers
+
+
+class GoalNode(StageNode):
     def __init__(self) -> None:
-        super().__init__(GOAL_NODE)
-        p = self.params = declare_parameters(self, GoalNodeParams)
+        super().__init__(GOAL_NODE, GoalNodeParams)
+        p = self.params
+        self._markers = _interactive_markers() if p.mode == "interactive" else None
         config_dir = config_dir_of(p.config_dir)
         robot = load_robot(config_dir)
         self.workspace = load_controller_config(config_dir).workspace
+        self.frame_id = self.workspace.frame_id
+        self.point_name = robot.config.arm.task_frame
         self._fk = FreshStateEstimator(robot)
         self._order = cv.NameOrder(JOINTS_TOPIC, robot.arm.joint_names, "joint name")
-        self._guard = InputGuard(self, p.warn_throttle_s)
+        self.health = Health("goal", p.warn_throttle_s)
         self._trajectory_config = None
         if p.mode == "trajectory":
             if not p.trajectory_file:
@@ -72,10 +91,13 @@ class GoalNode(Node):
             if not path.is_absolute():
                 path = config_dir / path
             self._trajectory_config = load_trajectory(path)
-            if self._trajectory_config.frame_id != p.base_frame:
-                raise ConfigError(str(path), "frame_id", f"the base frame '{p.base_frame}'",
-                                  self._trajectory_config.frame_id)
-        self._pub = self.create_publisher(PoseStamped, GOAL_TOPIC, QOS_GOAL)
+            if self._trajectory_config.frame_id != self.frame_id:
+                raise ConfigError(str(path), "frame_id",
+                                  f"the base frame '{self.frame_id}' (controller.yaml "
+                                  f"workspace.frame_id)", self._trajectory_config.frame_id)
+        self._pose_pub = self.create_publisher(PoseStamped, GOAL_TOPIC, QOS_GOAL)
+        self._trajectory_pub = self.create_publisher(MultiDOFJointTrajectory,
+                                                     GOAL_TRAJECTORY_TOPIC, QOS_GOAL)
         self._joint_sub = self.create_subscription(JointState, JOINTS_TOPIC, self._on_joints,
                                                    QOS_STATE_SUB)
         self._server: Any = None  # interactive_markers.InteractiveMarkerServer
@@ -83,24 +105,25 @@ class GoalNode(Node):
         self._start_s: float | None = None
         self._finished = False
         self._sent = 0
-        self.diag = Diagnostics(self, p.diagnostics_period_s, "goal",
-                                lambda: {"goals sent": str(self._sent),
-                                         **self._guard.rejections.summary()})
-        self.diag.update(cv.OK, f"mode {p.mode}: waiting for the first {JOINTS_TOPIC}")
+        self.watch(self.health, "goal", lambda: {"goals sent": str(self._sent),
+                                                 **self.health.values()})
+        self.health.set(OK, f"mode {p.mode}: waiting for the first {JOINTS_TOPIC}",
+                        self.clock_s())
         if p.mode == "trajectory":
-            self.create_timer(1.0 / p.publish_rate_hz, self._play)
+            self.every(1.0 / p.publish_rate_hz, self._play)
         self.get_logger().info(f"goal source: {p.mode}")
 
     # -- start: the hand pose at the first joint state ------------------------------------------
     def _on_joints(self, msg: JointState) -> None:
         arrays = cv.read_joint_state(msg, self._order, finite=True)
         if isinstance(arrays, str):
-            self._guard.refuse(JOINTS_TOPIC, arrays)
+            self.health.refuse(JOINTS_TOPIC, arrays, self.clock_s())
             return
         hand = self._fk.hand_state(arrays.position, np.zeros_like(arrays.position))
         quat = cv.quaternion_from_rotation(hand.rotation)
         self.destroy_subscription(self._joint_sub)  # only the start pose is needed
         p = self.params
+        now = self.clock_s()
         if p.mode == "interactive":
             self._start_marker(hand.position_m, quat)
         elif p.mode == "trajectory" and self._trajectory_config is not None:
@@ -108,38 +131,41 @@ class GoalNode(Node):
             why = traj.outside(self.workspace)
             if why is not None:
                 self.get_logger().error(f"trajectory not played: {why}")
-                self.diag.update(cv.ERROR, f"trajectory not played: {why}")
+                self.health.set(ERROR, f"trajectory not played: {why}", now)
                 return
             self._trajectory = traj
-            self._start_s = now_stamp(self).seconds + p.start_delay_s
-            self.diag.update(cv.OK, f"trajectory of {traj.duration_s:g} s starts in "
-                                    f"{p.start_delay_s:g} s")
+            self._start_s = now + p.start_delay_s
+            self.health.set(OK, f"trajectory of {traj.duration_s:g} s starts in "
+                                f"{p.start_delay_s:g} s", now)
         else:
-            self.diag.update(cv.OK, "mode none: no goals")
+            self.health.set(OK, "mode none: no goals", now)
 
     # -- trajectory -------------------------------------------------------------------------------
     def _play(self) -> None:
         traj = self._trajectory
         if traj is None or self._start_s is None or self._finished:
             return
-        t = now_stamp(self).seconds - self._start_s
+        stamp = now_stamp(self)
+        t = stamp.seconds - self._start_s
         if t < 0.0:
             return
         goal = traj.goal_at(t)
-        self._send(goal.position_m, cv.quaternion_from_rotation(goal.rotation)
-                   if goal.rotation is not None else np.array([0.0, 0.0, 0.0, 1.0]))
+        quat = (cv.quaternion_from_rotation(goal.rotation) if goal.rotation is not None
+                else np.array([0.0, 0.0, 0.0, 1.0]))
+        self._trajectory_pub.publish(cv.goal_trajectory_msg(
+            MSGS, stamp, self.frame_id, self.point_name, goal.position_m, quat,
+            goal.velocity_m_s, goal.acceleration_m_s2))
+        self._sent += 1
         if traj.finished(t):
             self._finished = True
-            self.diag.update(cv.OK, "trajectory done; holding its last waypoint")
+            self.health.set(OK, "trajectory done; holding its last waypoint", stamp.seconds)
             self.get_logger().info("trajectory done")
 
     # -- interactive marker -------------------------------------------------------------------
     def _start_marker(self, position_m: np.ndarray, quat_xyzw: np.ndarray) -> None:
-        from interactive_markers import InteractiveMarkerServer
-
-        self._server = InteractiveMarkerServer(self, MARKER_NAMESPACE)
+        self._server = self._markers.InteractiveMarkerServer(self, MARKER_NAMESPACE)
         marker = InteractiveMarker()
-        marker.header.frame_id = self.params.base_frame
+        marker.header.frame_id = self.frame_id
         marker.name = MARKER_NAME
         marker.description = "hand goal: drag me"
         marker.scale = float(self.params.marker_scale_m)
@@ -163,28 +189,18 @@ class GoalNode(Node):
                 marker.controls.append(control)
         self._server.insert(marker, feedback_callback=self._on_feedback)
         self._server.applyChanges()
-        self.diag.update(cv.OK, "interactive marker ready (RViz: InteractiveMarkers, "
-                                f"namespace {MARKER_NAMESPACE})")
+        self.health.set(OK, "interactive marker ready (RViz: InteractiveMarkers, namespace "
+                            f"{MARKER_NAMESPACE})", self.clock_s())
 
     def _on_feedback(self, feedback: InteractiveMarkerFeedback) -> None:
         if feedback.event_type not in (InteractiveMarkerFeedback.POSE_UPDATE,
                                        InteractiveMarkerFeedback.MOUSE_UP):
             return
         pose = feedback.pose
-        self._send(cv.read_point(pose.position),
-                   np.array([pose.orientation.x, pose.orientation.y, pose.orientation.z,
-                             pose.orientation.w]))
-
-    def _send(self, position_m: np.ndarray, quat_xyzw: np.ndarray) -> None:
-        try:
-            why = check_goal(HandGoal.hold(position_m), self.workspace)
-        except InputError as exc:
-            why = str(exc)
-        if why is not None:
-            self._guard.refuse("goal source", why)
-            return
-        self._pub.publish(cv.pose_stamped_msg(MSGS, now_stamp(self), self.params.base_frame,
-                                              position_m, quat_xyzw))
+        self._pose_pub.publish(cv.pose_stamped_msg(
+            MSGS, now_stamp(self), self.frame_id, cv.read_point(pose.position),
+            np.array([pose.orientation.x, pose.orientation.y, pose.orientation.z,
+                      pose.orientation.w])))
         self._sent += 1
 
     def shutdown(self) -> None:

@@ -1,10 +1,11 @@
 """mock_hardware_node: the MuJoCo mock arm behind the same raw topics as the real arm.
 
-A shell over :class:`musculo_control.hardware.mock_arm.MockArm`, stepped as the ROS-free
-runner steps it: physics at its own rate (``mock_arm.yaml`` physics.timestep_s, 1 kHz), raw
-sensor samples every ``sensor_rate_hz`` (hw/potentiometers: ADC counts per joint;
-hw/tendon_states: encoder and load-cell counts per actuator id), and the newest
-hw/tendon_commands (driver units per actuator id) applied before each step.
+A shell over :class:`~musculo_control.loop.mock_stage.MockStage`, the object the ROS-free runner
+steps in simulation: physics at its own rate (``mock_arm.yaml`` physics.timestep_s), raw sensor
+samples at hardware.yaml ``rates.sensor_rate_hz`` (hw/potentiometers: ADC counts per joint;
+hw/tendon_states: encoder and load-cell counts per actuator id), the newest hw/tendon_commands
+(driver units per actuator id) applied before each step, the arm held still at start-up until
+the commands hold it (``mock_arm.yaml`` startup), the actuator modules' own watchdog.
 
 Pacing: a wall-clock tick loop runs every sensor period / ``real_time_factor``; each tick steps
 as many physics steps as the elapsed wall time calls for (in real time at most
@@ -14,11 +15,6 @@ time; with ``publish_clock`` the physics time itself, also published on /clock, 
 nodes run on simulated time (``use_sim_time``). Then the node never catches up in a burst (at
 most one sensor period per tick): when the machine cannot keep ``real_time_factor``, simulated
 time runs slower, steadily, instead of jumping over instants the other nodes' timers would miss.
-
-Start-up: the arm is held still (physics paused, sensors running) until commands above the
-minimum tension have arrived for ``release_after_s``; then the actuators start at the commanded
-tensions and physics runs: a controller takes over an arm that was being held, as in the
-ROS-free runner's reset, instead of catching a falling one.
 
 Also offered: the hand-held force gauge (``mock/gauge``: PoseStamped, tip = position, push
 axis = the pose's x axis; service ``mock/clear_gauge``) and ground truth for evaluation
@@ -31,99 +27,70 @@ import time
 
 import numpy as np
 from geometry_msgs.msg import PointStamped, PoseStamped
-from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64
+from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 
 from musculo_control.control.goal import rotation_from_quaternion
 from musculo_control.errors import ConfigError, InputError
-from musculo_control.hardware.calibration import load_calibration
-from musculo_control.hardware.drivers import load_drivers
-from musculo_control.hardware.mock_arm import MockArm, load_mock_config
-from musculo_control.model.robot import load_robot
+from musculo_control.estimation.snapshot_codec import SnapshotCodec
+from musculo_control.hardware.mock_arm import load_mock_config
+from musculo_control.loop import build
+from musculo_control.loop.mock_stage import COMMAND_TOPIC
 from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import (
     MOCK_HARDWARE_NODE,
     MockHardwareNodeParams,
     config_dir_of,
 )
-from musculo_control.nodes.ros_common import (
-    MSGS,
-    QOS_STATE_PUB,
-    Diagnostics,
-    InputGuard,
-    PolledInputs,
-    Ticker,
-    declare_parameters,
-    run,
-)
+from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, run
+from musculo_control.sim.runner import divisor
 from musculo_control.stamps import Stamp
 
-COMMAND_TOPIC = "hw/tendon_commands"
 GAUGE_TOPIC = "mock/gauge"
-#: Relative tolerance of "a rate divides the physics rate".
-_DIVIDES_TOL = 1e-9
 
 
-def _divisor(rate_hz: float, dt_s: float, key: str) -> int:
-    ratio = 1.0 / (rate_hz * dt_s)
-    n = round(ratio)
-    if n < 1 or abs(ratio - n) > _DIVIDES_TOL * ratio:
-        raise ConfigError(f"parameters of node '{MOCK_HARDWARE_NODE}'",
-                          f"{MOCK_HARDWARE_NODE}.ros__parameters.{key}",
-                          f"a rate that divides the physics rate {1.0 / dt_s:g} Hz", rate_hz)
-    return n
-
-
-class MockHardwareNode(Node):
+class MockHardwareNode(StageNode):
     def __init__(self) -> None:
-        super().__init__(MOCK_HARDWARE_NODE)
-        p = self.params = declare_parameters(self, MockHardwareNodeParams)
+        # always on the wall clock: in simulated time this node is the clock
+        super().__init__(MOCK_HARDWARE_NODE, MockHardwareNodeParams, wall_clock=True)
+        p = self.params
         if p.publish_clock and self.get_parameter("use_sim_time").value:
             raise ConfigError(f"parameters of node '{MOCK_HARDWARE_NODE}'",
                               f"{MOCK_HARDWARE_NODE}.ros__parameters.use_sim_time",
                               "false when publish_clock is true (this node is the clock)", True)
         config_dir = config_dir_of(p.config_dir)
-        robot = self.robot = load_robot(config_dir)
-        hardware_file = config_dir / "hardware.yaml"
+        parts = build.load_parts(config_dir)
+        robot = self.robot = parts.robot
         mock_file = config_dir / "mock_arm.yaml"
-        calibration = load_calibration(robot, hardware_file)
-        self.mock = MockArm(robot, calibration, load_mock_config(robot, mock_file),
-                            None if p.seed < 0 else p.seed, str(mock_file))
-        self.calibration = calibration
-        self._min_tension_n = load_drivers(robot, hardware_file).tendons.config.min_tension_n
-        self.q0 = (robot.home_pose_rad.copy() if not p.initial_pose_rad
-                   else robot.arm.check_q(np.array(p.initial_pose_rad),
-                                          "initial_pose_rad parameter"))
-        self.mock.reset(self.q0, self._min_tension_n)
+        self.stage = build.mock_stage(parts, load_mock_config(robot, mock_file),
+                                      None if p.seed < 0 else p.seed, 0.0, str(mock_file),
+                                      p.warn_throttle_s)
+        self.mock = self.stage.arm
+        self._q0 = (robot.home_pose_rad.copy() if not p.initial_pose_rad else
+                    robot.arm.check_q(np.array(p.initial_pose_rad), "initial_pose_rad parameter"))
         self.dt_s = self.mock.dt_s
-        self._sensor_div = _divisor(p.sensor_rate_hz, self.dt_s, "sensor_rate_hz")
-        self._truth_div = _divisor(p.truth_rate_hz, self.dt_s, "truth_rate_hz")
+        folder = str(config_dir)
+        rate = parts.drivers.rates.sensor_rate_hz
+        self._sensor_div = divisor(rate, self.dt_s, f"{folder}/hardware.yaml",
+                                   "rates.sensor_rate_hz")
+        self._truth_div = divisor(p.truth_rate_hz, self.dt_s,
+                                  f"parameters of node '{MOCK_HARDWARE_NODE}'",
+                                  f"{MOCK_HARDWARE_NODE}.ros__parameters.truth_rate_hz")
         # in simulated time this node is the clock: it never catches up in a burst (the other
         # nodes' timers would skip the instants it jumps over); it lets simulated time run slower
         self._max_steps = (self._sensor_div if p.publish_clock
                            else max(1, round(p.max_catch_up_s / self.dt_s)))
-        self.joints = robot.arm.joint_names
-        self.actuators = tuple(str(a) for a in robot.actuator_ids)
-        self._cmd_order = cv.NameOrder(COMMAND_TOPIC, self.actuators, "actuator id")
-        self._pot_msg = cv.JointStateWriter(MSGS, self.joints)
-        self._ten_msg = cv.JointStateWriter(MSGS, self.actuators)
-        self._truth_msg = cv.JointStateWriter(MSGS, self.joints)
-        self._guard = InputGuard(self, p.warn_throttle_s)
-        # state
+        self.frame_id = parts.controller.workspace.frame_id
+        joints = robot.arm.joint_names
+        actuators = tuple(str(a) for a in robot.actuator_ids)
+        self._cmd_order = cv.NameOrder(COMMAND_TOPIC, actuators, "actuator id")
+        self._pot_msg = cv.JointStateWriter(MSGS, joints)
+        self._ten_msg = cv.JointStateWriter(MSGS, actuators)
+        self._truth_msg = cv.JointStateWriter(MSGS, joints)
         self.steps = 0  # physics steps since start (held or not)
-        self.running = p.release_after_s == 0.0
-        self._held_good_s = 0.0
-        self._command_n: np.ndarray | None = None
-        self._command_wall_s = -np.inf
         self._overrun_steps = 0
-        self._wall0 = self._wall_start = time.monotonic()
-        # stamp of physics time 0: simulated time starts at clock_start_s; real time at now
-        self._anchor_ns = (round(p.clock_start_s * 1e9) if p.publish_clock
-                           else self.get_clock().now().nanoseconds)
-        # topics
         self._pot_pub = self.create_publisher(JointState, "hw/potentiometers", QOS_STATE_PUB)
         self._ten_pub = self.create_publisher(JointState, "hw/tendon_states", QOS_STATE_PUB)
         self._truth_pub = self.create_publisher(JointState, "mock/joint_states", QOS_STATE_PUB)
@@ -131,48 +98,63 @@ class MockHardwareNode(Node):
         self._force_pub = self.create_publisher(Float64, "mock/gauge_force", QOS_STATE_PUB)
         self._clock_pub = (self.create_publisher(Clock, "/clock", QOS_STATE_PUB)
                            if p.publish_clock else None)
-        self.inputs = PolledInputs(self)
         self._commands_in = self.inputs.subscribe(JointState, COMMAND_TOPIC)
+        # lockstep: the newest stamp each node has put out, and when it was seen (wall)
+        ctrl = parts.controller.loop
+        rates = {"joint_states": rate, "dynamics": ctrl.dynamics_rate_hz,
+                 "muscle_commands": ctrl.control_rate_hz,
+                 COMMAND_TOPIC: parts.drivers.rates.driver_rate_hz}
+        self._lockstep = p.lockstep and p.publish_clock
+        self._progress: dict[str, list[float]] = {}  # topic -> [stamp, wall time, lead]
+        self._progress_in = {}
+        if self._lockstep:
+            for topic, hz in rates.items():
+                msg_type = Float64MultiArray if topic == "dynamics" else JointState
+                self._progress_in[topic] = self.inputs.subscribe(msg_type, topic)
+                # a node sees an input of instant c only after the clock moved past c (its
+                # timers fire on /clock): two clock steps on top of its own lead
+                lead = p.lockstep_lead_periods / hz + 2.0 / rate
+                self._progress[topic] = [-np.inf, -np.inf, lead]
+            self._dynamics_codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles,
+                                                 len(parts.controller.task.rows))
+        self.lockstep_waits = 0  # ticks that waited for a lagging node
         self.create_subscription(PoseStamped, GAUGE_TOPIC, self._on_gauge, 10)
         self.create_service(Trigger, "mock/clear_gauge", self._on_clear_gauge)
-        self.diag = Diagnostics(self, p.diagnostics_period_s, "mock arm", self._values)
-        self.diag.update(cv.OK, self._status())
-        # always on the wall clock: in simulated time this node is the clock
-        self.ticker = Ticker(self, p.housekeeping_period_s, wall_clock=True)
-        self.ticker.every(1.0 / (p.sensor_rate_hz * p.real_time_factor), self._tick)
+        self.watch(self.stage.health, "mock arm", self._values)
+        # physics time 0 is now: on the wall clock and, in real time, on the ROS clock
+        self._wall0 = self._wall_start = time.monotonic()
+        self.stage.reset(self._q0, p.clock_start_s if p.publish_clock else self.clock_s())
+        self.stage.check()
+        self.every(1.0 / (rate * p.real_time_factor), self._tick)
         self.get_logger().info(
-            f"mock arm: physics {1.0 / self.dt_s:g} Hz, sensors {p.sensor_rate_hz:g} Hz, "
-            f"{'simulated time on /clock' if p.publish_clock else 'real time'} x"
-            f"{p.real_time_factor:g}; "
-            + ("running" if self.running else f"holding until commands hold it for "
-                                              f"{p.release_after_s:g} s"))
+            f"mock arm: physics {1.0 / self.dt_s:g} Hz, sensors {rate:g} Hz, real time "
+            f"x{p.real_time_factor:g}" + (", publishing /clock" if p.publish_clock else "")
+            + f"; holding until commands hold it for {self.stage.startup.release_after_s:g} s")
 
-    # -- inputs -------------------------------------------------------------------------------
-    def _on_command(self, msg: JointState) -> None:
+    # -- inputs ---------------------------------------------------------------------------------
+    def _take_command(self) -> None:
+        msg = self._commands_in.take_newest()
+        if msg is None:
+            return
         arrays = cv.read_joint_state(msg, self._cmd_order, required=("effort",), finite=True)
         if isinstance(arrays, str):
-            self._guard.refuse(COMMAND_TOPIC, arrays)
+            self.stage.health.refuse(COMMAND_TOPIC, arrays, self.stage.time_s)
             return
-        try:
-            self.mock.set_command(arrays.effort)
-        except InputError as exc:
-            self._guard.refuse(COMMAND_TOPIC, str(exc))
-            return
-        self._command_n = self.calibration.driver_to_n(arrays.effort)
-        self._command_wall_s = time.monotonic()
+        self.stage.receive_command(arrays.effort)
 
     def _on_gauge(self, msg: PoseStamped) -> None:
         pose = cv.read_pose_stamped(msg)
-        if pose.frame_id != self.params.base_frame:
-            self._guard.refuse(GAUGE_TOPIC, f"frame_id '{pose.frame_id}', expected "
-                                            f"'{self.params.base_frame}'")
+        health = self.stage.health
+        if pose.frame_id != self.frame_id:
+            health.refuse(GAUGE_TOPIC, f"frame_id '{pose.frame_id}', expected "
+                                       f"'{self.frame_id}'", self.stage.time_s)
             return
         try:
             quat = pose.quaternion_xyzw / np.linalg.norm(pose.quaternion_xyzw)
             axis = rotation_from_quaternion(quat)[:, 0]
             self.mock.set_gauge(pose.position_m, axis)
         except (InputError, FloatingPointError, ValueError) as exc:
-            self._guard.refuse(GAUGE_TOPIC, str(exc))
+            health.refuse(GAUGE_TOPIC, str(exc), self.stage.time_s)
             return
         self.get_logger().info(f"gauge at {np.round(pose.position_m, 3).tolist()} m pushing "
                                f"along {np.round(axis, 3).tolist()}")
@@ -185,15 +167,39 @@ class MockHardwareNode(Node):
         return response
 
     # -- stepping -------------------------------------------------------------------------------
-    def _stamp(self) -> Stamp:
-        return Stamp.from_nanoseconds(self._anchor_ns + round(self.steps * self.dt_s * 1e9))
+    def _lagging(self, wall: float) -> str | None:
+        """A node that is more than its lead behind the next clock to publish (lockstep)."""
+        t_next = self.stage.time_s  # published at the next step (a sensor instant)
+        for topic, sub in self._progress_in.items():
+            entry = self._progress[topic]
+            msg = sub.take_newest()
+            if msg is not None:
+                if topic == "dynamics":
+                    dims, data, offset = cv.read_float64_multiarray(msg)
+                    try:
+                        entry[0] = self._dynamics_codec.decode(dims, data, offset)[0].stamp_s
+                    except InputError:
+                        pass
+                else:
+                    entry[0] = cv.stamp_of(msg).seconds
+                entry[1] = wall
+            stamp, seen, lead = entry
+            if seen > -np.inf and wall - seen <= self.params.lockstep_timeout_s \
+                    and stamp < t_next - lead:
+                return topic
+        return None
 
     def _tick(self) -> None:
         p = self.params
-        msg = self._commands_in.take_newest()
-        if msg is not None:
-            self._on_command(msg)
+        self._take_command()
         wall = time.monotonic()
+        lagging = self._lagging(wall) if self._lockstep and self.stage.arm.steps > 0 else None
+        if lagging is not None:
+            # hold the clock: the simulation runs slower instead of leaving a node behind
+            self.lockstep_waits += 1
+            self.lagging_topic = lagging
+            self._wall0 = wall - self.steps * self.dt_s / p.real_time_factor
+            return
         due = int((wall - self._wall0) * p.real_time_factor / self.dt_s) - self.steps
         if due > self._max_steps:
             skipped = due - self._max_steps
@@ -202,65 +208,46 @@ class MockHardwareNode(Node):
             # jump forward by it, so that they stay the ROS time of the sample
             self._wall0 += skipped * self.dt_s / p.real_time_factor
             if not p.publish_clock:
-                self._anchor_ns += round(skipped * self.dt_s * 1e9)
+                self.stage.skip(skipped * self.dt_s)
             due = self._max_steps
-        if not self.running and due > 0:
-            self._hold(wall, due * self.dt_s)
+        stage = self.stage
         for _ in range(max(due, 0)):
             if self.steps % self._sensor_div == 0:
+                if self._clock_pub is not None:
+                    self._clock_pub.publish(cv.clock_msg(MSGS, Stamp.from_seconds(stage.time_s)))
                 self._publish_sensors()
+                stage.check()
             if self.steps % self._truth_div == 0:
                 self._publish_truth()
-            if self.running:
-                self.mock.step()
+            was_held = self.mock.held
+            stage.step()
+            if was_held and not self.mock.held:
+                self.get_logger().info("released: the commands hold the arm, physics runs")
             self.steps += 1
 
-    def _hold(self, wall_s: float, elapsed_s: float) -> None:
-        """Count how long commands have been holding the arm; let go after release_after_s."""
-        p = self.params
-        fresh = wall_s - self._command_wall_s <= p.command_timeout_s
-        cmd = self._command_n
-        if fresh and cmd is not None and float(np.max(cmd)) > self._min_tension_n * (1 + 1e-6):
-            self._held_good_s += elapsed_s
-        else:
-            self._held_good_s = 0.0
-        if self._held_good_s >= p.release_after_s and cmd is not None:
-            self.mock.reset(self.q0, np.maximum(cmd, 0.0))
-            self.mock.set_command(self.calibration.n_to_driver(cmd))
-            self.running = True
-            self.get_logger().info("released: the commands hold the arm, physics runs")
-            self.diag.update(cv.OK, self._status())
-
     def _publish_sensors(self) -> None:
-        stamp = self._stamp()
-        if self._clock_pub is not None:
-            self._clock_pub.publish(cv.clock_msg(MSGS, stamp))
-        enc, cell = self.mock.read_tendons()
-        self._pot_pub.publish(self._pot_msg.write(stamp, self.mock.read_potentiometers()))
-        self._ten_pub.publish(self._ten_msg.write(stamp, enc, effort=cell))
+        for stamp_s, counts, enc, cell in self.stage.sense():
+            stamp = Stamp.from_seconds(stamp_s)
+            if counts is not None:
+                self._pot_pub.publish(self._pot_msg.write(stamp, counts))
+            if enc is not None and cell is not None:
+                self._ten_pub.publish(self._ten_msg.write(stamp, enc, effort=cell))
 
     def _publish_truth(self) -> None:
-        stamp = self._stamp()
+        stamp = Stamp.from_seconds(self.stage.time_s)
         mock = self.mock
         self._truth_pub.publish(self._truth_msg.write(stamp, mock.q_rad, mock.qd_rad_s))
-        self._hand_pub.publish(cv.point_stamped_msg(MSGS, stamp, self.params.base_frame,
+        self._hand_pub.publish(cv.point_stamped_msg(MSGS, stamp, self.frame_id,
                                                     mock.hand_position_m))
         self._force_pub.publish(Float64(data=float(mock.gauge_force_n)))
 
-    # -- health ---------------------------------------------------------------------------------
-    def _status(self) -> str:
-        return "running" if self.running else "holding the arm until the controller holds it"
-
     def _values(self) -> dict[str, str]:
         wall = time.monotonic() - self._wall_start
-        values = {
-            "physics time [s]": f"{self.steps * self.dt_s:.3f}",
-            "dropped physics time [s]": f"{self._overrun_steps * self.dt_s:.3f}",
-            "real-time factor achieved": f"{self.steps * self.dt_s / max(wall, 1e-9):.3f}",
-            **{f"mujoco warning {k}": str(v) for k, v in self.mock.warnings().items()},
-            **self._guard.rejections.summary(),
-        }
-        return values
+        return {**self.stage.values(),
+                "dropped physics time [s]": f"{self._overrun_steps * self.dt_s:.3f}",
+                "lockstep waits": str(self.lockstep_waits),
+                "last waited for": getattr(self, "lagging_topic", ""),
+                "real-time factor achieved": f"{self.steps * self.dt_s / max(wall, 1e-9):.3f}"}
 
 
 def main() -> None:

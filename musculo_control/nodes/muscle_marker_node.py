@@ -10,10 +10,11 @@ on ``muscle_markers`` (MarkerArray, one LINE_STRIP per muscle). The colour runs 
 from __future__ import annotations
 
 import numpy as np
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
+from musculo_control.control.controller import load_controller_config
+from musculo_control.loop.health import OK, Health
 from musculo_control.model.markers import MusclePathModel, colour_scale, normalised_load
 from musculo_control.model.robot import load_robot
 from musculo_control.nodes import conversions as cv
@@ -22,29 +23,22 @@ from musculo_control.nodes.node_config import (
     MuscleMarkerNodeParams,
     config_dir_of,
 )
-from musculo_control.nodes.ros_common import (
-    MSGS,
-    QOS_STATE_PUB,
-    InputGuard,
-    PolledInputs,
-    Ticker,
-    declare_parameters,
-    now_stamp,
-    run,
-)
+from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, now_stamp, run
 
 JOINTS_TOPIC = "joint_states"
 OUT_TOPIC = "muscle_markers"
 
 
-class MuscleMarkerNode(Node):
+class MuscleMarkerNode(StageNode):
     def __init__(self) -> None:
-        super().__init__(MUSCLE_MARKER_NODE)
-        p = self.params = declare_parameters(self, MuscleMarkerNodeParams)
-        robot = self.robot = load_robot(config_dir_of(p.config_dir))
+        super().__init__(MUSCLE_MARKER_NODE, MuscleMarkerNodeParams)
+        p = self.params
+        config_dir = config_dir_of(p.config_dir)
+        robot = self.robot = load_robot(config_dir)
+        self.frame_id = load_controller_config(config_dir).workspace.frame_id
         self.model = MusclePathModel(robot)
         self.controlled_idx = robot.controlled_idx
-        self._guard = InputGuard(self, p.warn_throttle_s)
+        self.health = Health("muscle markers", p.warn_throttle_s)
         self._joint_order = cv.NameOrder(JOINTS_TOPIC, robot.arm.joint_names, "joint name")
         self._muscle_orders = {
             t: cv.NameOrder(t, robot.muscle_names, "muscle name")
@@ -58,32 +52,32 @@ class MuscleMarkerNode(Node):
         self._pub = self.create_publisher(MarkerArray, OUT_TOPIC, QOS_STATE_PUB)
         # everything is polled at the draw tick (see ros_common): 20 Hz of pictures need no
         # wake-up for each of 500 joint states per second
-        self.inputs = PolledInputs(self)
         self._joints_in = self.inputs.subscribe(JointState, JOINTS_TOPIC)
         self._tension_in = {t: self.inputs.subscribe(JointState, t)
                             for t in self._muscle_orders}
         self._activation_in = self.inputs.subscribe(JointState, "controller/activations")
-        self.ticker = Ticker(self, p.housekeeping_period_s)
-        self.ticker.every(1.0 / p.rate_hz, self._draw)
+        self.watch(self.health, "muscle markers", self.health.values)
+        self.health.set(OK, f"drawing {OUT_TOPIC}", self.clock_s())
+        self.every(1.0 / p.rate_hz, self._draw)
 
     def _on_joints(self, msg: JointState) -> None:
         arrays = cv.read_joint_state(msg, self._joint_order, finite=True)
         if isinstance(arrays, str):
-            self._guard.refuse(JOINTS_TOPIC, arrays)
+            self.health.refuse(JOINTS_TOPIC, arrays, self.clock_s())
             return
         self._q = arrays.position
 
     def _on_tension(self, topic: str, msg: JointState) -> None:
         arrays = cv.read_joint_state(msg, self._muscle_orders[topic], required=("effort",))
         if isinstance(arrays, str):
-            self._guard.refuse(topic, arrays)
+            self.health.refuse(topic, arrays, self.clock_s())
             return
         self._tension[topic] = arrays.effort
 
     def _on_activation(self, msg: JointState) -> None:
         arrays = cv.read_joint_state(msg, self._activation_order)
         if isinstance(arrays, str):
-            self._guard.refuse("controller/activations", arrays)
+            self.health.refuse("controller/activations", arrays, self.clock_s())
             return
         self._activation = arrays.position
 
@@ -118,7 +112,7 @@ class MuscleMarkerNode(Node):
             return
         paths = self.model.paths(self._q)
         self._pub.publish(cv.muscle_marker_array_msg(
-            MSGS, now_stamp(self), self.params.base_frame, paths, colour_scale(self._load()),
+            MSGS, now_stamp(self), self.frame_id, paths, colour_scale(self._load()),
             self.model.names, self.params.line_width_m))
 
 

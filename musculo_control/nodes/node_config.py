@@ -4,8 +4,10 @@ ROS-free (importable and tested without rclpy). Each node declares its ROS param
 its dataclass here (name, default, description) and parses the values it receives back into
 the dataclass, so ranges and choices are checked by the same :func:`parse` as every other
 config file. What the robot is (URDF, muscles, calibration, controller gains) comes from the
-config folder (``config_dir``), loaded by the same code as the ROS-free runner; only what is
-about running as ROS nodes (rates, timeouts, frames, modes) lives here, in
+config folder (``config_dir``), loaded by the same code as the ROS-free runner, and so do the
+loop's rates (hardware.yaml, controller.yaml) and every safety threshold (safety.yaml): the
+nodes and the runner cannot disagree on them. Only what is about running as ROS processes
+(polling, queues, modes, diagnostics, real-time priority) lives here, in
 ``config/<robot>/ros_params.yaml`` under ``<node_name>: ros__parameters:``.
 
 :func:`check_params_file` validates such a file for one node before rclpy reads it, so a
@@ -66,9 +68,10 @@ class PotentiometerNodeParams(CommonNodeParams):
     """``potentiometer_node``: hw/potentiometers (ADC counts) -> joint_states (rad, rad/s)."""
 
     poll_rate_hz: float = spec(1000.0, gt=0.0, doc="how often hw/potentiometers is read; "
-                                                   "every queued sample is converted [Hz]")
+                                                   "every queued sample is converted (twice "
+                                                   "the sensor rate: a sample waits at most "
+                                                   "half a sensor period) [Hz]")
     input_queue: int = spec(10, ge=1, doc="hw/potentiometers samples kept between two reads")
-    check_rate_hz: float = spec(50.0, gt=0.0, doc="staleness check of the input [Hz]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,39 +79,30 @@ class TendonDriverNodeParams(CommonNodeParams):
     """``tendon_driver_node``: muscle_commands (N) -> hw/tendon_commands (driver units), and
     hw/tendon_states (counts) -> muscle_states (m, m/s, N)."""
 
-    output_rate_hz: float = spec(500.0, gt=0.0, doc="hw/tendon_commands rate [Hz]")
     input_queue: int = spec(10, ge=1, doc="hw/tendon_states samples kept between two ticks; "
                                           "every one becomes a muscle_states message")
 
 
 @dataclass(frozen=True, kw_only=True)
 class DynamicsNodeParams(CommonNodeParams):
-    """``dynamics_node``: joint_states -> dynamics snapshot (paper's 20 Hz thread)."""
-
-    rate_hz: float = spec(20.0, gt=0.0, doc="snapshot rate [Hz]")
-    joint_state_timeout_s: float = spec(0.05, gt=0.0, doc="skip a snapshot when the latest "
-                                                          "joint state is older [s]")
+    """``dynamics_node``: joint_states -> dynamics snapshot (paper's 20 Hz thread; the rate is
+    controller.yaml ``loop.dynamics_rate_hz``, the joint-state limit safety.yaml's)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class ActivationQPNodeParams(CommonNodeParams):
-    """``activation_qp_node``: the 125 Hz controller (paper eq. 9-17)."""
+    """``activation_qp_node``: the 125 Hz controller (paper eq. 9-17) with the safety
+    supervisor (rate: controller.yaml ``loop.control_rate_hz``; limits: safety.yaml)."""
 
     controller: str = spec("osc", choices=CONTROLLER_NAMES, doc="controller to run")
-    rate_hz: float = spec(125.0, gt=0.0, doc="control rate [Hz]")
-    joint_state_timeout_s: float = spec(0.05, gt=0.0, doc="newest joint state older than this "
-                                                          "(node clock - stamp) -> minimum "
-                                                          "tension [s]")
-    dynamics_timeout_s: float = spec(0.075, gt=0.0,
-                                     doc="no dynamics message received for longer -> minimum "
-                                         "tension [s]; the snapshot's own age limit is "
-                                         "controller.yaml qp.snapshot_max_age_s")
-    base_frame: str = spec("base_link", doc="frame of hand goals and of the published hand")
     use_goal_orientation: bool = spec(True, doc="track the goal's orientation (rows wy, wz); "
                                                 "false: position only")
     timing_report_period_s: float = spec(1.0, gt=0.0, doc="controller/timing period [s]")
     gc_freeze: bool = spec(True, doc="gc.freeze() after start-up, so collections skip the "
                                      "long-lived model objects")
+    tendon_queue: int = spec(50, ge=1, doc="muscle_states samples and hw/tendon_commands "
+                                           "outputs kept between two ticks (each goes through "
+                                           "the tendon monitor)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,14 +112,6 @@ class MockHardwareNodeParams(CommonNodeParams):
     seed: int = spec(-1, ge=-1, doc="model error and noise seed; -1: mock_arm.yaml's")
     initial_pose_rad: tuple[float, ...] = spec((), doc="start joint angles [rad]; empty: "
                                                        "robot.yaml home_pose_rad")
-    sensor_rate_hz: float = spec(500.0, gt=0.0, doc="hw/potentiometers and hw/tendon_states "
-                                                    "rate; must divide the physics rate [Hz]")
-    release_after_s: float = spec(
-        1.0, ge=0.0, doc="hold the arm still until commands above the minimum tension have "
-                         "arrived for this long, then let go (an operator letting go once the "
-                         "controller holds); 0: physics runs from the start [s]")
-    command_timeout_s: float = spec(0.1, gt=0.0, doc="during the hold, a gap in commands "
-                                                     "longer than this restarts the count [s]")
     publish_clock: bool = spec(False, doc="publish /clock with the physics time (simulated "
                                           "time; the other nodes then run with use_sim_time)")
     clock_start_s: float = spec(1.0, gt=0.0, doc="simulated time at the start (publish_clock); "
@@ -135,7 +121,17 @@ class MockHardwareNodeParams(CommonNodeParams):
                                                    "tick; beyond, the simulation falls behind "
                                                    "(counted as overruns) [s]")
     truth_rate_hz: float = spec(50.0, gt=0.0, doc="mock/ ground-truth topics rate [Hz]")
-    base_frame: str = spec("base_link", doc="frame of the mock/ ground-truth points")
+    lockstep: bool = spec(False, doc="with publish_clock: do not let simulated time run more "
+                                     "than lockstep_lead_periods periods ahead of the newest "
+                                     "output of each node (joint_states, dynamics, "
+                                     "muscle_commands, hw/tendon_commands), so that a loaded "
+                                     "computer slows the simulation instead of starving the "
+                                     "loop")
+    lockstep_lead_periods: float = spec(1.5, gt=0.0, doc="how many of its own periods (plus "
+                                                         "two clock steps) a node may lag "
+                                                         "behind the clock [-]")
+    lockstep_timeout_s: float = spec(0.5, gt=0.0, doc="a node silent for longer (wall time) is "
+                                                      "no longer waited for (a dead node) [s]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,7 +143,6 @@ class GoalNodeParams(CommonNodeParams):
                          "trajectory_file; none: publish nothing")
     trajectory_file: str = spec("", doc="trajectory YAML (mode trajectory); a relative path "
                                         "is looked up in config_dir")
-    base_frame: str = spec("base_link", doc="frame of the goals")
     publish_rate_hz: float = spec(50.0, gt=0.0, doc="goal rate while a trajectory plays [Hz]")
     start_delay_s: float = spec(0.0, ge=0.0, doc="wait this long after the first joint state "
                                                  "before playing the trajectory [s]")
@@ -165,7 +160,6 @@ class MuscleMarkerNodeParams(CommonNodeParams):
     activation_full_scale: float = spec(2.0, gt=0.0, doc="activation drawn fully red [-]")
     tension_full_scale_n: float = spec(150.0, gt=0.0, doc="tension drawn fully red [N]")
     line_width_m: float = spec(0.006, gt=0.0, doc="muscle line width [m]")
-    base_frame: str = spec("base_link", doc="frame of the markers")
 
 
 #: Each node's parameter dataclass.

@@ -17,13 +17,13 @@ Executor and tick loop: one node per process. rclpy's SingleThreadedExecutor cos
 300 microseconds of CPU per wake-up on the 2-core test machine (it rebuilds its wait set from
 every timer, subscription, service and QoS-event waitable at each wake-up), which at 500 Hz is
 a quarter of a core per node before any work. A MultiThreadedExecutor adds locking and no
-parallelism (the GIL). So a node's periodic work runs in :class:`Ticker`: in real time its own
-loop sleeps to the next deadline (deadlines step by the period from the previous deadline, so
-the loop does not drift; a tick later than a whole period is counted and skipped, not
-bunched), and every ``housekeeping_period_s`` it lets the executor run whatever is ready
-(parameter services, goal subscription, the diagnostics timer) without blocking. On simulated
-time (``use_sim_time``) the ticks are ordinary rclpy timers on the ROS clock, driven by /clock:
-correct at any real-time factor, at the executor's price.
+parallelism (the GIL). So a node's periodic work runs in :class:`TickLoop`, whose deadlines are
+:class:`~musculo_control.loop.timing.Schedule` objects (the same rules, tested on a fake clock:
+a drift-free grid, a late tick counted and the grid restarted from it, never two ticks
+bunched). In real time the loop sleeps to the next deadline and every
+``housekeeping_period_s`` lets the executor run whatever is ready (parameter and acknowledge
+services, the gauge topic, the diagnostics timer) without blocking. On simulated time
+(``use_sim_time``) rclpy timers on the ROS clock, driven by /clock, wake the same schedules.
 
 Polled inputs (:class:`PolledInputs`): rclpy's executor costs a few hundred microseconds of
 CPU per wake-up on the 2-core test machine, so a node that would wake for every one of 500
@@ -60,7 +60,8 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rclpy.signals import SignalHandlerOptions
 
 from musculo_control.errors import MusculoError
-from musculo_control.loop.rejections import Rejections
+from musculo_control.loop.health import ERROR, WARN, Health
+from musculo_control.loop.timing import Schedule
 from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import (
     check_params_file,
@@ -111,65 +112,50 @@ def declare_parameters(node: Node, cls: type[T]) -> T:
 
 
 class Diagnostics:
-    """One DiagnosticStatus per node on /diagnostics: periodically, and at once on a change
-    of level (so a fault is reported within one tick, not within a second)."""
+    """The node's one DiagnosticStatus on /diagnostics, from its stage's :class:`Health`:
+    periodically, and at once when the level changes (a fault is reported within one tick,
+    not within a second). Refusal warnings the stage collected are logged (throttled per
+    topic by the stage)."""
 
-    def __init__(self, node: Node, period_s: float, hardware_id: str = "",
+    def __init__(self, node: Node, health: Health, period_s: float, hardware_id: str = "",
                  values: Callable[[], dict[str, str]] | None = None) -> None:
         self.node = node
+        self.health = health
         self.name = f"musculo_control: {node.get_name()}"
         self.hardware_id = hardware_id
         self._values = values
         self._pub = node.create_publisher(DiagnosticArray, "/diagnostics", QOS_DIAGNOSTICS)
-        self.level = cv.STALE
-        self.message = "starting"
-        self._published_level: int | None = None
         self.publish_error = ""  # why the last publication failed, if it did
+        health.on_change = self._on_change
         node.create_timer(period_s, self.publish)
 
-    def update(self, level: int, message: str) -> None:
-        """Set the status; publishes at once when the level changed (cheap otherwise)."""
-        self.level, self.message = level, message
-        if level != self._published_level:
-            self.publish()
+    def _on_change(self, level: int, message: str, t_s: float) -> None:
+        """A new level: published at once and logged (what a user reads in the console)."""
+        self.publish()
+        logger = self.node.get_logger()
+        # rclpy fixes a call site's severity on first use: one call site per severity
+        if level >= ERROR:
+            logger.error(message)
+        elif level == WARN:
+            logger.warning(message)
+        else:
+            logger.info(message)
 
     def publish(self) -> None:
         values = self._values() if self._values is not None else {}
-        status = cv.Status(self.level, self.name, self.message, self.hardware_id, values)
+        h = self.health
+        status = cv.Status(h.level, self.name, h.message, self.hardware_id, values)
         try:
             self._pub.publish(cv.diagnostic_array_msg(MSGS, now_stamp(self.node), [status]))
-            self._published_level = self.level
         except Exception as exc:  # the context may be going down: do not crash
             self.publish_error = f"{type(exc).__name__}: {exc}"
 
-
-class InputGuard:
-    """Refusals of input messages: counted, and warned about at most once per interval per
-    topic (naming the topic and the fault)."""
-
-    def __init__(self, node: Node, throttle_s: float) -> None:
-        self.node = node
-        self.rejections = Rejections(throttle_s)
-        self._clock = node.get_clock()
-
-    def refuse(self, topic: str, reason: str) -> None:
-        now_s = self._clock.now().nanoseconds * 1e-9
-        text = self.rejections.refuse(topic, reason, now_s)
-        if text is not None:
-            self.node.get_logger().warning(text)
-
-    def joint_state(self, topic: str, msg: Any, order: cv.NameOrder, stamps: Any) -> Any:
-        """Positions and velocities of a JointState in ``order``, or None after refusing it
-        (names, non-finite values, a stamp not after the previous one: ``stamps.check``)."""
-        arrays = cv.read_joint_state(msg, order, required=("position", "velocity"), finite=True)
-        if isinstance(arrays, str):
-            self.refuse(topic, arrays)
-            return None
-        late = stamps.check(arrays.stamp)
-        if late is not None:
-            self.refuse(topic, late)
-            return None
-        return arrays
+    def log_warnings(self) -> None:
+        """Log what the stage refused since the last call."""
+        if self.health.warnings:
+            logger = self.node.get_logger()
+            for text in self.health.take_warnings():
+                logger.warning(text)
 
 
 def _never_called(msg: Any) -> None:  # the executor never spins the input node
@@ -215,19 +201,21 @@ class PolledInputs:
                          use_global_arguments=False, start_parameter_services=False,
                          enable_rosout=False)
 
-    def subscribe(self, msg_type: Any, topic: str, depth: int = 1) -> PolledSubscription:
-        """Best-effort, keep-last ``depth`` (1: only the newest matters)."""
-        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
-                         reliability=ReliabilityPolicy.BEST_EFFORT,
-                         durability=DurabilityPolicy.VOLATILE)
+    def subscribe(self, msg_type: Any, topic: str, depth: int = 1,
+                  qos: QoSProfile | None = None) -> PolledSubscription:
+        """Best-effort, keep-last ``depth`` (1: only the newest matters), unless ``qos``."""
+        if qos is None:
+            qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                             reliability=ReliabilityPolicy.BEST_EFFORT,
+                             durability=DurabilityPolicy.VOLATILE)
         return PolledSubscription(self.node, msg_type, topic, qos)
 
     def destroy(self) -> None:
         self.node.destroy_node()
 
 
-class Ticker:
-    """A node's periodic work (see the module docstring): a tick loop, or rclpy timers."""
+class TickLoop:
+    """A node's periodic work on :class:`Schedule` deadlines (see the module docstring)."""
 
     def __init__(self, node: Node, housekeeping_period_s: float,
                  wall_clock: bool | None = None) -> None:
@@ -236,40 +224,50 @@ class Ticker:
         # the loop runs on the wall clock unless the node runs on simulated time
         self.wall_clock = (not node.get_parameter("use_sim_time").value
                            if wall_clock is None else wall_clock)
-        self._entries: list[tuple[float, Callable[[], None]]] = []
-        self.late_ticks = 0  # ticks that started more than one period late (skipped ahead)
+        self.jobs: list[tuple[Schedule, Callable[[], None]]] = []
 
-    def every(self, period_s: float, work: Callable[[], None]) -> None:
+    def every(self, period_s: float, work: Callable[[], None]) -> Schedule:
         """Call ``work`` every ``period_s`` (wall time, or ROS time on simulated time)."""
         if self.wall_clock:
-            self._entries.append((period_s, work))
-        else:
-            self.node.create_timer(period_s, work)
+            schedule = Schedule(period_s, time.monotonic())
+            self.jobs.append((schedule, work))
+            return schedule
+        now = self.node.get_clock().now().nanoseconds * 1e-9
+        schedule = Schedule(period_s, now)
+
+        def on_timer() -> None:
+            # a late rclpy timer may fire again before /clock has moved: the schedule says no
+            if schedule.due(self.node.get_clock().now().nanoseconds * 1e-9):
+                work()
+
+        self.node.create_timer(period_s, on_timer)
+        self.jobs.append((schedule, work))
+        return schedule
+
+    def values(self) -> dict[str, str]:
+        """Late and skipped ticks of every job (for diagnostics)."""
+        return {f"job {i} ({1.0 / s.period_s:g} Hz) ticks / late / skipped":
+                f"{s.ticks} / {s.late} / {s.skipped}" for i, (s, _) in enumerate(self.jobs)}
 
     def spin(self, executor: SingleThreadedExecutor, stop: threading.Event) -> None:
         """Run until ``stop`` is set (by SIGINT or SIGTERM, see :func:`run`)."""
-        if not self._entries:
+        if not self.wall_clock or not self.jobs:
             spin_until(executor, stop)
             return
         now = time.monotonic()
-        deadlines = [now + period for period, _ in self._entries]
-        housekeeping = now
+        for schedule, _ in self.jobs:
+            schedule.next_s = now
+        housekeeping = Schedule(self.housekeeping_period_s, now)
+        schedules = [s for s, _ in self.jobs] + [housekeeping]
         while not stop.is_set():
-            wake = min(min(deadlines), housekeeping)
-            delay = wake - time.monotonic()
+            delay = min(s.next_s for s in schedules) - time.monotonic()
             if delay > 0.0:
                 time.sleep(delay)
-            for i, (period, work) in enumerate(self._entries):
-                now = time.monotonic()
-                if now >= deadlines[i]:
+            for schedule, work in self.jobs:
+                if schedule.due(time.monotonic()):
                     work()
-                    deadlines[i] += period
-                    if now - deadlines[i] > period:  # more than a period behind: skip ahead
-                        self.late_ticks += 1
-                        deadlines[i] = now + period
-            if time.monotonic() >= housekeeping:
+            if housekeeping.due(time.monotonic()):
                 self._housekeeping(executor)
-                housekeeping += self.housekeeping_period_s
 
     @staticmethod
     def _housekeeping(executor: SingleThreadedExecutor, most: int = 10) -> None:
@@ -283,6 +281,48 @@ class Ticker:
             exc = handler.exception()
             if exc is not None:
                 raise exc
+
+
+class StageNode(Node):
+    """What every node of the suite repeats: parameters from its dataclass, the tick loop,
+    polled inputs, the diagnostics of its stage, the clock. A subclass builds its stage,
+    its publishers and subscriptions, and registers its jobs with :meth:`every`."""
+
+    def __init__(self, node_name: str, params_cls: type[T], *,
+                 wall_clock: bool | None = None) -> None:
+        super().__init__(node_name)
+        self.params = declare_parameters(self, params_cls)
+        self.inputs = PolledInputs(self)
+        self.tick_loop = TickLoop(self, self.params.housekeeping_period_s,  # type: ignore[attr-defined]
+                                  wall_clock)
+        self.diag: Diagnostics | None = None
+
+    def clock_s(self) -> float:
+        """The node's clock (ROS time: system or simulated) [s]."""
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def watch(self, health: Health, hardware_id: str,
+              values: Callable[[], dict[str, str]] | None = None) -> Diagnostics:
+        """Publish ``health`` on /diagnostics (with ``values`` and the tick loop's counts)."""
+        def all_values() -> dict[str, str]:
+            return {**(values() if values is not None else {}), **self.tick_loop.values()}
+
+        self.diag = Diagnostics(self, health, self.params.diagnostics_period_s,  # type: ignore[attr-defined]
+                                hardware_id, all_values)
+        return self.diag
+
+    def every(self, period_s: float, work: Callable[[], None]) -> Schedule:
+        """Run ``work`` every ``period_s``; the stage's refusal warnings are logged after it."""
+        def job() -> None:
+            work()
+            if self.diag is not None:
+                self.diag.log_warnings()
+
+        return self.tick_loop.every(period_s, job)
+
+    def shutdown(self) -> None:
+        """Called once on the way out, with the context still alive."""
+        return None
 
 
 def _realtime(node: Node) -> None:
@@ -338,9 +378,8 @@ def run(node_name: str, params_cls: type, factory: Callable[[], Node],
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         _realtime(node)
-        ticker = getattr(node, "ticker", None)
-        if isinstance(ticker, Ticker):
-            ticker.spin(executor, stop)
+        if isinstance(node, StageNode):
+            node.tick_loop.spin(executor, stop)
         else:
             spin_until(executor, stop)
     except MusculoError as exc:

@@ -66,6 +66,8 @@ class SafetyConfig:
                                                     "fault [s]")
     tendon_state_timeout_s: float = spec(gt=0.0, doc="newest tendon sample older at a tick: "
                                                      "fault [s]")
+    driver_output_timeout_s: float = spec(gt=0.0, doc="newest tendon driver output older at a "
+                                                      "tick: fault driver_silent [s]")
     snapshot_late_s: float = spec(gt=0.0, doc="newest dynamics snapshot older at a tick: "
                                               "warning snapshot_late [s]")
     snapshot_timeout_s: float = spec(gt=0.0, doc="newest dynamics snapshot older at a tick: "

@@ -61,6 +61,11 @@ RULES: tuple[Rule, ...] = (
     Rule("tendon_state_stale", FAULT, False, "supervisor",
          "newest tendon sample older than `tendon_state_timeout_s` (dropout, delayed stream)",
          "`tendon_state_timeout_s` + one control period", _MIN, _HOLD),
+    Rule("driver_silent", FAULT, False, "supervisor",
+         "no output of the tendon driver (what it sends to the actuators) for "
+         "`driver_output_timeout_s`: the driver or its link is gone",
+         "`driver_output_timeout_s` + one control period", _MIN + " (the actuator modules' "
+         "own watchdog holds their idle tension meanwhile)", _HOLD),
     Rule("out_of_order", WARNING, False, "every stage, on each input stream",
          "a message stamped no later than the previous one of its stream (reordered stream)",
          "on arrival", "the late message is dropped, the newest data is kept, control goes on",

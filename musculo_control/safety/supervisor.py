@@ -179,12 +179,16 @@ class Supervisor:
     # -- the tick ---------------------------------------------------------------------------------
     def tick(self, t_s: float, controller: Controller, *, joints: PotentiometerReading | None,
              tendons: TendonState | None, snapshot: DynamicsSnapshot | None,
+             driver_stamp_s: float | None = None,
              joint_faults: Sequence[str] = ()) -> SupervisedOutput:
         """One control tick: check every input, tick the controller, check its command.
 
-        Never raises: an exception inside (a bug) is itself a fault, with minimum tension."""
+        ``driver_stamp_s``: the stamp of the tendon driver's newest output received (-inf:
+        none yet; ``None``: not watched). Never raises: an exception inside (a bug) is itself
+        a fault, with minimum tension."""
         try:
-            return self._tick(float(t_s), controller, joints, tendons, snapshot, joint_faults)
+            return self._tick(float(t_s), controller, joints, tendons, snapshot, driver_stamp_s,
+                              joint_faults)
         # the last check before the actuators: any bug in it means minimum tension
         except Exception as exc:  # noqa: BLE001
             finding = Finding("command_invalid", f"supervisor error {type(exc).__name__}: {exc}")
@@ -199,7 +203,7 @@ class Supervisor:
 
     def _tick(self, t: float, controller: Controller, joints: PotentiometerReading | None,
               tendons: TendonState | None, snapshot: DynamicsSnapshot | None,
-              joint_faults: Sequence[str]) -> SupervisedOutput:
+              driver_stamp_s: float | None, joint_faults: Sequence[str]) -> SupervisedOutput:
         cfg = self.config
         faults: dict[str, Finding] = {}
         warnings: dict[str, Finding] = {}
@@ -219,6 +223,13 @@ class Supervisor:
         goal_now = self.goals.goal_at(t)
         tendons_ok = self._check_tendons(t, tendons, add)
         snapshot_ok = self._check_snapshot(t, snapshot, add)
+        if driver_stamp_s is not None:
+            age = t - driver_stamp_s
+            if not age <= cfg.driver_output_timeout_s:
+                add(Finding("driver_silent", "no output of the tendon driver received yet"
+                            if driver_stamp_s == -math.inf else
+                            f"newest tendon driver output is {age * 1e3:.2f} ms old (limit "
+                            f"{cfg.driver_output_timeout_s * 1e3:.1f} ms)"))
         if (cfg.consistency.enabled and joints_ok and tendons_ok
                 and joints is not None and tendons is not None
                 and abs(joints.stamp_s - tendons.stamp_s) <= cfg.consistency.max_stamp_skew_s):

@@ -5,7 +5,7 @@
       -> TendonStage (read) -> muscle states  -> ControlStep                 [hop]
       -> DynamicsStage (dynamics rate) -> snapshot -> ControlStep            [hop]
       -> ControlStep (control rate) -> tension command -> TendonStage        [hop]
-      -> TendonStage (driver rate) -> driver units -> mock arm               [hop]
+      -> TendonStage (driver rate) -> driver units -> mock arm, ControlStep  [hop]
 
 Each stage is the very object its node holds (:mod:`musculo_control.loop`), and every hop
 between two nodes goes through a :class:`DelayLine` with the configured transport delay, so the
@@ -191,6 +191,7 @@ class ClosedLoop:
         self._snapshots: DelayLine[DynamicsSnapshot] = DelayLine(d)
         self._commands: DelayLine[tuple[float, FloatArray]] = DelayLine(d)
         self._to_arm: DelayLine[FloatArray] = DelayLine(d)
+        self._sent: DelayLine[tuple[float, FloatArray]] = DelayLine(d)  # driver -> controller
         self.health_log: list[HealthEvent] = []
         for stage in (mock, pots, tendons, dynamics, step):
             name = stage.health.name
@@ -210,7 +211,7 @@ class ClosedLoop:
 
     def _clear(self) -> None:
         for line in (self._raw, self._joints, self._muscles, self._snapshots, self._commands,
-                     self._to_arm):
+                     self._to_arm, self._sent):
             line.clear()
         self.step_count = 0
         self.t0_s = 0.0  # the stamp of time 0 of the run (the release) [s]
@@ -315,6 +316,8 @@ class ClosedLoop:
             step.receive_joints(reading)
         for state in self._muscles.receive(k):
             step.receive_tendons(state)
+        for stamp, tension in self._sent.receive(k):
+            step.receive_sent(stamp, tension)
         if not self.fused and k % div.dynamics == 0:
             ticks["dynamics"] += 1
             snap = self.dynamics.tick(t)
@@ -348,6 +351,7 @@ class ClosedLoop:
             elif top > self.sent_max_n:
                 self.sent_max_n = top
             self._to_arm.send(k, sent.units)
+            self._sent.send(k, (t, sent.tension_n))
         for units in self._to_arm.receive(k):
             stage.receive_command(units)
         stage.step()

@@ -1,0 +1,126 @@
+"""The node graph, described once: which nodes run and with which parameters.
+
+``ros2 launch`` (launch/*.launch.py through :mod:`musculo_control.nodes.launch_builder`), the
+test harness and ``musculo graph`` (a launcher for machines without ``ros2 launch``) all ask
+:func:`graph_nodes` for the list, so what a test starts is exactly what the launch file starts.
+ROS-free: each entry names an executable and the parameters to set on top of the parameter
+file (``config/<robot>/ros_params.yaml``); the caller turns it into a launch action or a
+process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.errors import InputError
+from musculo_control.nodes.node_config import (
+    ACTIVATION_QP_NODE,
+    DYNAMICS_NODE,
+    GOAL_NODE,
+    MOCK_HARDWARE_NODE,
+    MUSCLE_MARKER_NODE,
+    NODE_PARAMS,
+    POTENTIOMETER_NODE,
+    ROS_PARAMS_FILE,
+    TENDON_DRIVER_NODE,
+    check_params_file,
+)
+
+#: Goal node modes; '' keeps the parameter file's.
+GOAL_MODES = ("", "interactive", "trajectory", "none")
+
+
+@dataclass(frozen=True)
+class GraphOptions:
+    """The choices of a launch (the launch files' arguments)."""
+
+    config_dir: Path
+    params_file: Path | None = None  # None: <config_dir>/ros_params.yaml
+    mock: bool = True  # the MuJoCo mock arm instead of the real one
+    controller: str = "osc"
+    use_sim_time: bool = False  # the mock arm publishes /clock and every node uses it
+    real_time_factor: float = 1.0  # mock arm: simulated seconds per wall second
+    goal_mode: str = ""
+    trajectory_file: str = ""  # '' keeps the parameter file's
+    goal_orientation: bool | None = None  # None keeps the parameter file's
+    use_muscle_markers: bool = False
+    #: per node, parameters to set on top of everything else (tests, a user's launcher)
+    extra: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def parameter_file(self) -> Path:
+        return self.params_file if self.params_file is not None else \
+            self.config_dir / ROS_PARAMS_FILE
+
+    def check(self) -> None:
+        """Raise :class:`InputError` on a bad choice, :class:`ConfigError` on a bad parameter
+        file (naming the file and the key), before any node starts."""
+        if self.controller not in CONTROLLER_NAMES:
+            raise InputError("controller", f"one of {list(CONTROLLER_NAMES)}", self.controller)
+        if self.goal_mode not in GOAL_MODES:
+            raise InputError("goal_mode", f"one of {list(GOAL_MODES)}", self.goal_mode)
+        if not self.real_time_factor > 0.0:
+            raise InputError("real_time_factor", "a factor > 0", self.real_time_factor)
+        unknown = set(self.extra) - set(NODE_PARAMS)
+        if unknown:
+            raise InputError("extra parameters", f"node names of {sorted(NODE_PARAMS)}",
+                             sorted(unknown))
+        for name, cls in NODE_PARAMS.items():
+            check_params_file(self.parameter_file, name, cls)
+
+
+@dataclass(frozen=True)
+class NodeLaunch:
+    """One node of the graph: its name (also its executable's) and parameters."""
+
+    name: str
+    parameters: dict[str, Any]  # on top of the parameter file
+
+    @property
+    def module(self) -> str:
+        """The Python module whose ``main()`` runs it (``python -m``)."""
+        return f"musculo_control.nodes.{self.name}"
+
+
+def graph_nodes(options: GraphOptions) -> list[NodeLaunch]:
+    """The nodes of the graph in start order (the mock arm first: it is the clock)."""
+    sim = options.use_sim_time
+
+    def node(name: str, extra: dict[str, Any] | None = None,
+             use_sim_time: bool = sim) -> NodeLaunch:
+        params: dict[str, Any] = {"config_dir": str(options.config_dir),
+                                  "use_sim_time": use_sim_time}
+        params.update(extra or {})
+        params.update(options.extra.get(name, {}))
+        return NodeLaunch(name, params)
+
+    goal: dict[str, Any] = {}
+    if options.goal_mode:
+        goal["mode"] = options.goal_mode
+    if options.trajectory_file:
+        goal["trajectory_file"] = options.trajectory_file
+    qp: dict[str, Any] = {"controller": options.controller}
+    if options.goal_orientation is not None:
+        qp["use_goal_orientation"] = options.goal_orientation
+    nodes = []
+    if options.mock:
+        # the mock arm is the clock in simulated time; it must not wait for /clock itself
+        nodes.append(node(MOCK_HARDWARE_NODE, {"publish_clock": sim,
+                                               "real_time_factor": options.real_time_factor},
+                          use_sim_time=False))
+    nodes += [node(POTENTIOMETER_NODE), node(TENDON_DRIVER_NODE), node(DYNAMICS_NODE),
+              node(ACTIVATION_QP_NODE, qp), node(GOAL_NODE, goal)]
+    if options.use_muscle_markers:
+        nodes.append(node(MUSCLE_MARKER_NODE))
+    return nodes
+
+
+def with_extra(options: GraphOptions, name: str, **parameters: Any) -> GraphOptions:
+    """``options`` with ``parameters`` added for node ``name``."""
+    extra = {k: dict(v) for k, v in options.extra.items()}
+    extra.setdefault(name, {}).update(parameters)
+    return dataclasses.replace(options, extra=extra)

@@ -1,0 +1,126 @@
+"""Starting the node graph as processes, without ``ros2 launch`` (ROS-free).
+
+For machines with rclpy but no launch system (the ROS 2 wheels from PyPI) and for the tests:
+each node of :func:`~musculo_control.nodes.graph.graph_nodes` runs as ``python -m
+musculo_control.nodes.<name> --ros-args --params-file <file> --params-file <overrides>``, the
+command line ``ros2 launch`` gives it, with the environment of the caller (the ROS 2 wheels'
+bootstrapper sets the library path in it) and, if asked, its own ``ROS_DOMAIN_ID``. Output goes
+to one log file per node. :meth:`GraphProcesses.stop` interrupts every node (each sends its
+last safe messages) and kills what does not end in time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+from musculo_control.errors import InputError
+from musculo_control.nodes.graph import GraphOptions, NodeLaunch, graph_nodes
+
+
+class GraphProcesses:
+    """The node graph of ``options`` as child processes (a context manager)."""
+
+    def __init__(self, options: GraphOptions, workdir: Path, domain_id: int | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        options.check()
+        self.options = options
+        self.nodes: dict[str, NodeLaunch] = {n.name: n for n in graph_nodes(options)}
+        self.workdir = Path(workdir)
+        self.env = dict(os.environ if env is None else env)
+        if domain_id is not None:
+            self.env["ROS_DOMAIN_ID"] = str(domain_id)
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._logs: dict[str, IO[bytes]] = {}
+        self.exit_codes: dict[str, int] = {}
+
+    def command(self, name: str) -> list[str]:
+        """The command line of node ``name``."""
+        return [sys.executable, "-m", self.nodes[name].module, "--ros-args",
+                "--params-file", str(self.options.parameter_file),
+                "--params-file", str(self._overrides_file())]
+
+    def _overrides_file(self) -> Path:
+        return self.workdir / "graph_parameters.yaml"
+
+    def start(self, names: list[str] | None = None) -> None:
+        """Start the nodes ``names`` (default: all), in graph order."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        doc = {name: {"ros__parameters": _plain(n.parameters)} for name, n in self.nodes.items()}
+        self._overrides_file().write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        for name in names if names is not None else list(self.nodes):
+            if name not in self.nodes:
+                raise InputError("node", f"one of {list(self.nodes)}", name)
+            log = open(self.log_path(name), "wb")  # noqa: SIM115 - closed in stop()
+            self._logs[name] = log
+            self.processes[name] = subprocess.Popen(
+                self.command(name), stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                start_new_session=True)
+
+    def log_path(self, name: str) -> Path:
+        return self.workdir / f"{name}.log"
+
+    def log(self, name: str) -> str:
+        path = self.log_path(name)
+        return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+    def alive(self, name: str) -> bool:
+        proc = self.processes.get(name)
+        return proc is not None and proc.poll() is None
+
+    def pid(self, name: str) -> int:
+        return self.processes[name].pid
+
+    def send(self, name: str, signum: int) -> None:
+        """Send ``signum`` to node ``name`` (SIGKILL to kill it, SIGSTOP to freeze it)."""
+        proc = self.processes[name]
+        if proc.poll() is None:
+            os.kill(proc.pid, signum)
+
+    def stop(self, timeout_s: float = 10.0) -> dict[str, int]:
+        """Interrupt every node, wait for it, kill what hangs; the exit codes."""
+        for proc in self.processes.values():
+            if proc.poll() is None:
+                try:
+                    os.kill(proc.pid, signal.SIGCONT)  # a frozen node must hear the interrupt
+                    proc.send_signal(signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + timeout_s
+        for name, proc in self.processes.items():
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            self.exit_codes[name] = int(proc.returncode)
+        for log in self._logs.values():
+            log.close()
+        self._logs.clear()
+        return dict(self.exit_codes)
+
+    def __enter__(self) -> GraphProcesses:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    """Parameter values YAML can write and rcl can read back with their types."""
+    out: dict[str, Any] = {}
+    for k, v in values.items():
+        if isinstance(v, Path):
+            v = str(v)
+        elif isinstance(v, tuple):
+            v = list(v)
+        out[k] = v
+    return out

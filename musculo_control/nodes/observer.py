@@ -1,0 +1,315 @@
+"""Watching a running node graph from outside: the tests' and the graph fault matrix's eyes.
+
+:class:`GraphObserver` is an rclpy node, spun in a thread of its own, that records what the
+graph says on its topics (every command, the driver's output in newtons, stamps of every
+stream, /diagnostics, the mock's ground truth, the controller's state) with the time it was
+received on the observer's clock (the simulated one when the graph runs on ``/clock``), and
+that can act like an operator: send goals, push with the force gauge, acknowledge latched
+faults.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PointStamped, PoseStamped
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64, Float64MultiArray
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import MultiDOFJointTrajectory
+
+from musculo_control.estimation.snapshot_codec import SnapshotCodec
+from musculo_control.loop.build import LoopParts
+from musculo_control.loop.state_record import controller_state_layout
+from musculo_control.nodes import conversions as cv
+from musculo_control.nodes.ros_common import MSGS, QOS_DIAGNOSTICS, QOS_GOAL, QOS_STATE_SUB
+from musculo_control.stamps import Stamp
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass
+class Recording:
+    """What one topic brought: receive time [s] (observer clock), stamp [s], values."""
+
+    t: list[float] = field(default_factory=list)
+    stamp: list[float] = field(default_factory=list)
+    values: list[Any] = field(default_factory=list)
+
+    def add(self, t: float, stamp: float, value: Any) -> None:
+        self.t.append(t)
+        self.stamp.append(stamp)
+        self.values.append(value)
+
+    def since(self, t0: float) -> Recording:
+        i = int(np.searchsorted(np.asarray(self.t), t0))
+        return Recording(self.t[i:], self.stamp[i:], self.values[i:])
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
+class Diagnostic:
+    """One DiagnosticStatus as received."""
+
+    def __init__(self, t: float, status: cv.Status) -> None:
+        self.t = t
+        self.name = status.name
+        self.level = status.level
+        self.message = status.message
+        self.values = dict(status.values)
+
+    def __repr__(self) -> str:
+        return f"Diagnostic({self.t:.3f}, {self.name!r}, {self.level}, {self.message!r})"
+
+
+class GraphObserver:
+    """See the module docstring. ``with GraphObserver(robot, calibration) as obs: ...``"""
+
+    def __init__(self, parts: LoopParts, *, use_sim_time: bool = False,
+                 name: str = "graph_observer") -> None:
+        robot = self.robot = parts.robot
+        self.calibration = parts.drivers.calibration
+        self.frame_id = parts.controller.workspace.frame_id
+        self._codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles,
+                                    len(parts.controller.task.rows))
+        self._own_context = not rclpy.ok()
+        if self._own_context:
+            rclpy.init()
+        self.node = rclpy.create_node(name, parameter_overrides=[
+            Parameter("use_sim_time", Parameter.Type.BOOL, use_sim_time)])
+        self._lock = threading.Lock()
+        joints = robot.arm.joint_names
+        muscles = robot.muscle_names
+        actuators = tuple(str(a) for a in robot.actuator_ids)
+        self.commands = Recording()  # muscle_commands: tension [N]
+        self.sent = Recording()  # hw/tendon_commands: tension [N]
+        self.joint_states = Recording()  # joint_states: q [rad]
+        self.potentiometers = Recording()  # hw/potentiometers: stamps only
+        self.muscle_states = Recording()  # muscle_states: tension [N]
+        self.dynamics = Recording()  # dynamics: stamps only
+        self.hand = Recording()  # mock/hand (truth) [m]
+        self.gauge_force = Recording()  # mock/gauge_force [N]
+        self.controller_state = Recording()  # controller/state records (dict of fields)
+        self.goals_in_force = Recording()  # controller/goal [m]
+        self.diagnostics: list[Diagnostic] = []
+        self._orders = {
+            "muscle_commands": cv.NameOrder("muscle_commands", muscles, "muscle name"),
+            "hw/tendon_commands": cv.NameOrder("hw/tendon_commands", actuators, "actuator id"),
+            "joint_states": cv.NameOrder("joint_states", joints, "joint name"),
+            "muscle_states": cv.NameOrder("muscle_states", muscles, "muscle name"),
+        }
+        self._state_layout = controller_state_layout(robot.arm.n_joints)
+        n = self.node
+        qos = 50  # reliable, deep: every sample is counted
+        n.create_subscription(JointState, "muscle_commands", self._on_commands, qos)
+        n.create_subscription(JointState, "hw/tendon_commands", self._on_sent, qos)
+        n.create_subscription(JointState, "joint_states", self._on_joints, qos)
+        n.create_subscription(JointState, "hw/potentiometers", self._on_pots, qos)
+        n.create_subscription(JointState, "muscle_states", self._on_muscles, qos)
+        n.create_subscription(Float64MultiArray, "dynamics", self._on_dynamics, qos)
+        n.create_subscription(PointStamped, "mock/hand", self._on_hand, QOS_STATE_SUB)
+        n.create_subscription(Float64, "mock/gauge_force", self._on_force, QOS_STATE_SUB)
+        n.create_subscription(Float64MultiArray, "controller/state", self._on_state, qos)
+        n.create_subscription(PoseStamped, "controller/goal", self._on_goal, QOS_GOAL)
+        n.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
+                              QOS_DIAGNOSTICS)
+        self._goal_pub = n.create_publisher(PoseStamped, "hand_goal", QOS_GOAL)
+        self._trajectory_pub = n.create_publisher(MultiDOFJointTrajectory,
+                                                  "hand_goal/trajectory", QOS_GOAL)
+        self._gauge_pub = n.create_publisher(PoseStamped, "mock/gauge", 10)
+        self._commands_pub = n.create_publisher(JointState, "muscle_commands", 10)
+        self._acknowledge = n.create_client(Trigger, "controller/acknowledge")
+        self._clear_gauge = n.create_client(Trigger, "mock/clear_gauge")
+        self._executor = SingleThreadedExecutor()
+        self._executor.add_node(n)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    # -- life -------------------------------------------------------------------------------------
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._executor.spin_once(timeout_sec=0.05)
+            except Exception:  # noqa: BLE001 - the context is going down
+                return
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2.0)
+        self._executor.shutdown()
+        self.node.destroy_node()
+        if self._own_context:
+            rclpy.try_shutdown()
+
+    def __enter__(self) -> GraphObserver:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- clock ------------------------------------------------------------------------------------
+    def now_s(self) -> float:
+        """The observer's clock (simulated when the graph runs on /clock) [s]."""
+        return self.node.get_clock().now().nanoseconds * 1e-9
+
+    def wait_until(self, condition: Callable[[], bool], timeout_s: float,
+                   poll_s: float = 0.02) -> bool:
+        """Wait (wall time) until ``condition()``; whether it came true in time."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            with self._lock:
+                if condition():
+                    return True
+            time.sleep(poll_s)
+        with self._lock:
+            return condition()
+
+    def wait_for(self, seconds: float, timeout_s: float) -> bool:
+        """Wait until ``seconds`` have passed on the observer's clock (sim or wall)."""
+        t0 = self.now_s()
+        return self.wait_until(lambda: self.now_s() - t0 >= seconds, timeout_s)
+
+    def snapshot(self, recording: Recording) -> Recording:
+        """A consistent copy of ``recording``."""
+        with self._lock:
+            return Recording(list(recording.t), list(recording.stamp), list(recording.values))
+
+    def diagnostics_of(self, node: str) -> list[Diagnostic]:
+        with self._lock:
+            return [d for d in self.diagnostics if d.name == f"musculo_control: {node}"]
+
+    # -- callbacks --------------------------------------------------------------------------------
+    def _joint_state(self, topic: str, msg: Any, required: tuple[str, ...]) -> Any:
+        arrays = cv.read_joint_state(msg, self._orders[topic], required=required)
+        return None if isinstance(arrays, str) else arrays
+
+    def _on_commands(self, msg: JointState) -> None:
+        a = self._joint_state("muscle_commands", msg, ("effort",))
+        if a is not None:
+            with self._lock:
+                self.commands.add(self.now_s(), a.stamp.seconds, a.effort)
+
+    def _on_sent(self, msg: JointState) -> None:
+        a = self._joint_state("hw/tendon_commands", msg, ("effort",))
+        if a is not None:
+            with self._lock:
+                self.sent.add(self.now_s(), a.stamp.seconds, self.calibration.driver_to_n(a.effort))
+
+    def _on_joints(self, msg: JointState) -> None:
+        a = self._joint_state("joint_states", msg, ("position",))
+        if a is not None:
+            with self._lock:
+                self.joint_states.add(self.now_s(), a.stamp.seconds, a.position)
+
+    def _on_pots(self, msg: JointState) -> None:
+        with self._lock:
+            self.potentiometers.add(self.now_s(), cv.stamp_of(msg).seconds, None)
+
+    def _on_muscles(self, msg: JointState) -> None:
+        a = self._joint_state("muscle_states", msg, ("effort",))
+        if a is not None:
+            with self._lock:
+                self.muscle_states.add(self.now_s(), a.stamp.seconds, a.effort)
+
+    def _on_dynamics(self, msg: Float64MultiArray) -> None:
+        dims, data, offset = cv.read_float64_multiarray(msg)
+        try:
+            snapshot, _ = self._codec.decode(dims, data, offset)
+        except Exception:  # noqa: BLE001 - a malformed record is simply not recorded
+            return
+        with self._lock:
+            self.dynamics.add(self.now_s(), snapshot.stamp_s, None)
+
+    def _on_hand(self, msg: PointStamped) -> None:
+        with self._lock:
+            self.hand.add(self.now_s(), cv.stamp_of(msg).seconds, cv.read_point(msg.point))
+
+    def _on_force(self, msg: Float64) -> None:
+        with self._lock:
+            self.gauge_force.add(self.now_s(), float("nan"), float(msg.data))
+
+    def _on_state(self, msg: Float64MultiArray) -> None:
+        dims, data, offset = cv.read_float64_multiarray(msg)
+        try:
+            self._state_layout.check_dims(dims, offset)
+            fields = self._state_layout.unpack(data)
+        except Exception:  # noqa: BLE001 - a malformed record is simply not recorded
+            return
+        with self._lock:
+            self.controller_state.add(self.now_s(), float("nan"), fields)
+
+    def _on_goal(self, msg: PoseStamped) -> None:
+        pose = cv.read_pose_stamped(msg)
+        with self._lock:
+            self.goals_in_force.add(self.now_s(), pose.stamp.seconds, pose.position_m)
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        t = self.now_s()
+        with self._lock:
+            for status in cv.read_diagnostic_array(msg):
+                self.diagnostics.append(Diagnostic(t, status))
+
+    # -- acting -----------------------------------------------------------------------------------
+    def _stamp(self) -> Stamp:
+        return Stamp.from_nanoseconds(self.node.get_clock().now().nanoseconds)
+
+    def send_goal_pose(self, position_m: npt.ArrayLike,
+                       quaternion_xyzw: npt.ArrayLike = (0.0, 0.0, 0.0, 1.0), *,
+                       frame_id: str | None = None, stamp: Stamp | None = None) -> None:
+        self._goal_pub.publish(cv.pose_stamped_msg(
+            MSGS, self._stamp() if stamp is None else stamp,
+            self.frame_id if frame_id is None else frame_id, position_m, quaternion_xyzw))
+
+    def send_goal_point(self, position_m: npt.ArrayLike, quaternion_xyzw: npt.ArrayLike,
+                        velocity_m_s: npt.ArrayLike, acceleration_m_s2: npt.ArrayLike) -> None:
+        self._trajectory_pub.publish(cv.goal_trajectory_msg(
+            MSGS, self._stamp(), self.frame_id, "goal", position_m, quaternion_xyzw,
+            velocity_m_s, acceleration_m_s2))
+
+    def send_commands(self, tension_n: npt.ArrayLike, stamp: Stamp | None = None) -> None:
+        """Publish a muscle command as if from a (faulty) controller."""
+        writer = cv.JointStateWriter(MSGS, self.robot.muscle_names)
+        self._commands_pub.publish(writer.write(self._stamp() if stamp is None else stamp,
+                                                effort=np.asarray(tension_n, dtype=float)))
+
+    def push_gauge(self, tip_m: npt.ArrayLike, axis: npt.ArrayLike) -> None:
+        """Hold the mock's force gauge with its tip at ``tip_m``, pushing along ``axis``."""
+        a = np.asarray(axis, dtype=float)
+        a = a / np.linalg.norm(a)
+        # a quaternion whose x axis is ``a``: the shortest turn from (1, 0, 0)
+        c = np.cross([1.0, 0.0, 0.0], a)
+        w = 1.0 + a[0]
+        q = np.array([c[0], c[1], c[2], w]) if w > 1e-9 else np.array([0.0, 0.0, 1.0, 0.0])
+        self._gauge_pub.publish(cv.pose_stamped_msg(MSGS, self._stamp(), self.frame_id, tip_m,
+                                                    q / np.linalg.norm(q)))
+
+    def call(self, client: Any, timeout_s: float = 5.0) -> tuple[bool, str]:
+        if not client.wait_for_service(timeout_sec=timeout_s):
+            return False, "service not available"
+        future = client.call_async(Trigger.Request())
+        end = time.monotonic() + timeout_s
+        while not future.done() and time.monotonic() < end:
+            time.sleep(0.01)
+        if not future.done():
+            return False, "no answer"
+        result = future.result()
+        return bool(result.success), str(result.message)
+
+    def acknowledge(self, timeout_s: float = 5.0) -> tuple[bool, str]:
+        """Call ``controller/acknowledge``: (success, message)."""
+        return self.call(self._acknowledge, timeout_s)
+
+    def clear_gauge(self, timeout_s: float = 5.0) -> tuple[bool, str]:
+        return self.call(self._clear_gauge, timeout_s)
