@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from musculo_control.errors import ConfigError
+from musculo_control.loop.rejections import Rejections
 from musculo_control.nodes.node_config import (
     ACTIVATION_QP_NODE,
     NODE_PARAMS,
@@ -20,7 +21,6 @@ from musculo_control.nodes.node_config import (
     params_files_from_argv,
     parse_parameters,
 )
-from musculo_control.loop.rejections import Rejections
 
 
 def write(tmp_path, data, text=None):

@@ -23,7 +23,6 @@ from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.hardware.tendon_driver import TendonState
 from musculo_control.safety import (
     RULES,
-    GoalGate,
     GoalRequest,
     Supervisor,
     rules_markdown,

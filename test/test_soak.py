@@ -11,8 +11,8 @@ import pytest
 from musculo_control.cli import main
 from musculo_control.control.goal import check_goal
 from musculo_control.sim.experiments import Overrides, load_setup, start_pose
-from musculo_control.sim.soak import SoakConfig, SoakSchedule
 from musculo_control.sim.rig import Rig
+from musculo_control.sim.soak import SoakConfig, SoakSchedule
 from musculo_control.sim.supervised_loop import load_reliability_section
 
 SHORT = ["--set", "reliability.soak.warmup_s=2", "--set", "reliability.soak.memory_every_s=2",

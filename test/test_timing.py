@@ -7,15 +7,15 @@ import gc
 import numpy as np
 import pytest
 
+from musculo_control.errors import InputError
 from musculo_control.loop.timing import (
-    Schedule,
     TIMING_LAYOUT,
     GcPauses,
+    Schedule,
     TickTimer,
     WindowStats,
     timing_record,
 )
-from musculo_control.errors import InputError
 
 
 def test_periods_jitter_compute_and_overruns_on_a_known_schedule():

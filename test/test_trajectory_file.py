@@ -8,12 +8,12 @@ import yaml
 
 from musculo_control.control.controller import load_controller_config
 from musculo_control.control.goal import rotation_from_quaternion
+from musculo_control.errors import ConfigError
 from musculo_control.loop.trajectory_file import (
     GoalTrajectory,
     load_trajectory,
     minimum_jerk_profile,
 )
-from musculo_control.errors import ConfigError
 
 START = np.array([0.30, 0.23, 0.32])
 QUAT = np.array([0.0, 0.0, 0.0, 1.0])
