@@ -31,8 +31,11 @@ setup(
         *tree("config"),
     ],
     python_requires=">=3.10",
-    install_requires=["numpy", "pin", "osqp>=1.0", "pyyaml", "mujoco>=3.1", "scipy", "matplotlib"],
-    extras_require={"test": ["pytest", "hypothesis", "rosbags", "mcap"]},
+    # rosbags writes every run's ROS 2 bag (musculo simulate / report): a run-time dependency
+    install_requires=["numpy", "pin", "osqp>=1.0", "pyyaml", "mujoco>=3.1", "scipy", "matplotlib",
+                      "rosbags>=0.10"],
+    # mcap + mcap-ros2-support: an independent reader of those bags in the tests
+    extras_require={"test": ["pytest", "hypothesis", "mcap", "mcap-ros2-support"]},
     zip_safe=True,
     maintainer="musculo_control team",
     maintainer_email="musculo-control@example.org",

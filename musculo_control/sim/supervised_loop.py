@@ -22,7 +22,7 @@ from musculo_control.errors import ConfigError
 from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.mock_arm import MockArm
-from musculo_control.model.config import apply_overrides, parse, read_yaml
+from musculo_control.model.config import apply_overrides, parse, parse_override, read_yaml
 from musculo_control.model.robot import Robot
 from musculo_control.safety.config import load_safety_config
 from musculo_control.safety.supervisor import Supervisor
@@ -68,15 +68,13 @@ def split_overrides(items: list[str], prefixes: tuple[str, ...]) -> tuple[dict[s
                                                                           list[str]]:
     """``--set`` items whose file is one of ``prefixes`` (as {"file.key": value}), and the
     rest untouched (for :meth:`Overrides.parse`)."""
-    import yaml
-
     mine: dict[str, Any] = {}
     rest: list[str] = []
     for item in items:
         key, sep, text = item.partition("=")
         prefix = key.strip().partition(".")[0]
         if sep and prefix in prefixes:
-            mine[key.strip()] = yaml.safe_load(text)
+            mine.update([parse_override(item)])
         else:
             rest.append(item)
     return mine, rest
@@ -96,7 +94,7 @@ class SupervisedRig:
         self.calibration = drivers.calibration
         self.pots, self.driver = drivers.potentiometers, drivers.tendons
         folder = robot.config_dir
-        self.mock = MockArm(robot, drivers.calibration, setup.mock_config, setup.experiments.seed,
+        self.mock = MockArm(robot, drivers.calibration, setup.mock_config, setup.mock_config.seed,
                             str(folder / "mock_arm.yaml"))
         self.estimator = DynamicsEstimator(robot, cfg.task)
         self.safety_config = load_safety_config(folder, drivers.tendons.config, safety_overrides)
