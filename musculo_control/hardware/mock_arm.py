@@ -184,11 +184,10 @@ class MockArm:
         self.reset(np.clip(np.zeros(self.n), robot.arm.lower_rad, robot.arm.upper_rad))
 
     def drawn(self) -> dict[str, object]:
-        """What ``seed`` drew for this arm: the link mass scales [-], the via-point offsets
-        (P, 3) [m] in the muscles file's point order, the potentiometer offset errors [counts]
-        (the sensor noise is drawn per sample from a third stream of the same seed)."""
-        return {"seed": self.seed, "link_mass_scale": dict(self.arm.error.mass_scale),
-                "via_point_offset_m": self.arm.error.via_point_offset_m.copy(),
+        """What ``seed`` drew for this arm: the model error (a ``ModelError``), the
+        potentiometer offset errors (n,) [counts] (the sensor noise is drawn per sample from a
+        third stream of the same seed)."""
+        return {"seed": self.seed, "model_error": self.arm.error,
                 "potentiometer_offset_error_counts": self._pot_offset_error.copy()}
 
     # -- set-up -----------------------------------------------------------------------------------

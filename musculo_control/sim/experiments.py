@@ -322,22 +322,22 @@ def drawn_record(setup: Setup, mock: MockArm) -> dict[str, Any]:
     """What ``mock_arm.seed`` drew for this run, by name (for run.yaml)."""
     robot = setup.robot
     drawn = mock.drawn()
-    offsets = np.asarray(drawn["via_point_offset_m"])
-    via: dict[str, list[list[float]]] = {}
-    k = 0
-    if len(offsets):
-        for muscle in robot.muscles_config.muscles:
-            n = len(muscle.path)
-            via[muscle.name] = np.round(1e3 * offsets[k:k + n], 4).tolist()
-            k += n
+    error: Any = drawn["model_error"]
+    record: dict[str, Any] = {}
+    for f in dataclasses.fields(error):  # every part of the model error, by name
+        value = getattr(error, f.name)
+        if f.name == "mass_scale":
+            record["link_mass_scale"] = {k: round(float(v), 6) for k, v in value.items()}
+        elif f.name == "via_point_offset_m":
+            record["via_point_offset_mm"] = _per_muscle(robot, 1e3 * np.asarray(value))
+        else:
+            record[f.name] = np.round(np.asarray(value, dtype=float), 9).tolist()
     sensors = setup.mock_config.sensors
     pot = np.asarray(drawn["potentiometer_offset_error_counts"])
     return {
         "mock_arm.seed": drawn["seed"],
         "model_error_enabled": setup.mock_config.model_error.enabled,
-        "link_mass_scale": {k: round(float(v), 6)
-                            for k, v in dict(drawn["link_mass_scale"]).items()},  # type: ignore[call-overload]
-        "via_point_offset_mm": via,
+        **record,
         "potentiometer_offset_error_counts": dict(zip(robot.arm.joint_names,
                                                       np.round(pot, 4).tolist())),
         "sensor_noise": {
@@ -348,6 +348,20 @@ def drawn_record(setup: Setup, mock: MockArm) -> dict[str, Any]:
                      "(numpy SeedSequence(seed).spawn(3)[2])",
         },
     }
+
+
+def _per_muscle(robot: Robot, offsets_mm: FloatArray) -> Any:
+    """Via-point offsets by muscle name (in the muscles file's point order), or the plain list
+    when the counts do not match that order."""
+    muscles = robot.muscles_config.muscles
+    sizes = [len(m.path) for m in muscles]
+    if offsets_mm.shape[0] != sum(sizes):
+        return np.round(offsets_mm, 4).tolist()
+    out, k = {}, 0
+    for muscle, n in zip(muscles, sizes):
+        out[muscle.name] = np.round(offsets_mm[k:k + n], 4).tolist()
+        k += n
+    return out
 
 
 # -- the experiments -----------------------------------------------------------------------------
