@@ -1,5 +1,6 @@
 # One-command entry points. Each target creates the virtual environment it needs.
-#   make run    the main job: the controller driving the simulated arm, results in out/
+#   make run    the main job: the controller driving the simulated arm, results in out/;
+#               then the README's results table, doc/results.json and doc/figures/ regenerated
 #   make test   the test suite
 #   make bench  the benchmarks (run with nothing else busy on the machine)
 PYTHON ?= python3
@@ -20,6 +21,7 @@ install: $(VENV)/.installed
 run: install
 	$(VENV)/bin/musculo model-report --json $(OUT)/model_report.json > /dev/null
 	$(VENV)/bin/musculo report --out $(OUT)
+	$(VENV)/bin/musculo publish $(OUT) --readme README.md --results doc/results.json --figures doc/figures
 
 test: install
 	$(PY) -m pytest -q -rs test

@@ -5,6 +5,10 @@ from glob import glob
 from setuptools import find_packages, setup
 
 PACKAGE = "musculo_control"
+#: rclpy with Fast DDS and the message packages the nodes use, from PyPI (ROS 2 Kilted wheels)
+ROS_WHEELS = ["ros-rclpy", "ros-rmw-fastrtps-cpp", "ros-sensor-msgs", "ros-geometry-msgs",
+              "ros-std-msgs", "ros-std-srvs", "ros-diagnostic-msgs", "ros-visualization-msgs",
+              "ros-trajectory-msgs", "ros-rosgraph-msgs"]
 
 
 def tree(folder: str) -> list[tuple[str, list[str]]]:
@@ -31,8 +35,15 @@ setup(
         *tree("config"),
     ],
     python_requires=">=3.10",
-    install_requires=["numpy", "pin", "osqp>=1.0", "pyyaml", "mujoco>=3.1", "scipy", "matplotlib"],
-    extras_require={"test": ["pytest", "hypothesis", "rosbags", "mcap"]},
+    # rosbags writes every run's ROS 2 bag (musculo simulate / report): a run-time dependency
+    install_requires=["numpy", "pin", "osqp>=1.0", "pyyaml", "mujoco>=3.1", "scipy", "matplotlib",
+                      "rosbags>=0.10"],
+    # ros: rclpy and the message packages of the node graph, as ROS 2 wheels from PyPI (for a
+    # machine without a ROS 2 distribution; a colcon build uses the distribution's instead).
+    # test: mcap + mcap-ros2-support read those bags independently; the node-graph tests run
+    # the real nodes on the ros wheels.
+    extras_require={"ros": ROS_WHEELS,
+                    "test": ["pytest", "hypothesis", "mcap", "mcap-ros2-support", *ROS_WHEELS]},
     zip_safe=True,
     maintainer="musculo_control team",
     maintainer_email="musculo-control@example.org",

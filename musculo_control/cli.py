@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 
@@ -19,6 +20,7 @@ COMMANDS = (
     "musculo_control.commands.bench",
     "musculo_control.commands.simulate",
     "musculo_control.commands.report",
+    "musculo_control.commands.publish",
     "musculo_control.commands.sweep",
     "musculo_control.commands.operating_point",
     "musculo_control.commands.reliability",
@@ -36,14 +38,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: A value that starts with a minus sign: a negative number or a list of numbers.
+_NEGATIVE_VALUE = re.compile(r"^-\.?\d[\d.eE+-]*(,\s*[-+]?\.?\d[\d.eE+-]*)*$")
+
+
+def join_negative_values(argv: Sequence[str]) -> list[str]:
+    """``['--q', '-0.43,0.48']`` -> ``['--q=-0.43,0.48']``: argparse takes a list that starts
+    with a minus sign for an option; joined with '=' it is the option's value."""
+    out: list[str] = []
+    for token in argv:
+        if (out and out[-1].startswith("--") and "=" not in out[-1]
+                and _NEGATIVE_VALUE.match(token)):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(join_negative_values(sys.argv[1:] if argv is None else argv))
     try:
         return int(args.func(args) or 0)
     except MusculoError as exc:
         print(f"musculo {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a file the command needed could not be read or written
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"musculo {args.command}: error:{where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"musculo {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

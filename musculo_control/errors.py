@@ -13,16 +13,20 @@ class ConfigError(MusculoError):
     """A configuration file or value is malformed or inconsistent.
 
     The message names the file, the key (a dotted path such as ``muscles[3].path[0].link``),
+    where it is (``where``: "line 3, column 5" in the file, or "set on the command line"),
     what was expected and what was received.
     """
 
-    def __init__(self, file: str, key: str, expected: str, received: Any = None) -> None:
+    def __init__(self, file: str, key: str, expected: str, received: Any = None, *,
+                 where: str = "") -> None:
         self.file = str(file)
         self.key = key
+        self.where = where
         self.expected = expected
         self.received = received
         got = "" if received is None else f"; received {received!r}"
-        super().__init__(f"{self.file}: {key}: expected {expected}{got}")
+        at = f" ({where})" if where else ""
+        super().__init__(f"{self.file}: {key}{at}: expected {expected}{got}")
 
 
 class InputError(MusculoError, ValueError):

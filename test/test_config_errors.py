@@ -146,6 +146,8 @@ def test_bad_description_names_file_key_and_expectation(tmp_path, config_dir, mu
     assert key in err.key, message
     assert expected in err.expected, message
     assert re.search(re.escape(file), message)
+    if key == "<file>" and "valid YAML" in expected:  # a syntax error says where it is
+        assert re.search(r"line \d+, column \d+", message), message
 
 
 def test_wrong_length_q_names_expected_joints(robot):

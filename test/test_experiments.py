@@ -32,6 +32,8 @@ def test_disturbance_osc_yields_and_keeps_the_hand(short_disturbance):
     osc = run_disturbance(short_disturbance, "osc").metrics
     stiff = run_disturbance(short_disturbance, "joint-stiffness").metrics
     assert osc["unsafe_ticks"] == 0
+    assert osc["start_held"] and osc["contact_held_final"] and osc["contact_lost_s"] == 0.0
+    assert short_disturbance.experiments.disturbance.settle_s <= osc["contact_time_s"] < 0.4
     assert osc["max_hand_deviation_m"] < 0.02
     assert osc["final_push_force_N"] < 0.2 * osc["peak_push_force_N"]
     assert osc["elbow_displacement_m"] > 0.03  # the arm gave way to the gauge
@@ -45,6 +47,8 @@ def test_trajectory_osc_tracks_within_two_centimetres():
         ["experiments.trajectory.settle_s=0.3", "experiments.trajectory.hold_s=0.5"]))
     run = run_trajectory(setup, "osc", setup.experiments.trajectory.start_poses[0])
     assert run.metrics["unsafe_ticks"] == 0
+    assert run.metrics["start_held"]
+    assert run.metrics["elbow_height_start_m"] == pytest.approx(0.23, abs=0.005)
     assert run.metrics["mean_tracking_error_m"] < 0.02
     assert run.metrics["final_error_m"] < 0.02
 
@@ -73,8 +77,11 @@ def test_minimum_jerk_boundaries():
 
 
 def test_overrides_name_the_file_they_address():
-    ov = Overrides.parse(["controller.qp.r=0.3", "mock_arm.seed=4", "experiments.seed=2"])
-    assert ov.controller == {"qp.r": 0.3} and ov.mock_arm == {"seed": 4}
+    ov = Overrides.parse(["controller.qp.r=0.3", "mock_arm.seed=4", "controller.qp.k=1e-2"])
+    assert ov.controller == {"qp.r": 0.3, "qp.k": 0.01} and ov.mock_arm == {"seed": 4}
+    # one seed per concern: the mock arm's is mock_arm.seed, there is no second one
+    with pytest.raises(ConfigError, match="seed"):
+        load_setup(default_config_dir(), Overrides.parse(["experiments.seed=2"]))
     with pytest.raises(InputError, match="starting with one of"):
         Overrides.parse(["robot.hill.f1_n=3"])
     with pytest.raises(InputError, match="FILE.KEY=VALUE"):
@@ -92,6 +99,33 @@ def test_simulate_command_writes_logs_plot_and_json(tmp_path):
     assert set(metrics) >= {"max_hand_deviation_m", "peak_push_force_N", "final_push_force_N",
                             "elbow_displacement_m"}
     run_dir = out / "disturbance" / "osc"
-    for name in ("run.yaml", "signals.csv", "signals.mcap"):
+    for name in ("run.yaml", "signals.csv", "bag/metadata.yaml", "bag/bag.mcap"):
         assert (run_dir / name).stat().st_size > 0
     assert (out / "disturbance_osc.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("how", [["--seed", "3"], ["--set", "mock_arm.seed=3"]])
+def test_the_mock_arm_seed_reaches_the_mock_and_run_yaml(tmp_path, how):
+    """--seed N and --set mock_arm.seed=N draw the same arm, and run.yaml says what it drew."""
+    import yaml
+
+    out = tmp_path / "out"
+    code = main(["simulate", "nullspace", "--out", str(out), *how,
+                 "--set", "experiments.nullspace.duration_s=0.2",
+                 "--set", "experiments.nullspace.window_s=0.05",
+                 "--set", "experiments.nullspace.start_skip_s=0.0"])
+    assert code == 0
+    info = yaml.safe_load((out / "nullspace" / "osc" / "run.yaml").read_text())
+    drawn = info["random"]
+    assert drawn["mock_arm.seed"] == 3
+    assert info["parameters"]["mock_arm"]["seed"] == 3
+    seed0 = load_setup(default_config_dir(), Overrides.parse([]))
+    from musculo_control.sim.experiments import Bench, drawn_record
+
+    other = drawn_record(seed0, Bench(seed0, "osc").mock)
+    assert other["mock_arm.seed"] == 0
+    assert drawn["link_mass_scale"] != other["link_mass_scale"]
+    assert drawn["via_point_offset_mm"] != other["via_point_offset_mm"]
+    assert set(drawn["potentiometer_offset_error_counts"]) == set(seed0.robot.arm.joint_names)
+    assert {"git_commit", "python", "packages"} <= set(info["provenance"])
+    assert info["provenance"]["packages"]["numpy"] != "not installed"

@@ -48,14 +48,16 @@ def test_every_field_becomes_a_documented_parameter_with_a_ros_typed_default():
 def test_received_values_parse_like_yaml():
     p = parse_parameters(MockHardwareNodeParams, {
         "initial_pose_rad": array.array("d", [0.1] * 7), "config_dir": "", "seed": 3,
-        "sensor_rate_hz": 250, "clock_start_s": None}, "src", "mock_hardware_node")
-    assert p.initial_pose_rad == (0.1,) * 7 and p.seed == 3 and p.sensor_rate_hz == 250.0
+        "truth_rate_hz": 25, "clock_start_s": None}, "src", "mock_hardware_node")
+    assert p.initial_pose_rad == (0.1,) * 7 and p.seed == 3 and p.truth_rate_hz == 25.0
     assert p.config_dir == "" and p.clock_start_s == 1.0  # defaults kept
 
 
 @pytest.mark.parametrize("params, key, words", [
-    ({"rate_hz": -5.0}, "activation_qp_node.ros__parameters.rate_hz", "> 0.0"),
-    ({"rate_hz": "fast"}, "activation_qp_node.ros__parameters.rate_hz", "a number"),
+    ({"timing_report_period_s": -5.0},
+     "activation_qp_node.ros__parameters.timing_report_period_s", "> 0.0"),
+    ({"tendon_queue": "deep"}, "activation_qp_node.ros__parameters.tendon_queue", "an integer"),
+    ({"rate_hz": 125.0}, "activation_qp_node.ros__parameters.rate_hz", "a parameter of"),
     ({"controller": "pid"}, "activation_qp_node.ros__parameters.controller", "one of"),
     ({"rate_hzz": 125.0}, "activation_qp_node.ros__parameters.rate_hzz", "a parameter of"),
 ])
@@ -83,10 +85,10 @@ def test_missing_and_malformed_files_name_the_file(tmp_path):
 def test_wildcard_sections_apply_and_may_hold_other_nodes_parameters(tmp_path):
     path = write(tmp_path, {"/**": {"ros__parameters": {"config_dir": "/x", "use_sim_time": True,
                                                         "poll_rate_hz": 1.0}},
-                            "/activation_qp_node": {"ros__parameters": {"rate_hz": 100}},
-                            "dynamics_node": {"ros__parameters": {"rate_hz": "bad"}}})
+                            "/activation_qp_node": {"ros__parameters": {"tendon_queue": 20}},
+                            "dynamics_node": {"ros__parameters": {"warn_throttle_s": "bad"}}})
     values = check_params_file(path, ACTIVATION_QP_NODE, ActivationQPNodeParams)
-    assert values == {"config_dir": "/x", "rate_hz": 100}
+    assert values == {"config_dir": "/x", "tendon_queue": 20}
 
 
 def test_params_files_from_argv():

@@ -93,7 +93,7 @@ def test_controller_sees_data_two_hops_late(setup):
 
 def test_same_seed_same_log_other_seed_other_log(setup):
     def run(seed):
-        s = dataclasses.replace(setup, experiments=dataclasses.replace(setup.experiments,
+        s = dataclasses.replace(setup, mock_config=dataclasses.replace(setup.mock_config,
                                                                        seed=seed))
         bench, goal = _hold_bench(s)
         bench.run(0.3, lambda t: goal)

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from musculo_control.commands.checks import writable_file
 from musculo_control.errors import InputError
 from musculo_control.model.robot import Robot, load_robot
 from musculo_control.paths import default_config_dir
@@ -20,7 +21,8 @@ def add_parser(sub: Any) -> None:
                                    "muscle its length, l_min, l_max and moment arms (-Jm row).")
     p.add_argument("--config", type=Path, default=None, help="config folder (default: shipped arm)")
     p.add_argument("--q", default=None,
-                   help="comma-separated joint angles [rad] (default: home_pose_rad)")
+                   help="comma-separated joint angles [rad] inside the joint limits (default: "
+                        "home_pose_rad); negative values may follow directly: --q -0.43,0.48,...")
     p.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
     p.set_defaults(func=run)
 
@@ -33,7 +35,14 @@ def parse_q(text: str | None, robot: Robot) -> np.ndarray:
         values = [float(v) for v in text.split(",")]
     except ValueError as exc:
         raise InputError("--q", "comma-separated numbers", text) from exc
-    return robot.arm.check_q(values, "--q")
+    q = robot.arm.check_q(values, "--q")
+    lo, hi = robot.arm.lower_rad, robot.arm.upper_rad
+    outside = [f"{name} {v:+.3f} not in [{a:+.3f}, {b:+.3f}]"
+               for name, v, a, b in zip(robot.arm.joint_names, q, lo, hi) if not a <= v <= b]
+    if outside:
+        raise InputError("--q", "angles inside the joint limits of the URDF [rad]",
+                         "; ".join(outside))
+    return q
 
 
 def model_report(robot: Robot, q: np.ndarray) -> dict[str, Any]:
@@ -77,21 +86,22 @@ def print_report(rep: dict[str, Any]) -> None:
         print(f"  {j['name']:<12} [{j['lower_rad']:+.2f}, {j['upper_rad']:+.2f}]  q = {q:+.3f}")
     print("hand position [m]:   " + " ".join(f"{v:+.3f}" for v in rep["hand_position_m"]))
     print("gravity torque [Nm]: " + " ".join(f"{v:+.2f}" for v in rep["gravity_torque_Nm"]))
-    names = " ".join(f"{j['name'][:8]:>8}" for j in rep["joints"])
-    print(f"{'muscle':<24}{'ctrl':>5}{'l [m]':>8}{'l_min':>8}{'l_max':>8}  "
-          f"moment arms [cm] (-Jm row): {names}")
+    widths = [max(8, len(j["name"])) for j in rep["joints"]]
+    names = " ".join(f"{j['name']:>{w}}" for j, w in zip(rep["joints"], widths))
+    print("moment arms [cm] (-Jm row) per joint; lengths [m]")
+    print(f"{'muscle':<24}{'ctrl':>5}{'l':>8}{'l_min':>8}{'l_max':>8}  {names}")
     for m in rep["muscles"]:
-        arms = " ".join(f"{100 * v:>8.2f}" for v in m["moment_arms_m"])
+        arms = " ".join(f"{100 * v:>{w}.2f}" for v, w in zip(m["moment_arms_m"], widths))
         print(f"{m['name']:<24}{'yes' if m['active'] else 'no':>5}{m['length_m']:>8.3f}"
               f"{m['lmin_m']:>8.3f}{m['lmax_m']:>8.3f}  {arms}")
 
 
 def run(args: argparse.Namespace) -> int:
+    writable_file(args.json, "--json")
     robot = load_robot(args.config or default_config_dir())
     rep = model_report(robot, parse_q(args.q, robot))
     print_report(rep)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(rep, indent=2) + "\n")
         print(f"wrote {args.json}")
     return 0

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.optimize import lsq_linear
 
+from musculo_control.commands.checks import writable_file
 from musculo_control.errors import InputError
 from musculo_control.estimation.snapshot import (
     DynamicsEstimator,
@@ -358,13 +359,14 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    writable_file(args.json, "--json")
+    writable_file(args.plot, "--plot")
     config_dir = args.config or default_config_dir()
     robot = load_robot(config_dir)
     task = load(TaskConfig, Path(config_dir) / "controller.yaml", "task")
     rep = operating_point_report(robot, task)
     print_report(rep)
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(rep, indent=2) + "\n")
         print(f"wrote {args.json}")
     if args.plot:

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from musculo_control.commands.checks import writable_dir, writable_file
 from musculo_control.commands.simulate import add_common
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.paths import default_config_dir
@@ -44,7 +45,7 @@ def _split(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], Ov
     """(safety overrides, reliability overrides, the rest, config folder)."""
     items = list(args.overrides)
     if getattr(args, "seed", None) is not None:
-        items.append(f"experiments.seed={args.seed}")
+        items.append(f"mock_arm.seed={args.seed}")
     mine, rest = split_overrides(items, _OWN_PREFIXES)
     safety = {k.partition(".")[2]: v for k, v in mine.items() if k.startswith("safety.")}
     reliability = {k.partition(".")[2]: v for k, v in mine.items()
@@ -71,6 +72,8 @@ def _jsonable(value: Any) -> Any:
 # -- the fault matrix ---------------------------------------------------------------------------
 def run_faults(args: argparse.Namespace) -> int:
     """``musculo simulate faults``: the fault matrix."""
+    writable_dir(args.out, "--out")
+    writable_file(args.json, "--json")
     safety, reliability, overrides, folder = _split(args)
     setup = load_setup(folder, overrides)
     cfg = load_fault_matrix_config(folder, setup.robot, reliability)
@@ -119,6 +122,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run_soak_command(args: argparse.Namespace) -> int:
+    writable_file(args.json, "--json")
     safety, reliability, overrides, folder = _split(args)
     if args.hours is not None:
         reliability["soak.duration_s"] = args.hours * 3600.0

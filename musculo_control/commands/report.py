@@ -1,40 +1,33 @@
 """``musculo report``: the main job. Every experiment with every controller, and a report.
 
-Writes ``<out>/report.md`` (plots, and a table of the metrics beside the physical robot's
-results, SPEC section 8), ``<out>/metrics.json`` and each run's logs.
+Writes into ``--out``: ``report.md`` (the table of results beside the physical robot's and the
+targets, with met / missed per row, and the plots), ``results.json`` (what the table is
+rendered from: metrics, verdicts, seed, targets, figures), ``metrics.json`` (the metrics alone),
+the figures, and each run's logs under ``runs/``. ``musculo publish`` copies the results and
+figures into the repository and regenerates the README's results block.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from pathlib import Path
 from typing import Any
 
+from musculo_control.commands.checks import names, writable_dir
 from musculo_control.commands.simulate import (
     add_common,
     metrics_json,
+    plot_runs,
     print_runs,
     save_runs,
     setup_from_args,
 )
 from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.provenance import provenance
 from musculo_control.sim.experiments import EXPERIMENT_NAMES, RunResult, Setup, run_experiment
-from musculo_control.sim.plots import plot_disturbance, plot_nullspace, plot_trajectory
-
-#: The physical robot's results (SPEC section 8, from Toshimitsu et al. 2021).
-PAPER = {
-    "disturbance": {
-        "osc": "hand deviation < 2 cm; push force peaks ~40 N, decays to ~0 N",
-        "joint-stiffness": "hand deviation > 4 cm; constant force needed",
-        "muscle-stiffness": "hand deviation > 4 cm; constant force needed",
-    },
-    "trajectory": {"osc": "mean tracking error 3.5 / 5.0 / 7.7 cm (A / B / C)"},
-    "nullspace": {"osc": "||a|| from ~10 to < 5 as the elbow lowers",
-                  "osc-no-nullspace": "||a|| stays ~10"},
-}
+from musculo_control.sim.results import build_results, dumps, results_table
 
 
 def add_parser(sub: Any) -> None:
@@ -49,62 +42,29 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _fmt(v: Any, scale: float = 1.0, unit: str = "") -> str:
-    if isinstance(v, dict):
-        return ", ".join(f"{k} {_fmt(x, scale, unit)}" for k, x in v.items())
-    if isinstance(v, float):
-        return "n/a" if not math.isfinite(v) else f"{v * scale:.2f}{unit}"
-    return str(v)
+def figure_name(experiment: str, controller: str) -> str:
+    """The file name of an experiment's figure (one per controller for the trajectory)."""
+    return f"trajectory_{controller}.png" if experiment == "trajectory" else f"{experiment}.png"
 
 
-def _rows(experiment: str, controller: str, m: dict[str, Any]) -> list[str]:
-    paper = PAPER.get(experiment, {}).get(controller, "")
-    if experiment == "disturbance":
-        shown = (f"hand deviation max {_fmt(m['max_hand_deviation_m'], 100, ' cm')}; push force "
-                 f"peak {_fmt(m['peak_push_force_N'], 1, ' N')}, final "
-                 f"{_fmt(m['final_push_force_N'], 1, ' N')}; elbow moved "
-                 f"{_fmt(m['elbow_displacement_m'], 100, ' cm')}")
-    elif experiment == "trajectory":
-        shown = f"mean tracking error {_fmt(m['mean_tracking_error_m'], 100, ' cm')}"
-    else:
-        shown = (f"\\|\\|a\\|\\| {_fmt(m['activation_norm_start'])} -> "
-                 f"{_fmt(m['activation_norm_end'])}; hand drift "
-                 f"{_fmt(m['hand_drift_m'], 100, ' cm')}; elbow lowered "
-                 f"{_fmt(m['elbow_drop_m'], 100, ' cm')}")
-    unsafe = m.get("unsafe_ticks", 0)
-    if isinstance(unsafe, dict):
-        unsafe = sum(unsafe.values())
-    if unsafe:
-        shown += f"; {unsafe} unsafe ticks"
-    paper = paper.replace("|", "\\|")  # '||a||' must not split the Markdown table
-    return [f"| {experiment} | {controller} | {shown} | {paper} |"]
-
-
-def plot_experiment(experiment: str, runs: list[RunResult], setup: Setup, out: Path) -> list[Path]:
-    if experiment == "disturbance":
-        return [plot_disturbance(runs, out / "disturbance.png")]
-    if experiment == "nullspace":
-        names = setup.robot.arm.joint_names
-        j = names.index("shoulder_r") if "shoulder_r" in names else 0
-        return [plot_nullspace(runs, out / "nullspace.png", j, names[j])]
-    paths = []
-    for controller in dict.fromkeys(r.controller for r in runs):
-        paths.append(plot_trajectory([r for r in runs if r.controller == controller],
-                                     out / f"trajectory_{controller}.png"))
-    return paths
+def plot_experiment(experiment: str, runs: list[RunResult], setup: Setup, out: Path) -> list[str]:
+    """The experiment's figures in ``out``; returns their file names."""
+    groups: dict[str, list[RunResult]] = {}
+    for r in runs:
+        groups.setdefault(figure_name(experiment, r.controller), []).append(r)
+    for name, group in groups.items():
+        plot_runs(experiment, group, setup, out / name)
+    return list(groups)
 
 
 def run(args: argparse.Namespace) -> int:
+    controllers = names(args.controllers, CONTROLLER_NAMES, "--controllers")
+    experiments = names(args.experiments, EXPERIMENT_NAMES, "--experiments")
+    out = writable_dir(args.out, "--out")
     setup = setup_from_args(args)
-    controllers = [c.strip() for c in args.controllers.split(",") if c.strip()]
-    experiments = [e.strip() for e in args.experiments.split(",") if e.strip()]
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     metrics: dict[str, dict[str, Any]] = {}
-    table = ["| experiment | controller | simulated (this run) | physical robot (paper) |",
-             "|---|---|---|---|"]
-    figures: list[Path] = []
+    figures: list[str] = []
     simulated = 0.0
     for experiment in experiments:
         runs: list[RunResult] = []
@@ -112,30 +72,47 @@ def run(args: argparse.Namespace) -> int:
             print(f"== {experiment} / {controller}", flush=True)
             these = run_experiment(setup, experiment, controller)
             print_runs(these)
-            save_runs(these, out / "runs")
+            save_runs(these, out / "runs", setup)
             runs += these
-            m = metrics_json(experiment, these)
-            metrics.setdefault(experiment, {})[controller] = m
-            table += _rows(experiment, controller, m)
+            metrics.setdefault(experiment, {})[controller] = metrics_json(experiment, these)
             simulated += sum(r.simulated_s for r in these)
         figures += plot_experiment(experiment, runs, setup, out)
     wall = time.perf_counter() - t0
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    overrides = list(args.overrides) + ([f"mock_arm.seed={args.seed}"] if args.seed is not None
+                                        else [])
+    doc = build_results(metrics, config=setup.robot.config_dir.name,
+                        seed=setup.mock_config.seed, overrides=overrides,
+                        targets=setup.experiments.targets, figures=figures)
+    (out / "results.json").write_text(dumps(doc))
+    (out / "metrics.json").write_text(json.dumps(doc_metrics(doc), indent=2) + "\n")
+    prov = provenance()
     lines = [
         "# musculo_control: the paper's experiments on the simulated arm", "",
-        f"Config: `{setup.robot.config_dir}`; overrides: {args.overrides or 'none'}; "
-        f"seed {setup.experiments.seed}.",
+        f"Config: `{setup.robot.config_dir}`; overrides: {overrides or 'none'}; mock arm seed "
+        f"{setup.mock_config.seed}; commit {prov['git_commit']}.",
         f"{simulated:.0f} s simulated in {wall:.0f} s wall ({simulated / wall:.1f}x real time "
-        f"including set-up and plotting).", "",
+        f"including set-up, logs and plotting).", "",
         "The mock arm is MuJoCo with model error (masses, via-points), joint friction, actuator "
         "lag and a tension envelope, sensor noise and quantisation: the controller never runs "
-        "on its own model.", "",
-        *table, "",
-        *[f"![{p.stem}]({p.name})" for p in figures], "",
-        "Logs of every run (run.yaml with parameters and initial state, signals.csv, "
-        "signals.mcap) are under `runs/`.", "",
+        "on its own model. Targets and their sources: `experiments.yaml` `targets`. A run that "
+        "did not hold its start pose before its score started, lost the gauge's contact or "
+        "went to minimum tension misses its row's targets.", "",
+        *results_table(doc), "",
+        *[f"![{Path(f).stem}]({f})" for f in figures], "",
+        "Logs of every run are under `runs/<experiment>/<controller>/`: run.yaml (parameters, "
+        "initial state, what the seed drew, commit and package versions), signals.csv and "
+        "bag/ (a ROS 2 bag, MCAP storage).", "",
     ]
     (out / "report.md").write_text("\n".join(lines))
-    print(f"wrote {out / 'report.md'}, {out / 'metrics.json'} and {len(figures)} figures "
-          f"({simulated:.0f} s simulated in {wall:.0f} s wall)")
+    status = [e["verdict"]["status"] for by in doc["experiments"].values() for e in by.values()]
+    print(f"targets: {status.count('met')} rows met, {status.count('missed')} missed, "
+          f"{status.count('no target')} without a target")
+    print(f"wrote {out / 'report.md'}, {out / 'results.json'}, {out / 'metrics.json'} and "
+          f"{len(figures)} figures ({simulated:.0f} s simulated in {wall:.0f} s wall)")
     return 0
+
+
+def doc_metrics(doc: dict[str, Any]) -> dict[str, Any]:
+    """``metrics.json``: {experiment: {controller: metrics}}."""
+    return {exp: {ctrl: e["metrics"] for ctrl, e in by.items()}
+            for exp, by in doc["experiments"].items()}

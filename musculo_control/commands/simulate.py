@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 from typing import Any
 
+from musculo_control.commands.checks import writable_dir, writable_file
 from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.loop.state_record import controller_state_layout
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.experiments import (
     EXPERIMENT_NAMES,
@@ -19,6 +20,9 @@ from musculo_control.sim.experiments import (
     run_experiment,
 )
 from musculo_control.sim.plots import plot_disturbance, plot_nullspace, plot_trajectory
+from musculo_control.sim.results import dumps
+from musculo_control.sim.rosbag_log import write_bag
+from musculo_control.sim.scoring import judge, problems
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
@@ -27,13 +31,15 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FILE.KEY=V",
                    help="override a config value, e.g. controller.qp.r=0.01 or "
                         "experiments.nullspace.duration_s=5 or mock_arm.seed=3 (repeatable)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the mock arm (experiments.seed)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the mock arm's model error and sensor noise: the same as "
+                        "--set mock_arm.seed=N")
 
 
 def setup_from_args(args: argparse.Namespace) -> Setup:
     items = list(args.overrides)
     if args.seed is not None:
-        items.append(f"experiments.seed={args.seed}")
+        items.append(f"mock_arm.seed={args.seed}")
     return load_setup(args.config or default_config_dir(), Overrides.parse(items))
 
 
@@ -41,8 +47,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("simulate", help="run an experiment of the paper on the mock arm",
                        description="Runs disturbance (A), trajectory (B) or nullspace (C) with one "
                                    "controller against the MuJoCo mock arm; writes logs (CSV, "
-                                   "MCAP), a PNG plot and JSON metrics. 'faults' runs the fault "
-                                   "matrix instead (reliability.yaml; see musculo_control."
+                                   "a ROS 2 bag), a PNG plot and JSON metrics. 'faults' runs the "
+                                   "fault matrix instead (reliability.yaml; see musculo_control."
                                    "commands.reliability).")
     p.add_argument("experiment", choices=(*EXPERIMENT_NAMES, "faults"))
     p.add_argument("--controller", choices=CONTROLLER_NAMES, default="osc")
@@ -63,21 +69,27 @@ def metrics_json(experiment: str, runs: list[RunResult]) -> dict[str, Any]:
     return out
 
 
-def save_runs(runs: list[RunResult], folder: Path) -> None:
+def save_runs(runs: list[RunResult], folder: Path, setup: Setup) -> None:
+    """Per run: run.yaml, signals.csv and the ROS 2 bag ``bag/`` under
+    ``folder/<experiment>/<controller>[/<start pose>]``."""
+    robot = setup.robot
+    layout = controller_state_layout(robot.arm.n_joints)
+    frame = robot.arm.link_names()[0]
     for run in runs:
         sub = folder / run.experiment / run.controller / run.variant if run.variant \
             else folder / run.experiment / run.controller
         run.recorder.save(sub, run.run_info)
+        write_bag(sub / "bag", run.recorder, frame_id=frame, state_layout=layout,
+                  origin_ns=int(run.run_info["log"]["stamp_origin_unix_ns"]))
 
 
 def plot_runs(experiment: str, runs: list[RunResult], setup: Setup, path: Path) -> Path:
+    targets = setup.experiments.targets
     if experiment == "disturbance":
-        return plot_disturbance(runs, path)
+        return plot_disturbance(runs, path, targets)
     if experiment == "trajectory":
-        return plot_trajectory(runs, path)
-    names = setup.robot.arm.joint_names
-    j = names.index("shoulder_r") if "shoulder_r" in names else 0
-    return plot_nullspace(runs, path, j, names[j])
+        return plot_trajectory(runs, path, targets)
+    return plot_nullspace(runs, path, setup.experiments.nullspace.drift_joint, targets)
 
 
 def print_runs(runs: list[RunResult]) -> None:
@@ -88,6 +100,8 @@ def print_runs(runs: list[RunResult]) -> None:
         for key, value in run.metrics.items():
             shown = f"{value:.4f}" if isinstance(value, float) and math.isfinite(value) else value
             print(f"    {key:<28} {shown}")
+        for problem in problems(run.experiment, run.metrics):
+            print(f"    ! {problem}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,19 +109,21 @@ def run(args: argparse.Namespace) -> int:
         from musculo_control.commands.reliability import run_faults
 
         return run_faults(args)
+    writable_dir(args.out, "--out")
+    writable_file(args.json, "--json")
     setup = setup_from_args(args)
     runs = run_experiment(setup, args.experiment, args.controller)
     print_runs(runs)
-    save_runs(runs, args.out)
+    save_runs(runs, args.out, setup)
     png = plot_runs(args.experiment, runs, setup,
                     args.out / f"{args.experiment}_{args.controller}.png")
     metrics = metrics_json(args.experiment, runs)
+    verdict = judge(args.experiment, args.controller, metrics, setup.experiments.targets)
     doc = {"experiment": args.experiment, "controller": args.controller, "metrics": metrics,
-           "realtime_factor": min(r.realtime_factor for r in runs)}
-    (args.out / f"{args.experiment}_{args.controller}.json").write_text(
-        json.dumps(doc, indent=2) + "\n")
+           "verdict": verdict, "realtime_factor": min(r.realtime_factor for r in runs)}
+    (args.out / f"{args.experiment}_{args.controller}.json").write_text(dumps(doc))
     if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(metrics, indent=2) + "\n")
+        args.json.write_text(dumps(metrics))
+    print(f"verdict: {verdict['status']}")
     print(f"wrote {png} and logs under {args.out}/{args.experiment}/{args.controller}/")
     return 0

@@ -10,11 +10,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from musculo_control.commands.checks import writable_dir
 from musculo_control.commands.simulate import add_common, metrics_json
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import InputError
+from musculo_control.model.config import parse_value
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.experiments import EXPERIMENT_NAMES, Overrides, load_setup, run_experiment
 
@@ -38,11 +38,19 @@ def parse_params(items: list[str]) -> list[tuple[str, list[Any]]]:
     out = []
     for item in items:
         key, sep, values = item.partition("=")
-        parsed = [yaml.safe_load(v) for v in values.split(",") if v.strip()]
+        parsed = [parse_value(v, f"--param {key.strip()}") for v in values.split(",")
+                  if v.strip()]
         if not sep or not key or not parsed:
             raise InputError("--param", "FILE.KEY=V1,V2,... e.g. controller.qp.r=0.01,0.1", item)
         out.append((key.strip(), parsed))
     return out
+
+
+def _text(value: Any) -> str:
+    """A parsed value back as YAML text for an override (a list keeps its brackets)."""
+    import json
+
+    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
 
 
 def _scalar_metrics(m: dict[str, Any]) -> dict[str, float]:
@@ -58,13 +66,16 @@ def _scalar_metrics(m: dict[str, Any]) -> dict[str, float]:
 
 def run(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
-    base = list(args.overrides) + ([f"experiments.seed={args.seed}"] if args.seed is not None
+    base = list(args.overrides) + ([f"mock_arm.seed={args.seed}"] if args.seed is not None
                                    else [])
+    out: Path = writable_dir(args.out, "--out")
     rows: list[dict[str, Any]] = []
     grid = list(itertools.product(*[values for _, values in params]))
-    for i, combo in enumerate(grid, 1):
-        items = base + [f"{key}={value}" for (key, _), value in zip(params, combo)]
-        setup = load_setup(args.config or default_config_dir(), Overrides.parse(items))
+    # every combination's config is loaded and checked before the first run
+    setups = [load_setup(args.config or default_config_dir(), Overrides.parse(
+        base + [f"{key}={_text(value)}" for (key, _), value in zip(params, combo)]))
+        for combo in grid]
+    for i, (combo, setup) in enumerate(zip(grid, setups), 1):
         label = ", ".join(f"{key}={value}" for (key, _), value in zip(params, combo))
         print(f"[{i}/{len(grid)}] {args.experiment} / {args.controller}: {label}", flush=True)
         runs = run_experiment(setup, args.experiment, args.controller, progress=False)
@@ -72,8 +83,6 @@ def run(args: argparse.Namespace) -> int:
         row = {key: value for (key, _), value in zip(params, combo)} | metrics
         rows.append(row)
         print("    " + ", ".join(f"{k} {v:.4g}" for k, v in metrics.items()), flush=True)
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
     stem = f"sweep_{args.experiment}_{args.controller}"
     with open(out / f"{stem}.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))

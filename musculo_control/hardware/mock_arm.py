@@ -203,6 +203,13 @@ class MockArm:
         self.watchdog_fired = False  # the modules' watchdog holds timeout_tension_n
         self.reset(np.clip(np.zeros(self.n), robot.arm.lower_rad, robot.arm.upper_rad))
 
+    def drawn(self) -> dict[str, object]:
+        """What ``seed`` drew for this arm: the model error (a ``ModelError``), the
+        potentiometer offset errors (n,) [counts] (the sensor noise is drawn per sample from a
+        third stream of the same seed)."""
+        return {"seed": self.seed, "model_error": self.arm.error,
+                "potentiometer_offset_error_counts": self._pot_offset_error.copy()}
+
     # -- set-up -----------------------------------------------------------------------------------
     def _lengths_at(self, q: FloatArray) -> FloatArray:
         d = mujoco.MjData(self.model)

@@ -1,6 +1,6 @@
 """One controller tick's state as a labelled flat record (the ``controller/state`` topic).
 
-Schema ``controller_state_v1`` (see :mod:`musculo_control.records`); per-muscle activations go
+Schema ``controller_state_v2`` (see :mod:`musculo_control.records`); per-muscle activations go
 out separately, with their names, as a JointState.
 """
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 import typing
 from pathlib import Path
@@ -55,16 +56,108 @@ def spec(
     return dataclasses.field(default=default, metadata=meta)
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2's floats: ``1e-2`` is a number, not a string.
+
+    PyYAML follows YAML 1.1, whose float pattern needs a dot, so ``k: 1e-2`` would load as the
+    string '1e-2' and be refused as "not a number"; YAML 1.2 (and every other parser a user
+    knows) reads it as 0.01.
+    """
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
+
+
+def yaml_text(text: str, file: str) -> Any:
+    """Parse YAML text; a syntax error names the file, line and column (1-based)."""
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        context = exc.context or ""
+        cm = exc.context_mark
+        if context and cm is not None and mark is not None and cm.line != mark.line:
+            context += f" (line {cm.line + 1}, column {cm.column + 1})"
+        what = ": ".join(p for p in (context, exc.problem) if p)
+        raise ConfigError(file, "<file>", "valid YAML", what, where=where) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(file, "<file>", "valid YAML", str(exc).splitlines()[0]) from exc
+
+
+def parse_value(text: str, what: str) -> Any:
+    """A command-line value (``--set K=V``) read as YAML, with the same rules as the files."""
+    try:
+        return yaml_text(text, what)
+    except ConfigError as exc:
+        raise ConfigError(what, exc.key, "a YAML value such as 0.01, 1e-2, true, [1, 2] or a "
+                                         "name", text, where=exc.where) from exc
+
+
+def parse_override(item: str, option: str = "--set") -> tuple[str, Any]:
+    """``'controller.qp.k=1e-2'`` -> ``('controller.qp.k', 0.01)``: a dotted key and its value."""
+    from musculo_control.errors import InputError
+
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or "." not in key or not all(key.split(".")) or not text.strip():
+        raise InputError(option, "FILE.KEY=VALUE, e.g. controller.qp.r=0.01", item)
+    return key, parse_value(text, f"{option} {key}")
+
+
 def read_yaml(path: Path) -> Any:
     """Read one YAML file, turning I/O and syntax errors into :class:`ConfigError`."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(str(path), "<file>", "a readable YAML file", exc.strerror) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(str(path), "<file>", "a UTF-8 text file", str(exc)) from exc
+    return yaml_text(text, str(path))
+
+
+def key_position(path: Path, dotted: str) -> tuple[int, int] | None:
+    """(line, column), 1-based, of the value of ``dotted`` (``a.b[2].c``) in a YAML file."""
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(str(path), "<file>", "valid YAML", str(exc).splitlines()[0]) from exc
+        node = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=_Loader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    parts = re.findall(r"[^.\[\]]+|\[\d+\]", dotted)
+    for part in parts:
+        if isinstance(node, yaml.MappingNode):
+            found = [v for k, v in node.value if getattr(k, "value", None) == part]
+            if not found:
+                return None
+            node = found[0]
+        elif isinstance(node, yaml.SequenceNode) and part.startswith("["):
+            i = int(part[1:-1])
+            if i >= len(node.value):
+                return None
+            node = node.value[i]
+        else:
+            return None
+    if node is None:
+        return None
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _with_position(exc: ConfigError, path: Path, overridden: set[str]) -> ConfigError:
+    """The same error with the key's line and column in the file, or 'set on the command
+    line' for an overridden key."""
+    if exc.file != str(path) or not exc.key or exc.where or exc.key.startswith("<"):
+        return exc
+    key = exc.key
+    if any(key == o or key.startswith(o + ".") or key.startswith(o + "[") for o in overridden):
+        where = "set on the command line"
+    else:
+        pos = key_position(path, key)
+        if pos is None:
+            return exc
+        where = f"line {pos[0]}, column {pos[1]}"
+    return ConfigError(exc.file, key, exc.expected, exc.received, where=where)
 
 
 def load(cls: type[T], path: Path, key: str = "") -> T:
@@ -74,18 +167,24 @@ def load(cls: type[T], path: Path, key: str = "") -> T:
         if not isinstance(data, dict) or key not in data:
             raise ConfigError(str(path), key, f"a top-level mapping with key '{key}'", _short(data))
         data = data[key]
-    return parse(cls, data, str(path), key)
+    try:
+        return parse(cls, data, str(path), key)
+    except ConfigError as exc:
+        raise _with_position(exc, path, set()) from None
 
 
 def load_with_overrides(cls: type[T], path: Path,
                         overrides: dict[str, Any] | None = None) -> T:
     """Read ``path`` whole, apply dotted-key overrides (see :func:`apply_overrides`), parse."""
     data = read_yaml(path)
-    if overrides:
-        if not isinstance(data, dict):
-            raise ConfigError(str(path), "<top level>", "a mapping", type(data).__name__)
-        data = apply_overrides(data, overrides, str(path))
-    return parse(cls, data, str(path))
+    try:
+        if overrides:
+            if not isinstance(data, dict):
+                raise ConfigError(str(path), "<top level>", "a mapping", type(data).__name__)
+            data = apply_overrides(data, overrides, str(path))
+        return parse(cls, data, str(path))
+    except ConfigError as exc:
+        raise _with_position(exc, path, set(overrides or ())) from None
 
 
 def parse(cls: type[T], data: Any, file: str, key: str = "") -> T:

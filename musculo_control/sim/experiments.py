@@ -13,6 +13,7 @@ command-line overrides) and saves its parameters, initial state and sampled sign
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +30,19 @@ from musculo_control.control.controller import (
 from musculo_control.control.goal import HandGoal
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.mock_arm import MockArm, MockArmConfig
-from musculo_control.model.config import load_with_overrides, spec
+from musculo_control.model.config import load_with_overrides, parse_override, spec
 from musculo_control.model.robot import Robot, load_robot
+from musculo_control.provenance import provenance
 from musculo_control.sim.recorder import Recorder
 from musculo_control.sim.runner import LoopState, RunnerConfig
+from musculo_control.sim.scoring import (
+    Scored,
+    Target,
+    disturbance_metrics,
+    nullspace_metrics,
+    trajectory_metrics,
+)
+from musculo_control.sim.signals import RunSignals
 from musculo_control.sim.supervised_loop import check_start_pose
 
 FloatArray = npt.NDArray[np.float64]
@@ -52,6 +62,9 @@ class DisturbanceConfig:
     push_s: float = spec(1.0, gt=0.0, doc="time the tip takes for that distance [s]")
     hold_s: float = spec(6.0, gt=0.0, doc="the tip then stays put this long [s]")
     final_window_s: float = spec(1.0, gt=0.0, doc="final push force = mean over the last [s]")
+    contact_gap_tolerance_m: float = spec(
+        0.002, gt=0.0, doc="contact is lost when the elbow gets further than this ahead of the "
+                           "gauge tip along the push axis [m]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +90,16 @@ class NullspaceConfig:
     duration_s: float = spec(10.0, gt=0.0, doc="length of the run [s]")
     window_s: float = spec(0.5, gt=0.0, doc="||a|| at start and end = mean over this window [s]")
     start_skip_s: float = spec(0.1, ge=0.0, doc="the start window begins after this [s]")
+    drift_joint: str = spec(doc="the joint whose drift lowers the elbow (plotted; its change is "
+                                "reported)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartHoldConfig:
+    """Before the score starts, the arm must hold its start pose (see sim/scoring.py)."""
+
+    hand_tolerance_m: float = spec(0.02, gt=0.0, doc="largest hand motion from its start [m]")
+    elbow_tolerance_m: float = spec(0.02, gt=0.0, doc="largest elbow motion from its start [m]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,10 +107,12 @@ class ExperimentsConfig:
     """``experiments.yaml``."""
 
     runner: RunnerConfig = spec(RunnerConfig(), doc="loop rates and transport delay")
-    seed: int = spec(0, ge=0, doc="seed of the mock arm's model error and sensor noise")
+    start_hold: StartHoldConfig = spec(StartHoldConfig(), doc="the start pose must be held "
+                                                              "until the score starts")
     disturbance: DisturbanceConfig = spec(DisturbanceConfig(), doc="experiment A")
     trajectory: TrajectoryConfig = spec(doc="experiment B")
-    nullspace: NullspaceConfig = spec(NullspaceConfig(), doc="experiment C")
+    nullspace: NullspaceConfig = spec(doc="experiment C")
+    targets: tuple[Target, ...] = spec((), doc="what the results are judged against")
 
 
 @dataclass(frozen=True)
@@ -103,18 +128,14 @@ class Overrides:
     @classmethod
     def parse(cls, items: list[str] | tuple[str, ...] = ()) -> Overrides:
         """``controller.qp.r=0.01`` -> controller.yaml key qp.r = 0.01 (value parsed as YAML)."""
-        import yaml
-
         out: dict[str, dict[str, Any]] = {p: {} for p in cls.PREFIXES}
         for item in items:
-            key, sep, text = item.partition("=")
-            prefix, dot, rest = key.strip().partition(".")
-            if not sep or not dot or not rest:
-                raise InputError("--set", "FILE.KEY=VALUE, e.g. controller.qp.r=0.01", item)
+            key, value = parse_override(item)
+            prefix, _, rest = key.partition(".")
             if prefix not in out:
                 raise InputError("--set", f"a key starting with one of {list(cls.PREFIXES)}",
                                  item)
-            out[prefix][rest] = yaml.safe_load(text)
+            out[prefix][rest] = value
         return cls(out["controller"], out["experiments"], out["mock_arm"])
 
 
@@ -142,6 +163,9 @@ def load_setup(config_dir: Path, overrides: Overrides) -> Setup:
     check_start_pose(robot, exp.nullspace.start_pose, file, "nullspace.start_pose")
     for i, name in enumerate(exp.trajectory.start_poses):
         check_start_pose(robot, name, file, f"trajectory.start_poses[{i}]")
+    if exp.nullspace.drift_joint not in robot.arm.joint_names:
+        raise ConfigError(file, "nullspace.drift_joint", f"a joint of the robot "
+                          f"{list(robot.arm.joint_names)}", exp.nullspace.drift_joint)
     return Setup(robot, ctrl, exp, mock, overrides)
 
 
@@ -157,6 +181,11 @@ class RunResult:
     run_info: dict[str, Any]
     wall_s: float
     simulated_s: float
+    scored: Scored  # what the metrics read and the figures draw
+
+    @property
+    def label(self) -> str:
+        return f"{self.controller} {self.variant}".strip()
 
     @property
     def realtime_factor(self) -> float:
@@ -179,21 +208,8 @@ class Bench:
         self.controller = rig.controller
         self.mock = rig.mock
         self.loop = rig.loop()
-        n = robot.arm.n_joints
-        mc = len(robot.controlled_idx)
-        joints = robot.arm.joint_names
-        muscles = robot.muscle_names
-        controlled = tuple(muscles[i] for i in robot.controlled_idx)
-        self.recorder = Recorder({
-            "q_rad": joints, "qd_rad_s": joints, "q_measured_rad": joints,
-            "hand_m": ("x", "y", "z"), "hand_goal_m": ("x", "y", "z"),
-            "hand_error_m": ("norm",), "elbow_m": ("x", "y", "z"),
-            "activation": controlled, "activation_norm": ("norm",),
-            "tension_command_n": muscles, "tension_n": muscles,
-            "tau_null_nm": joints, "gauge_force_n": ("value",),
-            "controller": ("ok", "solve_time_ms", "iterations", "snapshot_age_ms"),
-        })
-        self._n, self._mc = n, mc
+        self.signals = RunSignals(robot, rig.parts.controller.loop.control_rate_hz)
+        self.recorder = Recorder(self.signals.labels)
         self._goal_now = HandGoal.hold(np.zeros(3))  # set by run() before each tick
         #: joint-space baselines (eq. 16-17) follow this instead of the hand goal
         self.joint_target_at: Callable[[float], FloatArray] | None = None
@@ -206,24 +222,7 @@ class Bench:
         return self.rig.hand_pose_at(q)
 
     def record(self, state: LoopState) -> None:
-        out = state.output
-        mock = self.mock
-        goal = self._goal_now
-        hand = mock.hand_position_m
-        a = out.activations
-        self.recorder.add(state.t_s, {
-            "q_rad": mock.q_rad, "qd_rad_s": mock.qd_rad_s,
-            "q_measured_rad": state.joints.q_rad if state.joints is not None else np.full(
-                self._n, np.nan),
-            "hand_m": hand, "hand_goal_m": goal.position_m,
-            "hand_error_m": np.linalg.norm(hand - goal.position_m),
-            "elbow_m": mock.elbow_position_m,
-            "activation": a, "activation_norm": np.linalg.norm(a),
-            "tension_command_n": out.tension_n, "tension_n": mock.tendon_tension_n,
-            "tau_null_nm": out.tau_null_nm, "gauge_force_n": mock.gauge_force_n,
-            "controller": (float(out.ok), out.solve_time_s * 1e3, out.iterations,
-                           out.snapshot_age_s * 1e3),
-        })
+        self.recorder.add(state.t_s, self.signals.sample(state, self.mock, self._goal_now))
 
     def run(self, duration_s: float, goal_at: Callable[[float], HandGoal], *,
             hook: Callable[[float, MockArm], None] | None = None, label: str = "") -> float:
@@ -284,13 +283,9 @@ def joint_path(robot: Robot, q0: FloatArray, start: FloatArray, end: FloatArray,
     return at
 
 
-def _window_mean(t: FloatArray, v: FloatArray, t0: float, t1: float) -> float:
-    sel = (t >= t0) & (t <= t1)
-    return float(np.mean(v[sel])) if np.any(sel) else float("nan")
-
-
-def _run_info(setup: Setup, experiment: str, controller: str, q0: FloatArray,
-              extra: dict[str, Any]) -> dict[str, Any]:
+def _run_info(setup: Setup, bench: Bench, experiment: str, controller: str, q0: FloatArray,
+              started_unix_ns: int, extra: dict[str, Any]) -> dict[str, Any]:
+    """run.yaml: parameters, initial state, what the seed drew, provenance (metrics follow)."""
     return {
         "experiment": experiment,
         "controller": controller,
@@ -302,8 +297,58 @@ def _run_info(setup: Setup, experiment: str, controller: str, q0: FloatArray,
                        "experiments": dataclasses.asdict(setup.experiments),
                        "mock_arm": dataclasses.asdict(setup.mock_config)},
         "initial_state": {"q_rad": q0, "qd_rad_s": np.zeros_like(q0)},
+        "random": drawn_record(setup, bench.mock),
+        "provenance": provenance(),
+        "log": {"stamp_origin_unix_ns": started_unix_ns,
+                "stamps": "bag stamps = stamp_origin_unix_ns + simulated time"},
         **extra,
     }
+
+
+def drawn_record(setup: Setup, mock: MockArm) -> dict[str, Any]:
+    """What ``mock_arm.seed`` drew for this run, by name (for run.yaml)."""
+    robot = setup.robot
+    drawn = mock.drawn()
+    error: Any = drawn["model_error"]
+    record: dict[str, Any] = {}
+    for f in dataclasses.fields(error):  # every part of the model error, by name
+        value = getattr(error, f.name)
+        if f.name == "mass_scale":
+            record["link_mass_scale"] = {k: round(float(v), 6) for k, v in value.items()}
+        elif f.name == "via_point_offset_m":
+            record["via_point_offset_mm"] = _per_muscle(robot, 1e3 * np.asarray(value))
+        else:
+            record[f.name] = np.round(np.asarray(value, dtype=float), 9).tolist()
+    sensors = setup.mock_config.sensors
+    pot = np.asarray(drawn["potentiometer_offset_error_counts"])
+    return {
+        "mock_arm.seed": drawn["seed"],
+        "model_error_enabled": setup.mock_config.model_error.enabled,
+        **record,
+        "potentiometer_offset_error_counts": dict(zip(robot.arm.joint_names,
+                                                      np.round(pot, 4).tolist())),
+        "sensor_noise": {
+            "potentiometer_std_counts": sensors.potentiometer_noise_counts,
+            "encoder_std_counts": sensors.encoder_noise_counts,
+            "loadcell_std_counts": sensors.loadcell_noise_counts,
+            "drawn": "per sample, Gaussian, from the seed's third stream "
+                     "(numpy SeedSequence(seed).spawn(3)[2])",
+        },
+    }
+
+
+def _per_muscle(robot: Robot, offsets_mm: FloatArray) -> Any:
+    """Via-point offsets by muscle name (in the muscles file's point order), or the plain list
+    when the counts do not match that order."""
+    muscles = robot.muscles_config.muscles
+    sizes = [len(m.path) for m in muscles]
+    if offsets_mm.shape[0] != sum(sizes):
+        return np.round(offsets_mm, 4).tolist()
+    out, k = {}, 0
+    for muscle, n in zip(muscles, sizes):
+        out[muscle.name] = np.round(offsets_mm[k:k + n], 4).tolist()
+        k += n
+    return out
 
 
 # -- the experiments -----------------------------------------------------------------------------
@@ -320,47 +365,55 @@ def _start_holding(setup: Setup, controller: str,
 
 
 def run_disturbance(setup: Setup, controller: str, label: str = "") -> RunResult:
-    """Experiment A (SPEC section 8 A)."""
+    """Experiment A (SPEC section 8 A), scored from the first sample with the gauge pushing."""
     cfg = setup.experiments.disturbance
+    hold = setup.experiments.start_hold
     bench, q0, x0, goal = _start_holding(setup, controller, cfg.start_pose)
     axis = np.asarray(cfg.axis) / np.linalg.norm(cfg.axis)
     radius = setup.mock_config.gauge.contact_radius_m
     contact: dict[str, FloatArray] = {}
     t_touch = cfg.settle_s
 
+    def tip_progress(t: FloatArray | float) -> Any:
+        """How far the tip has moved along the axis since it was set against the elbow [m]."""
+        return np.clip((np.asarray(t) - t_touch) / cfg.push_s, 0.0, 1.0) * cfg.displacement_m
+
     def gauge(t: float, mock: MockArm) -> None:
         if t < t_touch:
             return
-        if "tip0" not in contact:  # first contact: the tip just touches the arm's surface
+        if "tip0" not in contact:  # the tip set against the arm's surface
             contact["tip0"] = mock.elbow_position_m - radius * axis
             contact["elbow0"] = mock.elbow_position_m
-        s = min((t - t_touch) / cfg.push_s, 1.0)
-        mock.set_gauge(contact["tip0"] + s * cfg.displacement_m * axis, axis)
+        mock.set_gauge(contact["tip0"] + float(tip_progress(t)) * axis, axis)
 
     duration = cfg.settle_s + cfg.push_s + cfg.hold_s
+    started = time.time_ns()
     wall = bench.run(duration, lambda t: goal, hook=gauge, label=label)
     rec = bench.recorder
     t = rec.time_s
-    after = t >= t_touch
-    hand_dev = np.linalg.norm(rec.array("hand_m") - x0, axis=1)
-    force = rec.array("gauge_force_n")[:, 0]
     elbow = rec.array("elbow_m")
     elbow0 = contact.get("elbow0", elbow[0])
-    metrics = {
-        "max_hand_deviation_m": float(hand_dev[after].max()),
-        "peak_push_force_N": float(force.max()),
-        "final_push_force_N": _window_mean(t, force, duration - cfg.final_window_s, duration),
-        "elbow_displacement_m": float((elbow[-1] - elbow0) @ axis),
-        "unsafe_ticks": len(bench.loop.faults),
-    }
-    info = _run_info(setup, "disturbance", controller, q0,
+    scored = Scored(t, {
+        "hand_deviation_m": np.linalg.norm(rec.array("hand_m") - x0, axis=1),
+        "gauge_force_n": rec.array("gauge_force_n")[:, 0],
+        "elbow_progress_m": (elbow - elbow0) @ axis,
+        "tip_progress_m": tip_progress(t),
+        "elbow_motion_m": np.linalg.norm(elbow - elbow[0], axis=1),
+    }, {"touch_s": t_touch, "final_from_s": duration - cfg.final_window_s, "end_s": duration})
+    metrics = disturbance_metrics(
+        scored, hand_tolerance_m=hold.hand_tolerance_m,
+        elbow_tolerance_m=hold.elbow_tolerance_m,
+        contact_gap_tolerance_m=cfg.contact_gap_tolerance_m, unsafe_ticks=len(bench.loop.faults))
+    info = _run_info(setup, bench, "disturbance", controller, q0, started,
                      {"hand_goal_m": x0, "metrics": metrics})
-    return RunResult("disturbance", controller, "", metrics, rec, info, wall, duration)
+    return RunResult("disturbance", controller, "", metrics, rec, info, wall, duration, scored)
 
 
 def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "") -> RunResult:
-    """Experiment B (SPEC section 8 B) from one start pose, orientation feedback off."""
+    """Experiment B (SPEC section 8 B) from one start pose, orientation feedback off; scored
+    from the start of the move, the start hold before it checked."""
     cfg = setup.experiments.trajectory
+    hold = setup.experiments.start_hold
     ctrl_cfg = dataclasses.replace(
         setup.controller_config,
         gains=dataclasses.replace(setup.controller_config.gains, kr_s2=cfg.orientation_gain_s2))
@@ -382,49 +435,50 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
         bench.joint_target_at = joint_path(setup.robot, q0, start, end, cfg.move_s, t_move)
     bench.loop.reset(q0, goal_at(0.0))
     duration = cfg.settle_s + cfg.move_s + cfg.hold_s
+    started = time.time_ns()
     wall = bench.run(duration, goal_at, label=label)
     rec = bench.recorder
-    t = rec.time_s
-    err = rec.array("hand_error_m")[:, 0]
-    scored = t >= t_move
-    metrics = {
-        "mean_tracking_error_m": float(err[scored].mean()),
-        "max_tracking_error_m": float(err[scored].max()),
-        "final_error_m": float(err[-1]),
-        "elbow_height_m": float(rec.array("elbow_m")[0, 2]),
-        "unsafe_ticks": len(bench.loop.faults),
-    }
-    info = _run_info(setup, "trajectory", controller, q0,
+    elbow = rec.array("elbow_m")
+    direction = (end - start) / np.linalg.norm(end - start)
+    scored = Scored(rec.time_s, {
+        "tracking_error_m": rec.array("hand_error_m")[:, 0],
+        "elbow_height_m": elbow[:, 2],
+        "elbow_motion_m": np.linalg.norm(elbow - elbow[0], axis=1),
+        # for the path panel: along the move from its start, and height [m]
+        "hand_along_m": (rec.array("hand_m") - start) @ direction,
+        "hand_height_m": rec.array("hand_m")[:, 2],
+        "goal_along_m": (rec.array("hand_goal_m") - start) @ direction,
+        "goal_height_m": rec.array("hand_goal_m")[:, 2],
+    }, {"move_s": t_move, "end_s": duration})
+    metrics = trajectory_metrics(scored, hand_tolerance_m=hold.hand_tolerance_m,
+                                 elbow_tolerance_m=hold.elbow_tolerance_m,
+                                 unsafe_ticks=len(bench.loop.faults))
+    info = _run_info(setup, bench, "trajectory", controller, q0, started,
                      {"start_pose": pose_name, "metrics": metrics})
-    return RunResult("trajectory", controller, pose_name, metrics, rec, info, wall, duration)
+    return RunResult("trajectory", controller, pose_name, metrics, rec, info, wall, duration,
+                     scored)
 
 
 def run_nullspace(setup: Setup, controller: str, label: str = "") -> RunResult:
-    """Experiment C (SPEC section 8 C)."""
+    """Experiment C (SPEC section 8 C), scored from the release (t = 0)."""
     cfg = setup.experiments.nullspace
     bench, q0, x0, goal = _start_holding(setup, controller, cfg.start_pose)
+    started = time.time_ns()
     wall = bench.run(cfg.duration_s, lambda t: goal, label=label)
     rec = bench.recorder
-    t = rec.time_s
-    a = rec.array("activation_norm")[:, 0]
-    hand_dev = np.linalg.norm(rec.array("hand_m") - x0, axis=1)
-    elbow = rec.array("elbow_m")
-    r_idx = setup.robot.arm.joint_names.index("shoulder_r") \
-        if "shoulder_r" in setup.robot.arm.joint_names else 0
-    q = rec.array("q_rad")
-    start = _window_mean(t, a, cfg.start_skip_s, cfg.start_skip_s + cfg.window_s)
-    end = _window_mean(t, a, cfg.duration_s - cfg.window_s, cfg.duration_s)
-    metrics = {
-        "activation_norm_start": start,
-        "activation_norm_end": end,
-        "activation_drop_fraction": float(1.0 - end / start) if start > 0 else float("nan"),
-        "hand_drift_m": float(hand_dev.max()),
-        "elbow_drop_m": float(elbow[0, 2] - elbow[-1, 2]),
-        "shoulder_r_change_rad": float(q[-1, r_idx] - q[0, r_idx]),
-        "unsafe_ticks": len(bench.loop.faults),
-    }
-    info = _run_info(setup, "nullspace", controller, q0, {"hand_goal_m": x0, "metrics": metrics})
-    return RunResult("nullspace", controller, "", metrics, rec, info, wall, cfg.duration_s)
+    j = setup.robot.arm.joint_names.index(cfg.drift_joint)
+    scored = Scored(rec.time_s, {
+        "activation_norm": rec.array("activation_norm")[:, 0],
+        "hand_deviation_m": np.linalg.norm(rec.array("hand_m") - x0, axis=1),
+        "elbow_height_m": rec.array("elbow_m")[:, 2],
+        "drift_joint_rad": rec.array("q_rad")[:, j],
+    }, {"start_window_s": cfg.start_skip_s, "end_window_s": cfg.duration_s - cfg.window_s,
+        "window_s": cfg.window_s, "end_s": cfg.duration_s})
+    metrics = nullspace_metrics(scored, unsafe_ticks=len(bench.loop.faults))
+    info = _run_info(setup, bench, "nullspace", controller, q0, started,
+                     {"hand_goal_m": x0, "drift_joint": cfg.drift_joint, "metrics": metrics})
+    return RunResult("nullspace", controller, "", metrics, rec, info, wall, cfg.duration_s,
+                     scored)
 
 
 def run_experiment(setup: Setup, experiment: str, controller: str,

@@ -1,20 +1,28 @@
-"""Figures of the experiments, drawn like the paper's: signals against time, one line per run."""
+"""Figures of the experiments, drawn like the paper's: signals against time, one line per run.
+
+Every panel draws a series of the runs' :class:`~musculo_control.sim.scoring.Scored` (the very
+numbers the metrics read), with the targets of ``experiments.yaml`` as horizontal lines and the
+windows that bound the score shaded: grey for the start hold before the score starts (judged,
+not scored), light blue for a window a metric averages over.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from musculo_control.sim.experiments import RunResult
+    from musculo_control.sim.scoring import Target
 
 _COLOURS = {"osc": "tab:blue", "osc-no-nullspace": "tab:orange", "joint-stiffness": "tab:green",
             "muscle-stiffness": "tab:red"}
+_HOLD = {"color": "0.85", "zorder": 0}
+_WINDOW = {"color": "lightblue", "alpha": 0.5, "zorder": 0}
 
 
-def _pyplot():
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -23,86 +31,135 @@ def _pyplot():
     return plt
 
 
-def _label(run: RunResult) -> str:
-    return f"{run.controller} {run.variant}".strip()
+def _targets(ax: Any, targets: Sequence[Target], experiment: str, metric: str,
+             controllers: Sequence[str], scale: float, what: str = "", unit: str = "cm") -> None:
+    """Horizontal lines at the bounds of ``metric`` for the controllers drawn."""
+    for t in targets:
+        if t.experiment != experiment or t.metric != metric or t.controller not in controllers:
+            continue
+        bound = scale * float(t.below if t.below is not None else t.above)  # type: ignore[arg-type]
+        side = "<" if t.below is not None else ">"
+        ax.axhline(bound, color=_COLOURS.get(t.controller, "k"), ls=":", lw=1.2,
+                   label=f"{t.controller} target: {what}{side} {bound:g} {unit}")
 
 
-def plot_disturbance(runs: list[RunResult], path: Path) -> Path:
-    """Hand deviation, gauge force and elbow displacement against time (paper Fig. of exp. A)."""
+def _zoom(ax: Any, factor: float = 3.0) -> None:
+    """Clip the y axis to ``factor`` times the highest target line, so that one run far off
+    does not flatten the others (their maxima are in the legend)."""
+    lines = [ln.get_ydata()[0] for ln in ax.get_lines() if ln.get_linestyle() == ":"]
+    if lines:
+        top = factor * max(lines)
+        if ax.get_ylim()[1] > top:
+            ax.set_ylim(top=top)
+            ax.text(0.99, 0.02, f"clipped at {top:g}: see the legend for the maxima",
+                    transform=ax.transAxes, ha="right", fontsize=7, color="0.4")
+
+
+def plot_disturbance(runs: list[RunResult], path: Path, targets: Sequence[Target] = ()) -> Path:
+    """Hand deviation, gauge force, elbow and gauge tip along the push axis (paper exp. A)."""
     plt = _pyplot()
-    fig, axes = plt.subplots(3, 1, figsize=(7, 8), sharex=True)
+    fig, axes = plt.subplots(3, 1, figsize=(7.5, 9), sharex=True)
+    controllers = [r.controller for r in runs]
     for run in runs:
-        rec, c = run.recorder, _COLOURS.get(run.controller)
-        t = rec.time_s
-        hand = rec.array("hand_m")
-        axes[0].plot(t, 100 * np.linalg.norm(hand - hand[0], axis=1), color=c, label=_label(run))
-        axes[1].plot(t, rec.array("gauge_force_n")[:, 0], color=c)
-        elbow = rec.array("elbow_m")
-        axes[2].plot(t, 100 * np.linalg.norm(elbow - elbow[0], axis=1), color=c)
-    axes[0].axhline(2.0, color="grey", ls=":", lw=1)
-    axes[0].set_ylabel("hand deviation [cm]")
-    axes[1].set_ylabel("gauge force [N]")
-    axes[2].set_ylabel("elbow displacement [cm]")
-    axes[2].set_xlabel("time [s]")
-    axes[0].legend(fontsize=8)
-    axes[0].set_title("A. Compliant disturbance: gauge pushes the elbow 4 cm medially")
-    return _save(fig, path)
-
-
-def plot_trajectory(runs: list[RunResult], path: Path) -> Path:
-    """Hand path against the goal and the tracking error, per start pose."""
-    plt = _pyplot()
-    fig, axes = plt.subplots(2, 1, figsize=(7, 7))
-    for i, run in enumerate(runs):
-        rec = run.recorder
-        t = rec.time_s
-        hand, goal = rec.array("hand_m"), rec.array("hand_goal_m")
-        colour = f"C{i}"
-        axes[0].plot(100 * hand[:, 1], 100 * hand[:, 2], color=colour, label=_label(run))
-        axes[1].plot(t, 100 * rec.array("hand_error_m")[:, 0], color=colour,
-                     label=f"{_label(run)}: mean "
-                           f"{100 * run.metrics['mean_tracking_error_m']:.2f} cm")
+        sc, c = run.scored, _COLOURS.get(run.controller)
+        t = sc.t_s
+        m = run.metrics
+        axes[0].plot(t, 100 * sc.series["hand_deviation_m"], color=c,
+                     label=f"{run.label}: max {100 * m['max_hand_deviation_m']:.2f} cm")
+        axes[1].plot(t, sc.series["gauge_force_n"], color=c,
+                     label=f"{run.label}: peak {m['peak_push_force_N']:.1f} N, final "
+                           f"{m['final_push_force_N']:.1f} N")
+        axes[2].plot(t, 100 * sc.series["elbow_progress_m"], color=c, label=f"elbow, {run.label}")
     if runs:
-        goal = runs[0].recorder.array("hand_goal_m")
-        axes[0].plot(100 * goal[:, 1], 100 * goal[:, 2], "k--", lw=1, label="goal")
-    axes[0].set_xlabel("hand y [cm]")
-    axes[0].set_ylabel("hand z [cm]")
-    axes[0].set_aspect("equal", adjustable="datalim")
-    axes[0].legend(fontsize=8)
-    axes[0].set_title("B. Point-to-point trajectory (orientation feedback off)")
-    axes[1].set_xlabel("time [s]")
-    axes[1].set_ylabel("tracking error [cm]")
-    axes[1].legend(fontsize=8)
+        sc = runs[0].scored
+        ev = sc.events
+        for ax in axes:
+            ax.axvspan(0.0, ev["touch_s"], **_HOLD)
+        axes[1].axvspan(ev["final_from_s"], ev["end_s"], **_WINDOW, label="final force window")
+        axes[2].plot(sc.t_s, 100 * sc.series["tip_progress_m"], "k--", lw=1,
+                     label="gauge tip (ahead of it: contact lost)")
+    _targets(axes[0], targets, "disturbance", "max_hand_deviation_m", controllers, 100, "max ")
+    _zoom(axes[0])
+    axes[0].set_ylabel("hand deviation from the goal [cm]")
+    axes[1].set_ylabel("gauge force [N]")
+    axes[2].set_ylabel("along the push axis from the touch [cm]")
+    axes[2].set_xlabel("time [s] (grey: start hold, judged, not scored)")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    axes[0].set_title("A. Compliant disturbance: the gauge pushes the elbow medially and holds")
     return _save(fig, path)
 
 
-def plot_nullspace(runs: list[RunResult], path: Path, joint_index: int,
-                   joint_name: str) -> Path:
+def plot_trajectory(runs: list[RunResult], path: Path, targets: Sequence[Target] = ()) -> Path:
+    """Hand path against the goal, tracking error and elbow height, per start pose (exp. B)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(3, 1, figsize=(7.5, 10))
+    for i, run in enumerate(runs):
+        sc, colour = run.scored, f"C{i}"
+        s, t = sc.series, sc.t_s
+        axes[0].plot(100 * s["hand_along_m"], 100 * s["hand_height_m"], color=colour,
+                     label=run.label)
+        axes[1].plot(t, 100 * s["tracking_error_m"], color=colour,
+                     label=f"{run.label}: mean {100 * run.metrics['mean_tracking_error_m']:.2f} cm")
+        axes[2].plot(t, 100 * s["elbow_height_m"], color=colour, label=run.label)
+    if runs:
+        sc = runs[0].scored
+        axes[0].plot(100 * sc.series["goal_along_m"], 100 * sc.series["goal_height_m"], "k--",
+                     lw=1, label="goal")
+        for ax in axes[1:]:
+            ax.axvspan(0.0, sc.events["move_s"], **_HOLD)
+        _targets(axes[1], targets, "trajectory", "mean_tracking_error_m",
+                 [runs[0].controller], 100, "mean ")
+    axes[0].set_xlabel("hand along the move [cm]")
+    axes[0].set_ylabel("hand height [cm]")
+    axes[0].set_aspect("equal", adjustable="datalim")
+    title = runs[0].controller if runs else ""
+    axes[0].set_title(f"B. Point-to-point move, {title} (orientation feedback off)")
+    axes[1].set_ylabel("tracking error [cm]")
+    axes[2].set_ylabel("elbow height [cm]")
+    for ax in axes[1:]:
+        ax.set_xlabel("time [s] (grey: start hold, judged, not scored)")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def plot_nullspace(runs: list[RunResult], path: Path, joint_name: str,
+                   targets: Sequence[Target] = ()) -> Path:
     """||a||, the drifting joint, elbow height and hand drift against time (paper exp. C)."""
     plt = _pyplot()
-    fig, axes = plt.subplots(4, 1, figsize=(7, 9), sharex=True)
+    fig, axes = plt.subplots(4, 1, figsize=(7.5, 10), sharex=True)
+    controllers = [r.controller for r in runs]
     for run in runs:
-        rec, c = run.recorder, _COLOURS.get(run.controller)
-        t = rec.time_s
-        axes[0].plot(t, rec.array("activation_norm")[:, 0], color=c, label=_label(run))
-        axes[1].plot(t, rec.array("q_rad")[:, joint_index], color=c)
-        axes[2].plot(t, 100 * rec.array("elbow_m")[:, 2], color=c)
-        hand = rec.array("hand_m")
-        axes[3].plot(t, 100 * np.linalg.norm(hand - hand[0], axis=1), color=c)
+        sc, c = run.scored, _COLOURS.get(run.controller)
+        t, s = sc.t_s, sc.series
+        axes[0].plot(t, s["activation_norm"], color=c, label=run.label)
+        axes[1].plot(t, s["drift_joint_rad"], color=c)
+        axes[2].plot(t, 100 * s["elbow_height_m"], color=c)
+        axes[3].plot(t, 100 * s["hand_deviation_m"], color=c,
+                     label=f"{run.label}: max {100 * run.metrics['hand_drift_m']:.2f} cm")
+    if runs:
+        ev = runs[0].scored.events
+        axes[0].axvspan(ev["start_window_s"], ev["start_window_s"] + ev["window_s"], **_WINDOW,
+                        label="||a|| start and end windows")
+        axes[0].axvspan(ev["end_window_s"], ev["end_window_s"] + ev["window_s"], **_WINDOW)
+    _targets(axes[3], targets, "nullspace", "hand_drift_m", controllers, 100, "max ")
+    _zoom(axes[3])
     axes[0].set_ylabel("||a||")
     axes[1].set_ylabel(f"{joint_name} [rad]")
     axes[2].set_ylabel("elbow height [cm]")
-    axes[3].set_ylabel("hand drift [cm]")
-    axes[3].set_xlabel("time [s]")
-    axes[0].legend(fontsize=8)
+    axes[3].set_ylabel("hand drift from its start [cm]")
+    axes[3].set_xlabel("time [s] from the release (all scored)")
+    axes[0].legend(fontsize=7)
+    axes[3].legend(fontsize=7)
     axes[0].set_title("C. Released from a high-elbow pose")
     return _save(fig, path)
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig: Any, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     import matplotlib.pyplot as plt
 
     plt.close(fig)

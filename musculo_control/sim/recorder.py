@@ -2,16 +2,15 @@
 
 Every run writes (SimSect's rule: one parameter set in, parameters + initial state + signals out):
 
-- ``run.yaml``: parameters, initial state and metrics;
+- ``run.yaml``: parameters, initial state, what the seeds drew, provenance and metrics;
 - ``signals.csv``: one row per sample, one column per signal component (``q.shoulder_p`` ...);
-- ``signals.mcap``: the same samples as JSON messages, one topic per signal, readable by
-  Foxglove Studio, PlotJuggler's MCAP plugin or ``mcap`` tools.
+
+and the experiments add the same samples as a ROS 2 bag (:mod:`musculo_control.sim.rosbag_log`).
 """
 
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +51,12 @@ class Recorder:
         return np.array(rows) if rows else np.zeros((0, len(self.labels[name])))
 
     def save(self, out_dir: Path, run_info: dict[str, Any]) -> list[Path]:
-        """Write run.yaml, signals.csv and signals.mcap into ``out_dir``; returns the paths."""
+        """Write run.yaml and signals.csv into ``out_dir``; returns the paths."""
         out_dir.mkdir(parents=True, exist_ok=True)
-        paths = [out_dir / "run.yaml", out_dir / "signals.csv", out_dir / "signals.mcap"]
-        paths[0].write_text(yaml.safe_dump(_plain(run_info), sort_keys=False))
+        paths = [out_dir / "run.yaml", out_dir / "signals.csv"]
+        paths[0].write_text(yaml.safe_dump(_plain(run_info), sort_keys=False,
+                                                default_flow_style=None))
         self._write_csv(paths[1])
-        self._write_mcap(paths[2])
         return paths
 
     def _write_csv(self, path: Path) -> None:
@@ -71,34 +70,6 @@ class Recorder:
                 for arr in arrays:
                     row.extend(f"{v:.9g}" for v in arr[i])
                 writer.writerow(row)
-
-    def _write_mcap(self, path: Path) -> None:
-        from mcap.writer import CompressionType, Writer
-
-        with open(path, "wb") as fh:
-            writer = Writer(fh, compression=CompressionType.NONE)
-            writer.start(profile="", library="musculo_control")
-            channels = {}
-            for name, labels in self.labels.items():
-                schema = {"type": "object", "properties": {
-                    "t_s": {"type": "number"},
-                    **{lab: {"type": "number"} for lab in labels}}}
-                sid = writer.register_schema(name=name, encoding="jsonschema",
-                                             data=json.dumps(schema).encode())
-                channels[name] = writer.register_channel(topic=f"/{name}",
-                                                         message_encoding="json", schema_id=sid)
-            for i, t in enumerate(self._time):
-                stamp = int(round(t * 1e9))
-                for name, labels in self.labels.items():
-                    values = self._data[name][i]
-                    msg = {"t_s": t, **{lab: _num(v) for lab, v in zip(labels, values)}}
-                    writer.add_message(channels[name], log_time=stamp, publish_time=stamp,
-                                       data=json.dumps(msg).encode(), sequence=i)
-            writer.finish()
-
-
-def _num(v: float) -> float | None:
-    return float(v) if np.isfinite(v) else None
 
 
 def _plain(obj: Any) -> Any:

@@ -44,7 +44,7 @@ class Rig:
         self.controller_name = controller_name
         self.controller = build.controller(self.parts, controller_name)
         self.mock_stage = build.mock_stage(self.parts, setup.mock_config,
-                                           setup.experiments.seed,
+                                           setup.mock_config.seed,
                                            file=str(robot.config_dir / "mock_arm.yaml"))
         self.mock = self.mock_stage.arm
         self.calibration = self.parts.drivers.calibration

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from musculo_control.errors import ConfigError
-from musculo_control.model.config import apply_overrides, parse, read_yaml
+from musculo_control.model.config import apply_overrides, parse, parse_override, read_yaml
 from musculo_control.model.robot import Robot
 
 T = TypeVar("T")
@@ -52,15 +52,13 @@ def split_overrides(items: list[str], prefixes: tuple[str, ...]) -> tuple[dict[s
                                                                           list[str]]:
     """``--set`` items whose file is one of ``prefixes`` (as {"file.key": value}), and the
     rest untouched (for :meth:`Overrides.parse`)."""
-    import yaml
-
     mine: dict[str, Any] = {}
     rest: list[str] = []
     for item in items:
         key, sep, text = item.partition("=")
         prefix = key.strip().partition(".")[0]
         if sep and prefix in prefixes:
-            mine[key.strip()] = yaml.safe_load(text)
+            mine.update([parse_override(item)])
         else:
             rest.append(item)
     return mine, rest
