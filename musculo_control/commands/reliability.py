@@ -30,7 +30,6 @@ from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.experiments import Overrides, load_setup
 from musculo_control.sim.fault_matrix import (
-    TARGET_DETECTION_MS,
     load_fault_matrix_config,
     matrix_markdown,
     run_matrix,
@@ -83,7 +82,7 @@ def run_faults(args: argparse.Namespace) -> int:
     print(matrix_markdown(results), end="")
     within = [r for r in results if r.meets_target]
     missed = [r for r in results if not r.meets_target]
-    print(f"\n{len(within)}/{len(results)} faults detected within {TARGET_DETECTION_MS:.0f} ms "
+    print(f"\n{len(within)}/{len(results)} faults detected within {cfg.detection_target_ms:.0f} ms "
           f"with every command inside [min, {results[0].limit_N if results else 0:.0f} N] and "
           f"no NaN; {sum(r.recovered for r in results)}/{len(results)} recovered; fault-free "
           f"run: {baseline['alarms']} alarms.")
@@ -92,7 +91,7 @@ def run_faults(args: argparse.Namespace) -> int:
         print(f"  {r.name}: detected={r.detected} after {after} ms "
               f"({r.rule or 'no rule'}), max command {r.max_command_N:.1f} N, NaN {r.any_nan}")
     doc = {"faults": [r.as_dict() for r in results],
-           "target": {"detection_time_ms": TARGET_DETECTION_MS,
+           "target": {"detection_time_ms": cfg.detection_target_ms,
                       "max_command_N": results[0].limit_N if results else None},
            "fault_free_run": baseline, "controller": cfg.controller,
            "scenario": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "cases"}}

@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 from geometry_msgs.msg import PointStamped, PoseStamped
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
@@ -45,10 +46,16 @@ from musculo_control.nodes.node_config import (
     config_dir_of,
 )
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, run
+from musculo_control.sim.fault_matrix import node_injector
+from musculo_control.sim.faults import MOCK_FAULTS
 from musculo_control.sim.runner import divisor
 from musculo_control.stamps import Stamp
 
 GAUGE_TOPIC = "mock/gauge"
+#: Lockstep watches every node's newest output: reliable, so that no sample it waits for is lost
+QOS_PROGRESS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                          reliability=ReliabilityPolicy.RELIABLE,
+                          durability=DurabilityPolicy.VOLATILE)
 
 
 class MockHardwareNode(StageNode):
@@ -68,6 +75,15 @@ class MockHardwareNode(StageNode):
                                       None if p.seed < 0 else p.seed, 0.0, str(mock_file),
                                       p.warn_throttle_s)
         self.mock = self.stage.arm
+        if p.inject_fault:
+            injector = node_injector(MOCK_HARDWARE_NODE, p.inject_fault, p.inject_at_s,
+                                     p.inject_for_s, robot, parts.drivers.calibration,
+                                     self.mock.dt_s, parts.drivers.tendons.config.max_tension_n,
+                                     MOCK_FAULTS)
+            self.mock.fault_hook = injector
+            self.stage.sensor_faults = injector
+            self.get_logger().warning(f"fault injection: {p.inject_fault} at {p.inject_at_s} s "
+                                      f"for {p.inject_for_s} s")
         self._q0 = (robot.home_pose_rad.copy() if not p.initial_pose_rad else
                     robot.arm.check_q(np.array(p.initial_pose_rad), "initial_pose_rad parameter"))
         self.dt_s = self.mock.dt_s
@@ -99,21 +115,26 @@ class MockHardwareNode(StageNode):
         self._clock_pub = (self.create_publisher(Clock, "/clock", QOS_STATE_PUB)
                            if p.publish_clock else None)
         self._commands_in = self.inputs.subscribe(JointState, COMMAND_TOPIC)
-        # lockstep: the newest stamp each node has put out, and when it was seen (wall)
+        # lockstep: the newest stamp each node has put out, when it was seen (wall), and how
+        # far behind the next clock it may be. Nodes ticking on the clock (QP, driver) stamp
+        # their tick: they must have ticked at every deadline before the next clock step.
+        # joint_states carry the sample's stamp, which the potentiometer node may only see
+        # after one more clock step; dynamics snapshots carry a joint state's stamp.
+        step = self._sensor_div * self.dt_s
         ctrl = parts.controller.loop
-        rates = {"joint_states": rate, "dynamics": ctrl.dynamics_rate_hz,
-                 "muscle_commands": ctrl.control_rate_hz,
-                 COMMAND_TOPIC: parts.drivers.rates.driver_rate_hz}
+        leads = {"muscle_commands": 1.0 / ctrl.control_rate_hz + step,
+                 COMMAND_TOPIC: 1.0 / parts.drivers.rates.driver_rate_hz + step,
+                 "joint_states": 2.0 * step,
+                 "dynamics": 1.0 / ctrl.dynamics_rate_hz + 3.0 * step}
         self._lockstep = p.lockstep and p.publish_clock
         self._progress: dict[str, list[float]] = {}  # topic -> [stamp, wall time, lead]
         self._progress_in = {}
+        self._given_up: set[str] = set()
         if self._lockstep:
-            for topic, hz in rates.items():
+            for topic, lead in leads.items():
                 msg_type = Float64MultiArray if topic == "dynamics" else JointState
-                self._progress_in[topic] = self.inputs.subscribe(msg_type, topic)
-                # a node sees an input of instant c only after the clock moved past c (its
-                # timers fire on /clock): two clock steps on top of its own lead
-                lead = p.lockstep_lead_periods / hz + 2.0 / rate
+                self._progress_in[topic] = self.inputs.subscribe(msg_type, topic,
+                                                                 qos=QOS_PROGRESS)
                 self._progress[topic] = [-np.inf, -np.inf, lead]
             self._dynamics_codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles,
                                                  len(parts.controller.task.rows))
@@ -183,10 +204,17 @@ class MockHardwareNode(StageNode):
                 else:
                     entry[0] = cv.stamp_of(msg).seconds
                 entry[1] = wall
+                self._given_up.discard(topic)
             stamp, seen, lead = entry
-            if seen > -np.inf and wall - seen <= self.params.lockstep_timeout_s \
-                    and stamp < t_next - lead:
+            if seen == -np.inf or stamp >= t_next - lead + 1e-9:
+                continue
+            if wall - seen <= self.params.lockstep_timeout_s:
                 return topic
+            if topic not in self._given_up:
+                self._given_up.add(topic)
+                self.get_logger().warning(
+                    f"lockstep: no {topic} for {wall - seen:.1f} s (wall): no longer waiting "
+                    f"for it")
         return None
 
     def _tick(self) -> None:

@@ -64,6 +64,17 @@ class CommonNodeParams:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FaultInjectionParams:
+    """Fault injection for tests and the graph's fault matrix (off by default): the same
+    injector as the ROS-free runner's (:mod:`musculo_control.sim.faults`), magnitudes from
+    ``reliability.yaml`` ``faults.injection``."""
+
+    inject_fault: str = spec("", doc="a fault to inject ('' none)")
+    inject_at_s: float = spec(0.0, ge=0.0, doc="when it starts, on the node's clock [s]")
+    inject_for_s: float = spec(0.1, gt=0.0, doc="how long it lasts [s]")
+
+
+@dataclass(frozen=True, kw_only=True)
 class PotentiometerNodeParams(CommonNodeParams):
     """``potentiometer_node``: hw/potentiometers (ADC counts) -> joint_states (rad, rad/s)."""
 
@@ -90,7 +101,7 @@ class DynamicsNodeParams(CommonNodeParams):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ActivationQPNodeParams(CommonNodeParams):
+class ActivationQPNodeParams(FaultInjectionParams, CommonNodeParams):
     """``activation_qp_node``: the 125 Hz controller (paper eq. 9-17) with the safety
     supervisor (rate: controller.yaml ``loop.control_rate_hz``; limits: safety.yaml)."""
 
@@ -106,7 +117,7 @@ class ActivationQPNodeParams(CommonNodeParams):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MockHardwareNodeParams(CommonNodeParams):
+class MockHardwareNodeParams(FaultInjectionParams, CommonNodeParams):
     """``mock_hardware_node``: the MuJoCo arm behind the raw hw/ topics."""
 
     seed: int = spec(-1, ge=-1, doc="model error and noise seed; -1: mock_arm.yaml's")
@@ -121,15 +132,11 @@ class MockHardwareNodeParams(CommonNodeParams):
                                                    "tick; beyond, the simulation falls behind "
                                                    "(counted as overruns) [s]")
     truth_rate_hz: float = spec(50.0, gt=0.0, doc="mock/ ground-truth topics rate [Hz]")
-    lockstep: bool = spec(False, doc="with publish_clock: do not let simulated time run more "
-                                     "than lockstep_lead_periods periods ahead of the newest "
-                                     "output of each node (joint_states, dynamics, "
-                                     "muscle_commands, hw/tendon_commands), so that a loaded "
-                                     "computer slows the simulation instead of starving the "
-                                     "loop")
-    lockstep_lead_periods: float = spec(1.5, gt=0.0, doc="how many of its own periods (plus "
-                                                         "two clock steps) a node may lag "
-                                                         "behind the clock [-]")
+    lockstep: bool = spec(False, doc="with publish_clock: publish the next clock only once "
+                                     "every node has produced its output of the instants "
+                                     "before (joint_states, dynamics, muscle_commands, "
+                                     "hw/tendon_commands), so that a loaded computer slows the "
+                                     "simulation instead of starving the loop")
     lockstep_timeout_s: float = spec(0.5, gt=0.0, doc="a node silent for longer (wall time) is "
                                                       "no longer waited for (a dead node) [s]")
 

@@ -77,7 +77,7 @@ class GraphObserver:
     """See the module docstring. ``with GraphObserver(robot, calibration) as obs: ...``"""
 
     def __init__(self, parts: LoopParts, *, use_sim_time: bool = False,
-                 name: str = "graph_observer") -> None:
+                 name: str = "graph_observer", domain_id: int | None = None) -> None:
         robot = self.robot = parts.robot
         self.calibration = parts.drivers.calibration
         self.frame_id = parts.controller.workspace.frame_id
@@ -85,7 +85,7 @@ class GraphObserver:
                                     len(parts.controller.task.rows))
         self._own_context = not rclpy.ok()
         if self._own_context:
-            rclpy.init()
+            rclpy.init(domain_id=domain_id)
         self.node = rclpy.create_node(name, parameter_overrides=[
             Parameter("use_sim_time", Parameter.Type.BOOL, use_sim_time)])
         self._lock = threading.Lock()
@@ -101,7 +101,8 @@ class GraphObserver:
         self.hand = Recording()  # mock/hand (truth) [m]
         self.gauge_force = Recording()  # mock/gauge_force [N]
         self.controller_state = Recording()  # controller/state records (dict of fields)
-        self.goals_in_force = Recording()  # controller/goal [m]
+        self.goals_in_force = Recording()  # controller/goal: (position [m], quaternion xyzw)
+        self.goal_points = Recording()  # hand_goal/trajectory: position [m]
         self.diagnostics: list[Diagnostic] = []
         self._orders = {
             "muscle_commands": cv.NameOrder("muscle_commands", muscles, "muscle name"),
@@ -122,6 +123,8 @@ class GraphObserver:
         n.create_subscription(Float64, "mock/gauge_force", self._on_force, QOS_STATE_SUB)
         n.create_subscription(Float64MultiArray, "controller/state", self._on_state, qos)
         n.create_subscription(PoseStamped, "controller/goal", self._on_goal, QOS_GOAL)
+        n.create_subscription(MultiDOFJointTrajectory, "hand_goal/trajectory",
+                              self._on_goal_point, qos)
         n.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
                               QOS_DIAGNOSTICS)
         self._goal_pub = n.create_publisher(PoseStamped, "hand_goal", QOS_GOAL)
@@ -253,7 +256,14 @@ class GraphObserver:
     def _on_goal(self, msg: PoseStamped) -> None:
         pose = cv.read_pose_stamped(msg)
         with self._lock:
-            self.goals_in_force.add(self.now_s(), pose.stamp.seconds, pose.position_m)
+            self.goals_in_force.add(self.now_s(), pose.stamp.seconds,
+                                    (pose.position_m, pose.quaternion_xyzw))
+
+    def _on_goal_point(self, msg: MultiDOFJointTrajectory) -> None:
+        point = cv.read_goal_trajectory(msg, "hand_goal/trajectory")
+        if not isinstance(point, str):
+            with self._lock:
+                self.goal_points.add(self.now_s(), point.stamp.seconds, point.position_m)
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         t = self.now_s()

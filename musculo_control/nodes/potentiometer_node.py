@@ -24,7 +24,10 @@ from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, run
 
 class PotentiometerNode(StageNode):
     def __init__(self) -> None:
-        super().__init__(POTENTIOMETER_NODE, PotentiometerNodeParams)
+        # it works on what arrives, stamped by the arm, not on the clock: it polls on the wall
+        # clock even on simulated time (a /clock-driven poll would wait for the next clock,
+        # which a lockstepped simulation publishes only after this node's output)
+        super().__init__(POTENTIOMETER_NODE, PotentiometerNodeParams, wall_clock=True)
         p = self.params
         parts = build.load_parts(config_dir_of(p.config_dir))
         self.stage = build.potentiometer_stage(parts, p.warn_throttle_s)

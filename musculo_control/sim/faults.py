@@ -96,6 +96,12 @@ FAULTS: tuple[FaultKind, ...] = (
               "the controller commands the most loaded tendon far above the actuator's limit"),
 )
 FAULT_NAMES = tuple(f.name for f in FAULTS)
+#: Faults the mock arm injects by itself (its sensors, actuators, raw message streams): what
+#: ``mock_hardware_node`` can inject in a running node graph.
+MOCK_FAULTS = ("pot_dropout", "pot_stuck", "pot_nan", "pot_out_of_range", "tendon_dropout",
+               "tendon_snap", "actuator_saturation", "delayed_stream", "reordered_stream")
+#: Faults injected around the controller: what ``activation_qp_node`` can inject.
+CONTROLLER_FAULTS = ("qp_failure", "command_nan", "command_overrange")
 _BY_NAME = {f.name: f for f in FAULTS}
 
 

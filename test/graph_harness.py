@@ -1,0 +1,82 @@
+"""The node graph as the tests run it: real nodes in their own processes, real rclpy (the ROS 2
+wheels of the test extra), one ROS_DOMAIN_ID per test, bounded time, processes torn down.
+
+``running_graph`` starts exactly what ``mock_arm.launch.py`` starts (the same
+:func:`~musculo_control.nodes.graph.graph_nodes`), by default on simulated time (the mock arm
+publishes /clock below real time and holds it for a lagging node), and yields the processes
+and an observer on the same domain.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from musculo_control.loop.build import LoopParts
+from musculo_control.nodes.graph import GraphOptions
+from musculo_control.nodes.launcher import GraphProcesses
+from musculo_control.nodes.observer import GraphObserver
+
+#: Domain ids for the tests: apart from other runs on the machine (the pid), one per test.
+_DOMAINS = itertools.count(1 + (os.getpid() % 20) * 4)
+#: Real-time factor of the simulated-time tests: half speed leaves a loaded 2-core machine room.
+SIM_RATE = 0.5
+#: Wall-clock limits of the waits [s].
+START_TIMEOUT_S = 90.0
+
+
+def domain_id() -> int:
+    return 1 + next(_DOMAINS) % 100
+
+
+@contextmanager
+def running_graph(parts: LoopParts, workdir: Path, *, sim: bool = True, rtf: float = SIM_RATE,
+                  lockstep: bool = True, goal_mode: str = "none",
+                  extra: dict[str, dict[str, Any]] | None = None,
+                  **options: Any) -> Iterator[tuple[GraphProcesses, GraphObserver]]:
+    """The graph of ``parts``' config folder, up and past its start-up, with an observer."""
+    node_extra = {k: dict(v) for k, v in (extra or {}).items()}
+    mock = node_extra.setdefault("mock_hardware_node", {})
+    mock["lockstep"] = sim and lockstep
+    mock.setdefault("lockstep_timeout_s", 5.0)  # a loaded machine may stall a node for long
+    for name in ("potentiometer_node", "tendon_driver_node", "dynamics_node",
+                 "activation_qp_node", "goal_node", "mock_hardware_node"):
+        node_extra.setdefault(name, {})["realtime_priority"] = 0  # never in the tests
+    opts = GraphOptions(parts.config_dir, use_sim_time=sim, real_time_factor=rtf if sim else 1.0,
+                        goal_mode=goal_mode, extra=node_extra, **options)
+    domain = domain_id()
+    graph = GraphProcesses(opts, workdir, domain_id=domain)
+    observer = GraphObserver(parts, use_sim_time=sim, domain_id=domain)
+    try:
+        graph.start()
+        yield graph, observer
+    finally:
+        observer.close()
+        graph.stop()
+
+
+def wait_running(graph: GraphProcesses, obs: GraphObserver) -> float:
+    """Wait until the controller holds the arm (the mock let it go and commands pull); the
+    observer's time then [s]."""
+    def released() -> bool:
+        mock = [d for d in obs.diagnostics if d.name.endswith("mock_hardware_node")]
+        return bool(mock) and mock[-1].message == "running" and len(obs.commands) > 0
+    if not obs.wait_until(released, START_TIMEOUT_S):
+        raise AssertionError("the graph did not start:\n" + logs(graph))
+    return obs.now_s()
+
+
+def logs(graph: GraphProcesses, tail: int = 2000) -> str:
+    return "\n".join(f"--- {name} (alive {graph.alive(name)}):\n{graph.log(name)[-tail:]}"
+                     for name in graph.nodes)
+
+
+def minimum_tension(tension_n: np.ndarray, f_min_n: float) -> bool:
+    """Every muscle at the minimum tension (the safe state)."""
+    return bool(np.all(np.abs(np.asarray(tension_n) - f_min_n) < 1e-6))
