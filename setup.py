@@ -41,9 +41,10 @@ setup(
     # ros: rclpy and the message packages of the node graph, as ROS 2 wheels from PyPI (for a
     # machine without a ROS 2 distribution; a colcon build uses the distribution's instead).
     # test: mcap + mcap-ros2-support read those bags independently; the node-graph tests run
-    # the real nodes on the ros wheels.
+    # the real nodes on the ros wheels; pytest-timeout ends a hung graph test instead of CI.
     extras_require={"ros": ROS_WHEELS,
-                    "test": ["pytest", "hypothesis", "mcap", "mcap-ros2-support", *ROS_WHEELS]},
+                    "test": ["pytest", "pytest-timeout", "hypothesis", "mcap",
+                             "mcap-ros2-support", *ROS_WHEELS]},
     zip_safe=True,
     maintainer="musculo_control team",
     maintainer_email="musculo-control@example.org",

@@ -156,7 +156,9 @@ class ControlStep:
         self.ticks += 1
         if not report.ok:
             self.unsafe_ticks += 1
-        self.health.set(report.level, report.summary(), now_s)
+        # a new subject: another state or rule, or one more goal refused
+        self.health.set(report.level, report.summary(), now_s,
+                        (report.state, report.rules, self.supervisor.goals.refused))
         result = StepResult(out, report)
         self.last = result
         return result

@@ -18,8 +18,8 @@ LEVEL_NAMES = {OK: "OK", WARN: "WARN", ERROR: "ERROR", STALE: "STALE"}
 class Health:
     """The status of one stage (see the module docstring).
 
-    ``on_change(level, message, t_s)`` is called whenever the level changes (a node publishes
-    its diagnostics at once then; the runner records the transition). ``warnings`` collects
+    ``on_change(level, message, t_s)`` is called whenever the level or the subject changes (a
+    node publishes its diagnostics at once then; the runner records the transition). ``warnings`` collects
     the throttled sentences about refused inputs, for the node to log.
     """
 
@@ -28,16 +28,18 @@ class Health:
         self.level = STALE
         self.message = "starting"
         self.since_s = float("nan")  # when the level last changed [s]
+        self._key: object = None
         self.refusals = Rejections(throttle_s)
         self.warnings: list[str] = []  # to be logged by the node, oldest first
         self.on_change: Callable[[int, str, float], None] | None = None
         #: called with (topic, reason, t_s) for every refused input message
         self.on_refuse: Callable[[str, str, float], None] | None = None
 
-    def set(self, level: int, message: str, t_s: float) -> None:
-        """The status at ``t_s`` [s]."""
-        changed = level != self.level
-        self.level, self.message = level, message
+    def set(self, level: int, message: str, t_s: float, key: object = None) -> None:
+        """The status at ``t_s`` [s]; ``key`` names what it is about (the rules that fired,
+        say): a new level or a new key is a change, a new number in the same sentence is not."""
+        changed = level != self.level or key != self._key
+        self.level, self.message, self._key = level, message, key
         if changed:
             self.since_s = t_s
             if self.on_change is not None:

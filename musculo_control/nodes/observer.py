@@ -88,7 +88,7 @@ class GraphObserver:
             rclpy.init(domain_id=domain_id)
         self.node = rclpy.create_node(name, parameter_overrides=[
             Parameter("use_sim_time", Parameter.Type.BOOL, use_sim_time)])
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # conditions of wait_until may read recordings too
         joints = robot.arm.joint_names
         muscles = robot.muscle_names
         actuators = tuple(str(a) for a in robot.actuator_ids)
