@@ -77,13 +77,13 @@ def main() -> int:
     baseline = PerPointJacobian(robot)
     # the baseline is an oracle too: both must agree before their times mean anything
     l_ref, jm_ref = baseline(poses[0])
-    kin = robot.geometry.kinematics_at(poses[0], data)
+    kin = robot.geometry.kinematics_at(poses[0])
     if not (np.allclose(kin.length_m, l_ref) and np.allclose(kin.jacobian, jm_ref, atol=1e-12)):
         raise SystemExit("muscle Jacobian disagrees with the per-point baseline")
 
     cases = {
         "dynamics snapshot": lambda i: est.compute(poses[i % 256], qd),
-        "l(q) + Jm(q)": lambda i: robot.geometry.kinematics_at(poses[i % 256], data),
+        "l(q) + Jm(q)": lambda i: robot.geometry.kinematics_at(poses[i % 256]),
         "l(q) + Jm(q), per-point baseline": lambda i: baseline(poses[i % 256]),
     }
     rows = []

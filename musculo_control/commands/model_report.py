@@ -41,8 +41,8 @@ def model_report(robot: Robot, q: np.ndarray) -> dict[str, Any]:
     import pinocchio as pin
 
     data = robot.new_data()
-    kin = robot.geometry.kinematics_at(q, data)
-    pin.updateFramePlacement(robot.arm.model, data, robot.arm.task_frame_id)
+    kin = robot.geometry.kinematics_at(q)
+    pin.framesForwardKinematics(robot.arm.model, data, q)
     hand = data.oMf[robot.arm.task_frame_id].translation
     g = pin.computeGeneralizedGravity(robot.arm.model, data, q)
     muscles = []

@@ -344,12 +344,11 @@ class MuscleStiffnessController(_JointTargetMixin, _TickBase):
                  file: str = "controller.yaml") -> None:
         super().__init__(robot, config, file)
         self._k_m = config.baselines.muscle_stiffness.stiffness_n_m
-        self._data = robot.new_data()
         self._init_target()
         self._target_changed()
 
     def _target_changed(self) -> None:
-        lengths = self.robot.geometry.lengths_at(self.joint_target_rad, self._data)
+        lengths = self.robot.geometry.lengths_at(self.joint_target_rad)
         self._length_des = lengths[self._ci]
 
     def _control(self, snapshot: DynamicsSnapshot, terms: _SnapshotTerms, q: FloatArray,

@@ -136,7 +136,7 @@ class DynamicsEstimator:
         Jbar = Minv_JT @ Lam
         N = self._eye - J.T @ Jbar.T
         oMf = data.oMf[self._frame]
-        muscles = self.robot.geometry.evaluate(data)
+        muscles = self.robot.geometry.kinematics_after_jacobians(q, data)
         return DynamicsSnapshot(
             stamp_s=float(stamp_s),
             q_rad=q.copy(),

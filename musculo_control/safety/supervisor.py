@@ -124,7 +124,6 @@ class Supervisor:
         self.consistency = ConsistencyMonitor(robot.muscle_names, config.consistency)
         self.goals = GoalGate(workspace)
         self._hand = FreshStateEstimator(robot)  # the hand's state when control resumes
-        self._data = robot.new_data()  # Pinocchio data of the consistency check
         self.transitions: deque[Transition] = deque(maxlen=config.log_length)
         self.reset()
 
@@ -226,7 +225,7 @@ class Supervisor:
                 and abs(joints.stamp_s - tendons.stamp_s) <= cfg.consistency.max_stamp_skew_s):
             # exact model lengths at the measured angles (~20 us): a first-order step from a
             # snapshot 50 ms old misses millimetres when a light joint whips
-            model = self.robot.geometry.lengths_at(joints.q_rad, self._data)
+            model = self.robot.geometry.lengths_at(joints.q_rad)
             finding = self.consistency.update(joints.stamp_s, tendons.length_m, model,
                                               tendons.velocity_m_s)
             if finding is not None:
