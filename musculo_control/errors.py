@@ -34,3 +34,16 @@ class InputError(MusculoError, ValueError):
         self.received = received
         got = "" if received is None else f"; received {received!r}"
         super().__init__(f"{what}: expected {expected}{got}")
+
+
+class ConfigWarning(UserWarning):
+    """A configuration value that works but is likely not what was meant (same fields as
+    :class:`ConfigError`); issued with :func:`warnings.warn`."""
+
+    def __init__(self, file: str, key: str, expected: str, received: Any = None) -> None:
+        self.file = str(file)
+        self.key = key
+        self.expected = expected
+        self.received = received
+        got = "" if received is None else f"; received {received!r}"
+        super().__init__(f"{self.file}: {key}: expected {expected}{got}")

@@ -46,6 +46,7 @@ from musculo_control.control.joint_limits import predictive_limit_rows
 from musculo_control.control.output import ControlOutput, safe_output
 from musculo_control.control.task_space import (
     GainsConfig,
+    PositionIntegral,
     nullspace_damping_torque,
     reference_acceleration,
     reference_torque,
@@ -218,15 +219,21 @@ class OSCController(_TickBase):
                                tau_null_max_nm=qp.tau_null_max_nm)
         self._lower = np.zeros(mc)
         self._upper = np.full(mc, np.inf if qp.activation_max is None else qp.activation_max)
+        self._integral = PositionIntegral(config.gains)  # off unless gains.ki_s3 > 0
 
     def reset(self) -> None:
         super().reset()
         self.qp.reset()
+        self._integral.reset()
 
     def _control(self, snapshot: DynamicsSnapshot, terms: _SnapshotTerms, q: FloatArray,
                  qd: FloatArray, fresh: FreshState, goal: HandGoal, age: float,
                  t0: float) -> ControlOutput:
-        xdd = reference_acceleration(goal, fresh.hand, self.config.gains, self._rows)
+        integral = None
+        if self._integral.enabled:  # the tick's time is the snapshot's stamp plus its age
+            integral = self._integral.update(goal.position_m - fresh.hand.position_m,
+                                             snapshot.stamp_s + age)
+        xdd = reference_acceleration(goal, fresh.hand, self.config.gains, self._rows, integral)
         coriolis = snapshot.coriolis_torque_nm if self.config.qp.coriolis else None
         tau_ref = reference_torque(snapshot.task_jacobian, snapshot.task_inertia, xdd,
                                    snapshot.gravity_torque_nm, coriolis)
