@@ -41,9 +41,10 @@ def test_every_shipped_robot_steps_a_second_of_random_tensions_without_warnings(
     assert np.all(mock.q_rad > lo - 0.1) and np.all(mock.q_rad < hi + 0.1)  # stops hold
 
 
-def test_the_warning_check_can_fail(tmp_path):
+def test_the_warning_check_can_fail(tmp_path, monkeypatch):
     """A warning is seen: a timestep far too long for stiff joint stops makes MuJoCo warn or
     blow up; the check above would then fail."""
+    monkeypatch.chdir(tmp_path)  # MuJoCo writes its warnings to MUJOCO_LOG.TXT here
     robot = load_robot(config_root() / "planar_arm")
     mock = load_mock_arm(robot)
     mock.model.opt.timestep = 0.5
