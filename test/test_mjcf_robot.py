@@ -319,3 +319,65 @@ def test_task_offset_moves_the_task_point_in_both_models(planar_copy):
         np.testing.assert_allclose(hand, data.site_xpos[site], atol=1e-12)  # the palm site
         np.testing.assert_allclose(
             ref.point_world(data, ref.task_body_id, ref.task_point_local), hand, atol=1e-12)
+
+
+def test_an_mjcf_split_into_includes_is_read_through_mujocos_export(planar_copy):
+    """Pinocchio's reader finds no body behind an <include>: it then reads MuJoCo's single-file
+    export of the compiled model, and still agrees with MuJoCo (to the export's 6 digits)."""
+    xml = planar_copy / "arm.xml"
+    text = xml.read_text()
+    start, end = text.index("  <worldbody>"), text.index("  </worldbody>") + len("  </worldbody>")
+    (planar_copy / "body.xml").write_text(f"<mujocoinclude>\n{text[start:end]}\n</mujocoinclude>\n")
+    xml.write_text(text[:start] + '  <include file="body.xml"/>' + text[end:])
+    robot = load_robot(planar_copy)
+    assert "MuJoCo's single-file export" in robot.arm.read_note
+    ref = build_mujoco_arm(robot)
+    data = mujoco.MjData(ref.model)
+    pdata = robot.new_data()
+    for q in random_poses(robot, 10, seed=7):
+        data.qpos[ref.qpos_adr] = q
+        mujoco.mj_forward(ref.model, data)
+        full = np.zeros((ref.model.nv, ref.model.nv))
+        mujoco.mj_fullM(ref.model, data, full)
+        M = pin.crba(robot.arm.model, pdata, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        np.testing.assert_allclose(M, full, rtol=1e-5, atol=1e-7)
+        g = pin.computeGeneralizedGravity(robot.arm.model, pdata, q)
+        np.testing.assert_allclose(g, data.qfrc_bias, rtol=1e-5, atol=1e-5)
+
+
+def test_an_arm_in_a_tilted_plane_meets_only_the_in_plane_hand_axes(planar_copy):
+    """Turn the torso 0.1 rad about z: the arm's plane is no longer the base x-z plane, so a
+    hand target (x, 0, z) is off the plane. With hand_axes [x, z] the pose meets x and z."""
+    from musculo_control.sim.experiments import Overrides, load_setup
+
+    xml = planar_copy / "arm.xml"
+    xml.write_text(xml.read_text().replace('<body name="torso">',
+                                           '<body name="torso" euler="0 0 0.1">'))
+    with pytest.raises(ConfigError) as info:
+        load_setup(planar_copy, Overrides.parse([]))
+    assert info.value.key == "poses.named[0]" and "reach_start" in str(info.value)
+    _edit(planar_copy, "robot.yaml", lambda d: d["poses"].__setitem__("hand_axes", ["x", "z"]))
+    robot = load_robot(planar_copy)
+    sol = robot.poses.solve_named("reach_start", robot.home_pose_rad)
+    np.testing.assert_allclose(sol.hand_m[[0, 2]], [0.40, -0.25], atol=1e-6)
+    assert abs(sol.hand_m[1]) > 1e-3  # y follows from the tilted plane
+    load_setup(planar_copy, Overrides.parse([]))  # the trajectory is then followable
+
+
+def test_a_placed_root_body_is_kept(planar_copy):
+    """Pinocchio 4.1 drops the placement of a joint-less body right under the world; the load
+    check sees it and reads MuJoCo's export instead, which keeps it."""
+    xml = planar_copy / "arm.xml"
+    xml.write_text(xml.read_text().replace('<body name="torso">',
+                                           '<body name="torso" pos="0 0 1" euler="0 0 0.1">'))
+    robot = load_robot(planar_copy)
+    assert "its own reading of the file put 'torso'" in robot.arm.read_note
+    ref = build_mujoco_arm(robot)
+    data = mujoco.MjData(ref.model)
+    data.qpos[ref.qpos_adr] = robot.home_pose_rad
+    mujoco.mj_kinematics(ref.model, data)
+    hand = robot.poses.targets_at(robot.home_pose_rad)[0]
+    np.testing.assert_allclose(
+        hand, ref.point_world(data, ref.task_body_id, ref.task_point_local), atol=1e-5)
+    assert hand[2] > 0.5  # mounted a metre up, not at the origin

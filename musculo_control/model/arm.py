@@ -1,11 +1,11 @@
 """The rigid-body arm: a Pinocchio model built from a URDF or an MJCF, with named joints and frames.
 
 A config folder names one robot description: a URDF (``arm.urdf``) or a MuJoCo MJCF
-(``arm.mjcf``), each read by Pinocchio's own parser. For an MJCF, MuJoCo's reading of the same
-file is the reference the tests hold Pinocchio to (mass matrix, gravity torque, hand pose and
-Jacobian), and gravity comes from the file's ``<option gravity>`` unless robot.yaml sets it.
-Only fixed-base arms of revolute and prismatic joints are supported: an MJCF with a free or
-ball joint, or with equality constraints that couple joints, is refused with the reason.
+(``arm.mjcf``), each read by Pinocchio's own parser. An MJCF's reading is checked against
+MuJoCo's at load (:mod:`musculo_control.model.mjcf_reader`), and gravity comes from the file's
+``<option gravity>`` unless robot.yaml sets it. Only fixed-base arms of revolute and prismatic
+joints are supported: an MJCF with a free or ball joint, or with equality constraints that
+couple joints, is refused with the reason.
 """
 
 from __future__ import annotations
@@ -63,23 +63,6 @@ class ArmConfig:
         return "arm.urdf" if self.urdf is not None else "arm.mjcf"
 
 
-def _read_mjcf(path: Path) -> tuple[tuple[float, ...], list[str]]:
-    """(gravity [m/s^2], what the controller cannot represent) of an MJCF, as MuJoCo reads it."""
-    import mujoco
-
-    try:
-        spec_ = mujoco.MjSpec.from_file(str(path))
-    except ValueError as exc:
-        raise ConfigError(str(path), "<file>", "an MJCF MuJoCo can parse", str(exc)) from exc
-    problems = []
-    for j in spec_.joints:
-        if j.type not in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
-            problems.append(f"joint '{j.name}' of type {mujoco.mjtJoint(j.type).name}")
-    for e in spec_.equalities:
-        problems.append(f"equality constraint '{e.name}' ({mujoco.mjtEq(e.type).name})")
-    return tuple(float(v) for v in spec_.option.gravity), problems
-
-
 class Arm:
     """Pinocchio model of the arm plus the name lookups the rest of the code needs.
 
@@ -94,21 +77,22 @@ class Arm:
         kind = self.kind
         if not path.is_file():
             raise ConfigError(file, config.description_key, f"an existing {kind} file", str(path))
+        #: how Pinocchio read the description, when not directly (see model/mjcf_reader.py)
+        self.read_note = ""
         gravity = config.gravity_m_s2
         if self.is_mjcf:
-            mjcf_gravity, problems = _read_mjcf(path)
-            if problems:
-                raise ConfigError(str(path), "<model>",
-                                  "a fixed-base arm of hinge and slide joints without equality "
-                                  "constraints (coupled or welded joints are not modelled)",
-                                  problems)
-            gravity = gravity or mjcf_gravity
-        try:
-            self.model = (pin.buildModelFromMJCF(str(path)) if self.is_mjcf
-                          else pin.buildModelFromUrdf(str(path)))
-        except (RuntimeError, ValueError) as exc:
-            raise ConfigError(str(path), "<file>", f"a {kind} Pinocchio can parse",
-                              str(exc).splitlines()[-1]) from exc
+            from musculo_control.model.mjcf_reader import read_mjcf
+
+            reading = read_mjcf(path)
+            self.model = reading.model
+            self.read_note = reading.note
+            gravity = gravity or reading.gravity_m_s2
+        else:
+            try:
+                self.model = pin.buildModelFromUrdf(str(path))
+            except (RuntimeError, ValueError) as exc:
+                raise ConfigError(str(path), "<file>", "a URDF Pinocchio can parse",
+                                  str(exc).strip().splitlines()[-1]) from exc
         self.description_path = path
         self.gravity_m_s2: FloatArray = np.asarray(gravity or _URDF_GRAVITY_M_S2, dtype=float)
         self.model.gravity.linear = self.gravity_m_s2

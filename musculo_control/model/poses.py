@@ -108,6 +108,10 @@ class PosesConfig:
     elbow_frame: str = spec(doc="frame (of the URDF or MJCF) whose origin is the elbow centre")
     ik_joints: tuple[str, ...] = spec(
         min_length=1, doc="joints the solver may move; the others keep their start values")
+    hand_axes: tuple[str, ...] = spec(
+        ("x", "y", "z"), min_length=1,
+        doc="the hand coordinates a pose must meet; an arm that moves in a plane not aligned "
+            "with the base axes meets only the in-plane ones (the third follows)")
     tolerance_m: float = spec(1e-6, gt=0.0, doc="hand and elbow error at convergence [m]")
     damping_m: float = spec(1e-3, gt=0.0, doc="damping mu of the least-squares step [m]")
     max_step_rad: float = spec(0.2, gt=0.0, doc="largest joint change per iteration [rad]")
@@ -127,6 +131,10 @@ class PosesConfig:
                               f"a name of {key}.named {sorted(seen)}", self.operating_point.pose)
         if len(set(self.ik_joints)) != len(self.ik_joints):
             raise ConfigError(file, f"{key}.ik_joints", "distinct joints", list(self.ik_joints))
+        for i, axis in enumerate(self.hand_axes):
+            if axis not in ("x", "y", "z") or self.hand_axes.count(axis) > 1:
+                raise ConfigError(file, f"{key}.hand_axes[{i}]", "distinct axes among x, y, z",
+                                  axis)
 
 
 class PoseSolution(NamedTuple):
@@ -144,6 +152,7 @@ class PoseSolver:
     def __init__(self, arm: Arm, config: PosesConfig, file: str, key: str = "poses") -> None:
         self.arm = arm
         self.config = config
+        self._where = (file, key)  # where the named poses are written, for their errors
         model = arm.model
         if not model.existFrame(config.elbow_frame):
             raise ConfigError(file, f"{key}.elbow_frame",
@@ -157,6 +166,8 @@ class PoseSolver:
                                   f"a joint of the arm {list(arm.joint_names)}", name)
             cols.append(arm.joint_names.index(name))
         self.ik_idx = np.array(sorted(cols), dtype=int)  # (p,) columns the solver moves
+        #: hand coordinates the solver meets (indices into x, y, z)
+        self.hand_idx = np.array(["xyz".index(a) for a in config.hand_axes], dtype=int)
         g = arm.gravity_m_s2
         norm = float(np.linalg.norm(g))
         #: (3,) the direction heights are measured along: against gravity (z without gravity)
@@ -209,17 +220,18 @@ class PoseSolver:
             raise InputError(f"{what}: elbow_z_m", "a finite height [m]", elbow_z_m)
         cfg = self.config
         mu2 = cfg.damping_m**2
-        rows = 3 if elbow_z_m is None else 4
-        eye = np.eye(rows)
-        err = np.zeros(rows)
+        hand_rows = self.hand_idx
+        rows = hand_rows if elbow_z_m is None else np.r_[hand_rows, 3]
+        eye = np.eye(len(rows))
+        err = np.zeros(len(rows))
         for it in range(cfg.max_iterations + 1):
             hand, ez = self.targets_at(q)
-            err = target - hand if elbow_z_m is None else np.r_[target - hand, elbow_z_m - ez]
+            err = np.r_[target - hand, 0.0 if elbow_z_m is None else elbow_z_m - ez][rows]
             if np.abs(err).max() < cfg.tolerance_m:
                 return PoseSolution(q, hand, ez, it)
             if it == cfg.max_iterations:
                 break
-            J = self.constraint_jacobian(q)[:rows]
+            J = self.constraint_jacobian(q)[rows]
             free = self.ik_idx.copy()
             # Active set: a joint at a limit whose step points outward is frozen for this step.
             for _ in range(len(free) + 1):
@@ -240,8 +252,10 @@ class PoseSolver:
                 dq_free *= cfg.max_step_rad / biggest
             q[free] = np.clip(q[free] + dq_free, lo[free], hi[free])
         at_limit = [self.arm.joint_names[j] for j in self.ik_idx if q[j] <= lo[j] or q[j] >= hi[j]]
-        raise PoseError(what, target, elbow_z_m, float(np.linalg.norm(err[:3])),
-                        float(abs(err[3])) if rows == 4 else 0.0, cfg.max_iterations, at_limit)
+        n_hand = len(hand_rows)
+        raise PoseError(what, target, elbow_z_m, float(np.linalg.norm(err[:n_hand])),
+                        float(abs(err[n_hand])) if elbow_z_m is not None else 0.0,
+                        cfg.max_iterations, at_limit)
 
     def named(self, name: str) -> NamedPose:
         """The configured pose called ``name``; :class:`InputError` lists the known ones."""
@@ -251,10 +265,19 @@ class PoseSolver:
         raise InputError("pose name", f"one of {[p.name for p in self.config.named]}", name)
 
     def solve_named(self, name: str, home_q: FloatArray) -> PoseSolution:
-        """Solve the configured pose ``name`` from the home pose (which fixes the branch)."""
+        """Solve the configured pose ``name`` from the home pose (which fixes the branch).
+
+        A pose the arm cannot take is a configuration error, named by its key.
+        """
         pose = self.named(name)
         hand = pose.hand_m if pose.hand_m is not None else self.targets_at(home_q)[0]
-        return self.solve(home_q, hand, pose.elbow_z_m, what=f"pose '{name}'")
+        try:
+            return self.solve(home_q, hand, pose.elbow_z_m, what=f"pose '{name}'")
+        except PoseError as exc:
+            file, key = self._where
+            i = [p.name for p in self.config.named].index(name)
+            raise ConfigError(file, f"{key}.named[{i}]", "a pose the arm can take (hand_axes "
+                              f"{list(self.config.hand_axes)})", str(exc)) from exc
 
     def elbow_path(self, q_start: npt.ArrayLike, elbow_z_m: npt.ArrayLike,
                    hand_m: npt.ArrayLike | None = None) -> list[PoseSolution]:
