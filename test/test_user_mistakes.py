@@ -102,7 +102,8 @@ def test_a_workspace_larger_than_the_arm_warns(planar):
 
 def test_a_nullspace_experiment_without_a_nullspace_is_an_error(planar_copy):
     _edit(planar_copy / "experiments.yaml", lambda d: d.__setitem__(
-        "nullspace", {"start_pose": "home", "duration_s": 2.0, "window_s": 0.5,
+        "nullspace", {"start_pose": "home", "watch_joint": "shoulder", "duration_s": 2.0,
+                      "window_s": 0.5,
                       "start_skip_s": 0.1}))
     with pytest.raises(ConfigError) as info:
         load_setup(planar_copy, Overrides.parse([]))

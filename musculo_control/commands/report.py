@@ -1,7 +1,9 @@
 """``musculo report``: the main job. Every experiment with every controller, and a report.
 
-Writes ``<out>/report.md`` (plots, and a table of the metrics beside the physical robot's
-results, SPEC section 8), ``<out>/metrics.json`` and each run's logs.
+Writes ``<out>/report.md`` (plots, and a table of the metrics, beside the physical robot's
+results of SPEC section 8 when the robot stands in for the paper's: experiments.yaml
+``compare_with_paper``), ``<out>/metrics.json`` and each run's logs. The experiments are those
+the robot's experiments.yaml sets up.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from musculo_control.commands.simulate import (
     print_runs,
     save_runs,
     setup_from_args,
+    watched_joint,
 )
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.sim.experiments import EXPERIMENT_NAMES, RunResult, Setup, run_experiment
@@ -43,8 +46,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("out"), help="output folder (default: out)")
     p.add_argument("--controllers", default=",".join(CONTROLLER_NAMES),
                    help="comma-separated controllers (default: all four)")
-    p.add_argument("--experiments", default=",".join(EXPERIMENT_NAMES),
-                   help="comma-separated experiments (default: all three)")
+    p.add_argument("--experiments", default=None,
+                   help=f"comma-separated experiments of {list(EXPERIMENT_NAMES)} (default: "
+                        f"those the robot's experiments.yaml sets up)")
     add_common(p)
     p.set_defaults(func=run)
 
@@ -57,7 +61,8 @@ def _fmt(v: Any, scale: float = 1.0, unit: str = "") -> str:
     return str(v)
 
 
-def _rows(experiment: str, controller: str, m: dict[str, Any]) -> list[str]:
+def _rows(experiment: str, controller: str, m: dict[str, Any], paper_column: bool,
+          ) -> list[str]:
     paper = PAPER.get(experiment, {}).get(controller, "")
     if experiment == "disturbance":
         shown = (f"hand deviation max {_fmt(m['max_hand_deviation_m'], 100, ' cm')}; push force "
@@ -76,6 +81,8 @@ def _rows(experiment: str, controller: str, m: dict[str, Any]) -> list[str]:
         unsafe = sum(unsafe.values())
     if unsafe:
         shown += f"; {unsafe} unsafe ticks"
+    if not paper_column:
+        return [f"| {experiment} | {controller} | {shown} |"]
     paper = paper.replace("|", "\\|")  # '||a||' must not split the Markdown table
     return [f"| {experiment} | {controller} | {shown} | {paper} |"]
 
@@ -84,9 +91,8 @@ def plot_experiment(experiment: str, runs: list[RunResult], setup: Setup, out: P
     if experiment == "disturbance":
         return [plot_disturbance(runs, out / "disturbance.png")]
     if experiment == "nullspace":
-        names = setup.robot.arm.joint_names
-        j = names.index("shoulder_r") if "shoulder_r" in names else 0
-        return [plot_nullspace(runs, out / "nullspace.png", j, names[j])]
+        return [plot_nullspace(runs, out / "nullspace.png", *watched_joint(setup),
+                               setup.robot.arm.up)]
     paths = []
     for controller in dict.fromkeys(r.controller for r in runs):
         paths.append(plot_trajectory([r for r in runs if r.controller == controller],
@@ -97,13 +103,16 @@ def plot_experiment(experiment: str, runs: list[RunResult], setup: Setup, out: P
 def run(args: argparse.Namespace) -> int:
     setup = setup_from_args(args)
     controllers = [c.strip() for c in args.controllers.split(",") if c.strip()]
-    experiments = [e.strip() for e in args.experiments.split(",") if e.strip()]
+    experiments = list(setup.experiments.configured()) if args.experiments is None else \
+        [e.strip() for e in args.experiments.split(",") if e.strip()]
+    paper_column = setup.experiments.compare_with_paper
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     metrics: dict[str, dict[str, Any]] = {}
-    table = ["| experiment | controller | simulated (this run) | physical robot (paper) |",
-             "|---|---|---|---|"]
+    table = (["| experiment | controller | simulated (this run) | physical robot (paper) |",
+              "|---|---|---|---|"] if paper_column else
+             ["| experiment | controller | simulated (this run) |", "|---|---|---|"])
     figures: list[Path] = []
     simulated = 0.0
     for experiment in experiments:
@@ -116,11 +125,12 @@ def run(args: argparse.Namespace) -> int:
             runs += these
             m = metrics_json(experiment, these)
             metrics.setdefault(experiment, {})[controller] = m
-            table += _rows(experiment, controller, m)
+            table += _rows(experiment, controller, m, paper_column)
             simulated += sum(r.simulated_s for r in these)
         figures += plot_experiment(experiment, runs, setup, out)
     wall = time.perf_counter() - t0
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    absent = [e for e in EXPERIMENT_NAMES if e not in setup.experiments.configured()]
     lines = [
         "# musculo_control: the paper's experiments on the simulated arm", "",
         f"Config: `{setup.robot.config_dir}`; overrides: {args.overrides or 'none'}; "
@@ -131,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
         "lag and a tension envelope, sensor noise and quantisation: the controller never runs "
         "on its own model.", "",
         *table, "",
+        *([f"Not set up for this robot (no section in experiments.yaml): "
+           f"{', '.join(absent)}.", ""] if absent else []),
         *[f"![{p.stem}]({p.name})" for p in figures], "",
         "Logs of every run (run.yaml with parameters and initial state, signals.csv, "
         "signals.mcap) are under `runs/`.", "",

@@ -75,9 +75,14 @@ def plot_runs(experiment: str, runs: list[RunResult], setup: Setup, path: Path) 
         return plot_disturbance(runs, path)
     if experiment == "trajectory":
         return plot_trajectory(runs, path)
-    names = setup.robot.arm.joint_names
-    j = names.index("shoulder_r") if "shoulder_r" in names else 0
-    return plot_nullspace(runs, path, j, names[j])
+    return plot_nullspace(runs, path, *watched_joint(setup), setup.robot.arm.up)
+
+
+def watched_joint(setup: Setup) -> tuple[int, str]:
+    """(index, name) of the joint the nullspace experiment watches (experiments.yaml)."""
+    name = setup.experiments.nullspace.watch_joint if setup.experiments.nullspace else \
+        setup.robot.arm.joint_names[0]
+    return setup.robot.arm.joint_names.index(name), name
 
 
 def print_runs(runs: list[RunResult]) -> None:

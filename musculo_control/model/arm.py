@@ -96,6 +96,9 @@ class Arm:
         self.description_path = path
         self.gravity_m_s2: FloatArray = np.asarray(gravity or _URDF_GRAVITY_M_S2, dtype=float)
         self.model.gravity.linear = self.gravity_m_s2
+        g = float(np.linalg.norm(self.gravity_m_s2))
+        #: (3,) "up": against gravity (base z without gravity); heights are measured along it
+        self.up: FloatArray = -self.gravity_m_s2 / g if g > 0.0 else np.array([0.0, 0.0, 1.0])
         self.config = config
         model_joints = [str(self.model.names[i]) for i in range(1, self.model.njoints)]
         if list(config.joints) != model_joints:

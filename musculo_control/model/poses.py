@@ -168,10 +168,7 @@ class PoseSolver:
         self.ik_idx = np.array(sorted(cols), dtype=int)  # (p,) columns the solver moves
         #: hand coordinates the solver meets (indices into x, y, z)
         self.hand_idx = np.array(["xyz".index(a) for a in config.hand_axes], dtype=int)
-        g = arm.gravity_m_s2
-        norm = float(np.linalg.norm(g))
-        #: (3,) the direction heights are measured along: against gravity (z without gravity)
-        self.up: FloatArray = -g / norm if norm > 0.0 else np.array([0.0, 0.0, 1.0])
+        self.up: FloatArray = arm.up  # (3,) heights are measured along it
         self._data = model.createData()
 
     # -- kinematics ----------------------------------------------------------------------------

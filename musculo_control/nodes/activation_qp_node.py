@@ -61,6 +61,7 @@ from musculo_control.nodes.node_config import (
     ACTIVATION_QP_NODE,
     ActivationQPNodeParams,
     config_dir_of,
+    with_robot_base_frame,
 )
 from musculo_control.nodes.ros_common import (
     MSGS,
@@ -88,6 +89,7 @@ class ActivationQPNode(Node):
         p = self.params = declare_parameters(self, ActivationQPNodeParams)
         config_dir = config_dir_of(p.config_dir)
         robot = self.robot = load_robot(config_dir)
+        p = self.params = with_robot_base_frame(p, robot)
         config = load_controller_config(config_dir)
         self.controller = make_controller(p.controller, robot, config)
         self.codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles, len(config.task.rows))

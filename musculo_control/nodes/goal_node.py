@@ -34,7 +34,12 @@ from musculo_control.control.trajectory_file import GoalTrajectory, load_traject
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.model.robot import load_robot
 from musculo_control.nodes import conversions as cv
-from musculo_control.nodes.node_config import GOAL_NODE, GoalNodeParams, config_dir_of
+from musculo_control.nodes.node_config import (
+    GOAL_NODE,
+    GoalNodeParams,
+    config_dir_of,
+    with_robot_base_frame,
+)
 from musculo_control.nodes.ros_common import (
     MSGS,
     QOS_GOAL,
@@ -58,6 +63,7 @@ class GoalNode(Node):
         p = self.params = declare_parameters(self, GoalNodeParams)
         config_dir = config_dir_of(p.config_dir)
         robot = load_robot(config_dir)
+        p = self.params = with_robot_base_frame(p, robot)
         self.workspace = load_controller_config(config_dir).workspace
         self._fk = FreshStateEstimator(robot)
         self._order = cv.NameOrder(JOINTS_TOPIC, robot.arm.joint_names, "joint name")

@@ -48,6 +48,7 @@ from musculo_control.nodes.node_config import (
     MOCK_HARDWARE_NODE,
     MockHardwareNodeParams,
     config_dir_of,
+    with_robot_base_frame,
 )
 from musculo_control.nodes.ros_common import (
     MSGS,
@@ -87,6 +88,7 @@ class MockHardwareNode(Node):
                               "false when publish_clock is true (this node is the clock)", True)
         config_dir = config_dir_of(p.config_dir)
         robot = self.robot = load_robot(config_dir)
+        p = self.params = with_robot_base_frame(p, robot)
         hardware_file = config_dir / "hardware.yaml"
         mock_file = config_dir / "mock_arm.yaml"
         calibration = load_calibration(robot, hardware_file)

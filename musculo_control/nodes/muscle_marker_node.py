@@ -21,6 +21,7 @@ from musculo_control.nodes.node_config import (
     MUSCLE_MARKER_NODE,
     MuscleMarkerNodeParams,
     config_dir_of,
+    with_robot_base_frame,
 )
 from musculo_control.nodes.ros_common import (
     MSGS,
@@ -42,6 +43,7 @@ class MuscleMarkerNode(Node):
         super().__init__(MUSCLE_MARKER_NODE)
         p = self.params = declare_parameters(self, MuscleMarkerNodeParams)
         robot = self.robot = load_robot(config_dir_of(p.config_dir))
+        p = self.params = with_robot_base_frame(p, robot)
         self.model = MusclePathModel(robot)
         self.controlled_idx = robot.controlled_idx
         self._guard = InputGuard(self, p.warn_throttle_s)

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import ConfigError
 from musculo_control.model.config import parse, read_yaml, spec
+from musculo_control.model.robot import Robot
 from musculo_control.paths import default_config_dir
 
 T = TypeVar("T")
@@ -103,7 +104,8 @@ class ActivationQPNodeParams(CommonNodeParams):
                                      doc="no dynamics message received for longer -> minimum "
                                          "tension [s]; the snapshot's own age limit is "
                                          "controller.yaml qp.snapshot_max_age_s")
-    base_frame: str = spec("base_link", doc="frame of hand goals and of the published hand")
+    base_frame: str = spec("", doc="frame of hand goals and of the published hand; empty: "
+                                   "robot.yaml arm.base_frame")
     use_goal_orientation: bool = spec(True, doc="track the goal's orientation (rows wy, wz); "
                                                 "false: position only")
     timing_report_period_s: float = spec(1.0, gt=0.0, doc="controller/timing period [s]")
@@ -135,7 +137,8 @@ class MockHardwareNodeParams(CommonNodeParams):
                                                    "tick; beyond, the simulation falls behind "
                                                    "(counted as overruns) [s]")
     truth_rate_hz: float = spec(50.0, gt=0.0, doc="mock/ ground-truth topics rate [Hz]")
-    base_frame: str = spec("base_link", doc="frame of the mock/ ground-truth points")
+    base_frame: str = spec("", doc="frame of the mock/ ground-truth points; empty: robot.yaml "
+                                   "arm.base_frame")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,7 +150,7 @@ class GoalNodeParams(CommonNodeParams):
                          "trajectory_file; none: publish nothing")
     trajectory_file: str = spec("", doc="trajectory YAML (mode trajectory); a relative path "
                                         "is looked up in config_dir")
-    base_frame: str = spec("base_link", doc="frame of the goals")
+    base_frame: str = spec("", doc="frame of the goals; empty: robot.yaml arm.base_frame")
     publish_rate_hz: float = spec(50.0, gt=0.0, doc="goal rate while a trajectory plays [Hz]")
     start_delay_s: float = spec(0.0, ge=0.0, doc="wait this long after the first joint state "
                                                  "before playing the trajectory [s]")
@@ -165,7 +168,14 @@ class MuscleMarkerNodeParams(CommonNodeParams):
     activation_full_scale: float = spec(2.0, gt=0.0, doc="activation drawn fully red [-]")
     tension_full_scale_n: float = spec(150.0, gt=0.0, doc="tension drawn fully red [N]")
     line_width_m: float = spec(0.006, gt=0.0, doc="muscle line width [m]")
-    base_frame: str = spec("base_link", doc="frame of the markers")
+    base_frame: str = spec("", doc="frame of the markers; empty: robot.yaml arm.base_frame")
+
+
+def with_robot_base_frame(params: T, robot: Robot) -> T:
+    """``params`` with an unset ``base_frame`` taken from the robot (robot.yaml arm.base_frame)."""
+    if getattr(params, "base_frame", None) == "":
+        return dataclasses.replace(params, base_frame=robot.arm.base_frame)  # type: ignore
+    return params
 
 
 #: Each node's parameter dataclass.
