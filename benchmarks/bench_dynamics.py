@@ -73,7 +73,6 @@ def main() -> int:
     lo, hi = robot.arm.lower_rad, robot.arm.upper_rad
     poses = lo + (hi - lo) * rng.random((256, robot.arm.n_joints))
     qd = np.zeros(robot.arm.n_joints)
-    data = robot.new_data()
     baseline = PerPointJacobian(robot)
     # the baseline is an oracle too: both must agree before their times mean anything
     l_ref, jm_ref = baseline(poses[0])

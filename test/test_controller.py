@@ -245,7 +245,6 @@ def simulate(robot, estimator, controller, goal_of_t, duration_s, q0, dt=1e-3,
     stops [Nm/rad].
     """
     model, data = robot.arm.model, robot.arm.model.createData()
-    kin_data = robot.new_data()
     lo, hi = robot.arm.lower_rad, robot.arm.upper_rad
     n = robot.arm.n_joints
     q, qd = q0.copy(), np.zeros(n)

@@ -13,7 +13,6 @@ from musculo_control.model.markers import MusclePathModel, colour_scale, normali
 def test_paths_have_the_muscles_lengths(robot):
     """Oracle: the polyline through the drawn via-points is as long as the length model says."""
     model = MusclePathModel(robot)
-    data = robot.new_data()
     for q in random_poses(robot, 10, seed=3):
         paths = model.paths(q)
         assert len(paths) == robot.n_muscles

@@ -41,7 +41,6 @@ def _forward(arm, q, qd=None):
 
 
 def test_tendon_lengths_and_jacobian_match_the_muscle_model(robot, exact):
-    pdata = robot.new_data()
     for q in random_poses(robot, 60, seed=11, margin_rad=0.0):
         data = _forward(exact, q)
         kin = robot.geometry.kinematics_at(q)

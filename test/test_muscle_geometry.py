@@ -8,7 +8,6 @@ from conftest import random_poses
 
 
 def test_jacobian_matches_central_differences(robot):
-    data = robot.new_data()
     h = 1e-6
     worst = 0.0
     for q in random_poses(robot, 60, seed=1):
@@ -38,7 +37,6 @@ def test_lengths_are_sum_of_segment_lengths(robot):
 
 def test_flexor_shortens_and_flexes(robot):
     """Elbow flexion is negative elbow_p: the biceps shortens and its torque is negative."""
-    data = robot.new_data()
     q = robot.home_pose_rad.copy()
     elbow = robot.arm.joint_names.index("elbow_p")
     biceps = robot.muscle_names.index("biceps")
@@ -61,7 +59,6 @@ def test_flexor_shortens_and_flexes(robot):
 
 def test_shortening_muscle_gives_positive_torque(robot):
     """Whenever l decreases with q_i, tension produces positive torque on joint i."""
-    data = robot.new_data()
     for q in random_poses(robot, 20, seed=2):
         jm = robot.geometry.kinematics_at(q).jacobian
         for i in range(robot.n_muscles):
@@ -72,14 +69,12 @@ def test_shortening_muscle_gives_positive_torque(robot):
 
 
 def test_every_joint_pulled_both_ways_near_home(robot):
-    data = robot.new_data()
     jm = robot.geometry.kinematics_at(robot.home_pose_rad).jacobian[robot.controlled_idx]
     assert np.all((jm < -1e-4).any(axis=0))
     assert np.all((jm > 1e-4).any(axis=0))
 
 
 def test_length_ranges_cover_sampled_poses(robot):
-    data = robot.new_data()
     for q in random_poses(robot, 200, seed=3, margin_rad=0.0):
         lengths = robot.geometry.lengths_at(q)
         assert np.all(lengths >= robot.l_min_m - 2e-3)

@@ -202,9 +202,12 @@ def operating_point_report(robot: Robot, task: TaskConfig,
     if solver is None:
         raise InputError(robot.robot_file, "a 'poses' section (elbow_frame, ik_joints)", None)
     cfg = solver.config.operating_point
-    if cfg is None and weights is None:
+    if cfg is not None:
+        k, r = cfg.activation_weight, cfg.nullspace_weight
+    elif weights is not None:
+        k, r = weights
+    else:
         raise InputError(robot.robot_file, "a 'poses.operating_point' section, or weights", None)
-    k, r = (cfg.activation_weight, cfg.nullspace_weight) if cfg is not None else weights
     est = DynamicsEstimator(robot, task)
     poses = [_pose_entry("home", "home_pose_rad (SPEC q_des)", robot.home_pose_rad, solver,
                          *hold_at(robot, est, robot.home_pose_rad, k, r))]

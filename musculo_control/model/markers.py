@@ -2,8 +2,9 @@
 
 ROS-free: :class:`MusclePathModel` turns a joint vector into one (k_i, 3) polyline per muscle
 from the muscle geometry itself (via-points, or MuJoCo's sites and wrap tangent points), so the
-picture is what the controller computes with; :func:`colour_scale` maps a normalised load (activation or tension over its
-full scale) to RGBA from blue (slack) through yellow to red (full scale and beyond).
+picture is what the controller computes with; :func:`colour_scale` maps a normalised load
+(activation or tension over its full scale) to RGBA from blue (slack) through yellow to red
+(full scale and beyond).
 """
 
 from __future__ import annotations

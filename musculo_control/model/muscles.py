@@ -4,7 +4,8 @@ The muscles file lists every muscle: its actuator, whether the QP controls it, a
 either a chain of via-points fixed to links (a URDF robot) or the name of one of the MJCF's
 spatial tendons (an MJCF robot; see :mod:`musculo_control.model.mujoco_tendons`).
 
-Via-point routes (:class:`ViaPointGeometry`): a muscle path is a polyline p_0 ... p_K whose points ride on links. Its length is
+Via-point routes (:class:`ViaPointGeometry`): a muscle path is a polyline p_0 ... p_K whose
+points ride on links. Its length is
 ``l = sum_k |d_k|`` with ``d_k = p_{k+1} - p_k``; row i of the muscle Jacobian ``Jm = dl/dq``
 (m x n) is ``sum_k (d_k/|d_k|)^T (J_{p_{k+1}} - J_{p_k})`` with ``J_p`` the world-frame point
 Jacobian (SPEC section 9). A pulling muscle shortens, so its joint torque is ``-Jm^T f``

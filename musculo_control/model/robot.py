@@ -140,7 +140,7 @@ class Robot:
 
     # -- Hill ranges ---------------------------------------------------------------------------
     def sample_poses(self, count: int, seed: int) -> FloatArray:
-        """The joint box's corners (up to 10 joints), its centre and ``count`` random poses [rad]."""
+        """The joint box's corners (up to 10 joints), its centre, ``count`` random poses [rad]."""
         lo, hi = self.arm.lower_rad, self.arm.upper_rad
         rng = np.random.default_rng(seed)
         rand = lo + (hi - lo) * rng.random((count, self.arm.n_joints))

@@ -185,9 +185,10 @@ def experiment_config(setup: Setup, experiment: str) -> Any:
         raise InputError("experiment", f"one of {list(EXPERIMENT_NAMES)}", experiment)
     cfg = getattr(setup.experiments, experiment)
     if cfg is None:
+        file = setup.robot.config_dir / "experiments.yaml"
         raise InputError(f"experiment '{experiment}'",
-                         f"a section '{experiment}' in {setup.robot.config_dir / 'experiments.yaml'}"
-                         f" (this robot runs {list(setup.experiments.configured())})", "none")
+                         f"a section '{experiment}' in {file} (this robot runs "
+                         f"{list(setup.experiments.configured())})", "none")
     return cfg
 
 
