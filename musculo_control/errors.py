@@ -9,12 +9,9 @@ class MusculoError(Exception):
     """Root of every error raised by musculo_control."""
 
 
-class ConfigError(MusculoError):
-    """A configuration file or value is malformed or inconsistent.
-
-    The message names the file, the key (a dotted path such as ``muscles[3].path[0].link``),
-    what was expected and what was received.
-    """
+class _InConfig(Exception):
+    """Where in the configuration and what: the file, the key (a dotted path such as
+    ``muscles[3].path[0].link``), what was expected and what was received."""
 
     def __init__(self, file: str, key: str, expected: str, received: Any = None) -> None:
         self.file = str(file)
@@ -23,6 +20,10 @@ class ConfigError(MusculoError):
         self.received = received
         got = "" if received is None else f"; received {received!r}"
         super().__init__(f"{self.file}: {key}: expected {expected}{got}")
+
+
+class ConfigError(_InConfig, MusculoError):
+    """A configuration file or value is malformed or inconsistent (fields of :class:`_InConfig`)."""
 
 
 class InputError(MusculoError, ValueError):
@@ -36,14 +37,6 @@ class InputError(MusculoError, ValueError):
         super().__init__(f"{what}: expected {expected}{got}")
 
 
-class ConfigWarning(UserWarning):
-    """A configuration value that works but is likely not what was meant (same fields as
+class ConfigWarning(_InConfig, UserWarning):
+    """A configuration value that works but is likely not what was meant (the fields of
     :class:`ConfigError`); issued with :func:`warnings.warn`."""
-
-    def __init__(self, file: str, key: str, expected: str, received: Any = None) -> None:
-        self.file = str(file)
-        self.key = key
-        self.expected = expected
-        self.received = received
-        got = "" if received is None else f"; received {received!r}"
-        super().__init__(f"{self.file}: {key}: expected {expected}{got}")

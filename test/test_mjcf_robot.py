@@ -53,26 +53,38 @@ def _mujoco_reference(robot):
     return build_mujoco_arm(robot)
 
 
+def _both_at(robot, count, seed):
+    """(MuJoCo model, its data after mj_forward, Pinocchio data, q) at seeded poses."""
+    ref = _mujoco_reference(robot)
+    data, pdata = mujoco.MjData(ref.model), robot.new_data()
+    for q in random_poses(robot, count, seed=seed, margin_rad=0.0):
+        data.qpos[ref.qpos_adr] = q
+        mujoco.mj_forward(ref.model, data)
+        yield ref, data, pdata, q
+
+
+def _mass_and_gravity(robot, ref, data, pdata, q):
+    """((M Pinocchio, M MuJoCo), (g Pinocchio, g MuJoCo)) at q, in robot joint order."""
+    full = np.zeros((ref.model.nv, ref.model.nv))
+    mujoco.mj_fullM(ref.model, data, full)
+    M = pin.crba(robot.arm.model, pdata, q)
+    M = np.triu(M) + np.triu(M, 1).T
+    g = pin.computeGeneralizedGravity(robot.arm.model, pdata, q)
+    dofs = ref.dof_adr
+    return (M, full[np.ix_(dofs, dofs)]), (g, data.qfrc_bias[dofs])  # qfrc_bias at rest: g
+
+
 def test_pinocchio_reads_the_mjcf_as_mujoco_does(mjcf_robot):
     """M, g, hand position, orientation and Jacobian at seeded poses, against MuJoCo."""
     robot = mjcf_robot
-    ref = _mujoco_reference(robot)
-    m = ref.model
-    data = mujoco.MjData(m)
-    pdata = robot.new_data()
     model = robot.arm.model
     fid = robot.arm.task_frame_id
-    site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, robot.arm.config.task_frame)
-    for q in random_poses(robot, 40, seed=5, margin_rad=0.0):
-        data.qpos[ref.qpos_adr] = q
-        mujoco.mj_forward(m, data)
-        full = np.zeros((m.nv, m.nv))
-        mujoco.mj_fullM(m, data, full)
-        M = pin.crba(model, pdata, q)
-        M = np.triu(M) + np.triu(M, 1).T
-        np.testing.assert_allclose(M, full[np.ix_(ref.dof_adr, ref.dof_adr)], atol=1e-10)
-        g = pin.computeGeneralizedGravity(model, pdata, q)
-        np.testing.assert_allclose(g, data.qfrc_bias[ref.dof_adr], atol=1e-10)  # at rest
+    for ref, data, pdata, q in _both_at(robot, 40, seed=5):
+        m = ref.model
+        site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, robot.arm.config.task_frame)
+        (M, M_ref), (g, g_ref) = _mass_and_gravity(robot, ref, data, pdata, q)
+        np.testing.assert_allclose(M, M_ref, atol=1e-10)
+        np.testing.assert_allclose(g, g_ref, atol=1e-10)
         pin.computeJointJacobians(model, pdata, q)
         pin.updateFramePlacements(model, pdata)
         np.testing.assert_allclose(pdata.oMf[fid].translation, data.site_xpos[site], atol=1e-12)
@@ -307,12 +319,7 @@ def test_task_offset_moves_the_task_point_in_both_models(planar_copy):
     _edit(planar_copy, "robot.yaml", lambda d: d["arm"].update(
         {"task_frame": "forearm", "task_offset_m": [0.0, 0.0, -0.27]}))
     robot = load_robot(planar_copy)
-    ref = build_mujoco_arm(robot)
-    data = mujoco.MjData(ref.model)
-    pdata = robot.new_data()
-    for q in random_poses(robot, 5, seed=6):
-        data.qpos[ref.qpos_adr] = q
-        mujoco.mj_kinematics(ref.model, data)
+    for ref, data, pdata, q in _both_at(robot, 5, seed=6):
         pin.framesForwardKinematics(robot.arm.model, pdata, q)
         hand = pdata.oMf[robot.arm.task_frame_id].translation
         site = mujoco.mj_name2id(ref.model, mujoco.mjtObj.mjOBJ_SITE, "hand")
@@ -331,19 +338,10 @@ def test_an_mjcf_split_into_includes_is_read_through_mujocos_export(planar_copy)
     xml.write_text(text[:start] + '  <include file="body.xml"/>' + text[end:])
     robot = load_robot(planar_copy)
     assert "MuJoCo's single-file export" in robot.arm.read_note
-    ref = build_mujoco_arm(robot)
-    data = mujoco.MjData(ref.model)
-    pdata = robot.new_data()
-    for q in random_poses(robot, 10, seed=7):
-        data.qpos[ref.qpos_adr] = q
-        mujoco.mj_forward(ref.model, data)
-        full = np.zeros((ref.model.nv, ref.model.nv))
-        mujoco.mj_fullM(ref.model, data, full)
-        M = pin.crba(robot.arm.model, pdata, q)
-        M = np.triu(M) + np.triu(M, 1).T
-        np.testing.assert_allclose(M, full, rtol=1e-5, atol=1e-7)
-        g = pin.computeGeneralizedGravity(robot.arm.model, pdata, q)
-        np.testing.assert_allclose(g, data.qfrc_bias, rtol=1e-5, atol=1e-5)
+    for ref, data, pdata, q in _both_at(robot, 10, seed=7):
+        (M, M_ref), (g, g_ref) = _mass_and_gravity(robot, ref, data, pdata, q)
+        np.testing.assert_allclose(M, M_ref, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(g, g_ref, rtol=1e-5, atol=1e-5)
 
 
 def test_an_arm_in_a_tilted_plane_meets_only_the_in_plane_hand_axes(planar_copy):
