@@ -33,7 +33,12 @@ import numpy.typing as npt
 
 from musculo_control.errors import ConfigError
 from musculo_control.model.config import spec
-from musculo_control.model.mujoco_tendons import compile_spec, mjcf_spec, tendon_jacobian
+from musculo_control.model.mujoco_tendons import (
+    MujocoTendonGeometry,
+    compile_spec,
+    mjcf_spec,
+    tendon_jacobian,
+)
 from musculo_control.model.robot import Robot
 
 __all__ = ["INTEGRATORS", "ModelError", "ModelErrorConfig", "MujocoArm", "PhysicsConfig",
@@ -130,10 +135,16 @@ def muscle_sites(robot: Robot) -> tuple[list[str], list[str]]:
     if not robot.arm.is_mjcf:
         return [site_name(m.name, k) for m in robot.muscles_config.muscles
                 for k in range(len(m.path or ()))], []
-    model = robot.geometry.model  # type: ignore[attr-defined]  # MujocoTendonGeometry
+    geo = robot.geometry
+    if not isinstance(geo, MujocoTendonGeometry):  # the controller uses another backend
+        specs = robot.muscles_config.muscles
+        geo = MujocoTendonGeometry(robot.arm.description_path, robot.muscle_names,
+                                   tuple(m.tendon or m.name for m in specs),
+                                   robot.arm.joint_names, robot.muscles_file)
+    model = geo.model
     sites: dict[str, None] = {}
     geoms: dict[str, None] = {}
-    for t in robot.geometry.tendon_ids:  # type: ignore[attr-defined]
+    for t in geo.tendon_ids:
         for w in range(model.tendon_adr[t], model.tendon_adr[t] + model.tendon_num[t]):
             kind, obj = int(model.wrap_type[w]), int(model.wrap_objid[w])
             if kind == int(mujoco.mjtWrap.mjWRAP_SITE):
