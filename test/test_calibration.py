@@ -42,7 +42,7 @@ def test_potentiometer_sign_and_offset(cal, robot):
 
 
 def test_encoder_round_trip_and_reference(cal, robot):
-    lengths_cal = robot.geometry.lengths_at(cal.calibration_pose_rad, robot.new_data())
+    lengths_cal = robot.geometry.lengths_at(cal.calibration_pose_rad)
     # at the calibration pose the encoder reads its offset and decodes to the reference length
     np.testing.assert_allclose(cal.length_to_encoder(lengths_cal), cal.encoder_offset_counts,
                                atol=1e-6)

@@ -96,8 +96,6 @@ CASES = [
      "an integer"),
     ("control rate negative", put(C, "loop.control_rate_hz", -125.0), C,
      "loop.control_rate_hz", "> 0.0"),
-    ("goal without a base frame", put(C, "workspace.frame_id", None), C,
-     "workspace.frame_id", "str"),
     ("baseline stiffness for six joints", put(C, "baselines.joint_stiffness.stiffness_nm_rad",
                                               [40.0] * 6), C,
      "baselines.joint_stiffness.stiffness_nm_rad", "7 values"),

@@ -135,7 +135,7 @@ def test_fresh_state_is_used_not_the_snapshots(robot, config, estimator):
     assert np.allclose(out.hand_position_m, x, atol=1e-12)
     assert np.linalg.norm(x - s.hand_position_m) > 1e-3  # the test is not vacuous
     fresh = ctrl._fresh.compute(s, q0 + dq, qd)
-    exact = robot.geometry.lengths_at(q0 + dq, data)
+    exact = robot.geometry.lengths_at(q0 + dq)
     assert np.abs(fresh.muscle_length_m - exact).max() < 5e-4  # O(|dq|^2)
     assert np.abs(s.muscle_length_m - exact).max() > 1e-3  # and better than the stale one
     # the hand velocity is exact as well: J(q) qd at the fresh q
@@ -260,7 +260,6 @@ def simulate(robot, estimator, controller, goal_of_t, duration_s, q0, dt=1e-3,
     stops [Nm/rad].
     """
     model, data = robot.arm.model, robot.arm.model.createData()
-    kin_data = robot.new_data()
     lo, hi = robot.arm.lower_rad, robot.arm.upper_rad
     n = robot.arm.n_joints
     q, qd = q0.copy(), np.zeros(n)
@@ -273,7 +272,7 @@ def simulate(robot, estimator, controller, goal_of_t, duration_s, q0, dt=1e-3,
             out = controller.tick(snap, q, qd, goal_of_t(t), t)
             assert out.ok, out.reason
             log.append(out)
-        jm = robot.geometry.kinematics_at(q, kin_data).jacobian
+        jm = robot.geometry.kinematics_at(q).jacobian
         over = np.maximum(q - hi, 0.0) - np.maximum(lo - q, 0.0)
         tau = -jm.T @ out.tension_n - joint_damping * qd - stop_stiffness * over
         qdd = pin.aba(model, data, q, qd, tau)

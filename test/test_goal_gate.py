@@ -23,7 +23,7 @@ def workspace(config_dir):
 
 @pytest.fixture()
 def gate(workspace):
-    return GoalGate(workspace)
+    return GoalGate(workspace, "base_link")
 
 
 def test_a_good_goal_passes_with_the_rotation_it_was_sent(gate):
@@ -75,7 +75,7 @@ def test_out_of_order_goals_are_refused_and_refusals_do_not_move_the_reference(g
 
 
 def test_position_only_gate_drops_the_orientation(workspace):
-    gate = GoalGate(workspace, use_orientation=False)
+    gate = GoalGate(workspace, "base_link", use_orientation=False)
     assert gate.offer(GoalRequest(INSIDE, quaternion_xyzw=UNIT), 1.0, 1.0) is None
     assert gate.accepted.rotation is None
     gate.hold(HandGoal.hold(INSIDE, np.eye(3)), 2.0)
@@ -83,7 +83,7 @@ def test_position_only_gate_drops_the_orientation(workspace):
 
 
 def test_between_goals_the_goal_follows_its_feed_forward_then_holds(workspace):
-    gate = GoalGate(workspace, extrapolate_max_s=0.04)
+    gate = GoalGate(workspace, "base_link", extrapolate_max_s=0.04)
     v, a = np.array([0.0, 0.1, 0.0]), np.array([0.0, 0.0, 0.5])
     gate.offer(HandGoal(INSIDE, v, a), 1.0, 1.0)
     at = gate.goal_at(1.02)
@@ -92,6 +92,6 @@ def test_between_goals_the_goal_follows_its_feed_forward_then_holds(workspace):
     capped = gate.goal_at(5.0)  # a stream that stopped: held 40 ms ahead, not run away
     np.testing.assert_allclose(capped.position_m, np.add(INSIDE, v * 0.04 + 0.5 * a * 0.04**2))
     assert gate.goal_at(0.5).position_m.tolist() == INSIDE  # before the stamp: as sent
-    still = GoalGate(workspace, extrapolate_max_s=0.0)
+    still = GoalGate(workspace, "base_link", extrapolate_max_s=0.0)
     still.offer(HandGoal(INSIDE, v, a), 1.0, 1.0)
     assert still.goal_at(1.02) is still.accepted

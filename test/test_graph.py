@@ -171,9 +171,8 @@ def test_bad_goals_are_refused_and_the_arm_keeps_its_goal(parts, tmp_path):
             t = obs.now_s()
             position = kwargs.pop("position_m")
             obs.send_goal_pose(position, orientation, **kwargs)
-            diag = None
-            assert obs.wait_until(lambda: (diag := _first_diag(
-                obs, t, "activation_qp_node", 1, (rule,))) is not None, 30.0), (rule, kwargs)
+            assert obs.wait_until(lambda t=t, rule=rule: _first_diag(
+                obs, t, "activation_qp_node", 1, (rule,)) is not None, 30.0), (rule, kwargs)
         assert obs.wait_for(0.3, 30.0)
         assert np.allclose(obs.snapshot(obs.goals_in_force).values[-1][0], good)
         qp = obs.diagnostics_of("activation_qp_node")[-1]

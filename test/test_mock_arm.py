@@ -53,7 +53,7 @@ def test_model_error_is_on_by_default(robot, cal, mock_cfg):
     assert np.abs(arm.tendon_length_m - exact.tendon_length_m).max() > 1e-4
     np.testing.assert_allclose(
         exact.tendon_length_m,
-        robot.geometry.lengths_at(robot.home_pose_rad, robot.new_data()), atol=1e-12)
+        robot.geometry.lengths_at(robot.home_pose_rad), atol=1e-12)
 
 
 def test_same_seed_same_trajectory_and_readings_different_seed_different_noise(robot, cal,
@@ -203,7 +203,7 @@ def test_sensor_chain_recovers_the_true_state(robot, cal, mock_cfg, config_dir):
     assert pot.ok and st.ok
     q_tol = (0.5 + 5 * cfg.sensors.potentiometer_noise_counts) / cal.pot_counts_per_rad
     assert np.all(np.abs(pot.q_rad - arm.q_rad) <= q_tol)
-    model_l = robot.geometry.lengths_at(arm.q_rad, robot.new_data())
+    model_l = robot.geometry.lengths_at(arm.q_rad)
     np.testing.assert_allclose(st.length_m, model_l, atol=1.0 / cal.encoder_counts_per_m.min())
     f_tol = (0.5 + 5 * cfg.sensors.loadcell_noise_counts) / cal.loadcell_counts_per_n
     assert np.all(np.abs(st.tension_n - arm.tendon_tension_n) <= f_tol)

@@ -41,10 +41,9 @@ def _forward(arm, q, qd=None):
 
 
 def test_tendon_lengths_and_jacobian_match_the_muscle_model(robot, exact):
-    pdata = robot.new_data()
     for q in random_poses(robot, 60, seed=11, margin_rad=0.0):
         data = _forward(exact, q)
-        kin = robot.geometry.kinematics_at(q, pdata)
+        kin = robot.geometry.kinematics_at(q)
         ten_j = tendon_jacobian(exact.model, data)[exact.tendon_ids][:, exact.dof_adr]
         np.testing.assert_allclose(data.ten_length[exact.tendon_ids], kin.length_m, atol=1e-12)
         np.testing.assert_allclose(ten_j, kin.jacobian, atol=1e-10)
@@ -118,7 +117,7 @@ def test_positive_control_pulls_with_torque_minus_jm_transpose_f(robot, exact):
     f = rng.uniform(0.0, 100.0, robot.n_muscles)
     data.ctrl[exact.actuator_ids] = f
     mujoco.mj_forward(exact.model, data)
-    jm = robot.geometry.kinematics_at(robot.home_pose_rad, robot.new_data()).jacobian
+    jm = robot.geometry.kinematics_at(robot.home_pose_rad).jacobian
     np.testing.assert_allclose(data.qfrc_actuator[exact.dof_adr], -jm.T @ f, atol=1e-9)
     np.testing.assert_allclose(data.actuator_force[exact.actuator_ids], f, atol=1e-12)
 
@@ -238,13 +237,13 @@ def test_oracle_holds_for_rotated_joint_frames_and_inertials(robot, config_dir, 
     tree.write(urdf)
     shipped, robot = robot, load_robot(folder)
     q = shipped.home_pose_rad
-    assert np.abs(robot.geometry.lengths_at(q, robot.new_data())
-                  - shipped.geometry.lengths_at(q, shipped.new_data())).max() > 1e-3
+    assert np.abs(robot.geometry.lengths_at(q)
+                  - shipped.geometry.lengths_at(q)).max() > 1e-3
     arm = build_mujoco_arm(robot)
     pdata = robot.new_data()
     for q in random_poses(robot, 20, seed=4):
         data = _forward(arm, q, np.zeros(robot.arm.n_joints))
-        kin = robot.geometry.kinematics_at(q, pdata)
+        kin = robot.geometry.kinematics_at(q)
         np.testing.assert_allclose(data.ten_length[arm.tendon_ids], kin.length_m, atol=1e-12)
         np.testing.assert_allclose(tendon_jacobian(arm.model, data)[arm.tendon_ids][:, arm.dof_adr],
                                    kin.jacobian, atol=1e-10)

@@ -89,7 +89,7 @@ class World:
     def __init__(self, robot, snapshot):
         self.robot = robot
         self.snap = snapshot
-        self.lengths = robot.geometry.lengths_at(snapshot.q_rad, robot.new_data())
+        self.lengths = robot.geometry.lengths_at(snapshot.q_rad)
 
     def joints(self, t, q=None):
         q = self.snap.q_rad if q is None else q
@@ -448,7 +448,7 @@ def test_control_resumes_from_the_hand_not_with_a_jump(robot, safety_cfg, ctrl_c
     t = 2 * TICK + safety_cfg.recovery_hold_s + TICK
     out, report = tick(sup, world, ctrl, t, goal, joints=world.joints(t - 0.001, dropped),
                        tendons=world.tendons(t - 0.001, lengths=robot.geometry.lengths_at(
-                           dropped, robot.new_data())))
+                           dropped)))
     assert out.ok, report.summary()
     data = robot.new_data()
     import pinocchio as pin

@@ -187,10 +187,10 @@ def test_workspace_check(config_dir):
     assert check_goal(inside, ws) is None
     far = HandGoal.hold(centre + [ws.reach_m + 0.01, 0.0, 0.0])
     assert "reach" in check_goal(far, ws)
-    box = WorkspaceConfig(frame_id="base", center_m=(0.0, 0.0, 0.0), reach_m=10.0,
+    box = WorkspaceConfig(center_m=(0.0, 0.0, 0.0), reach_m=10.0,
                           box_min_m=(-1.0, -1.0, 0.0), box_max_m=(1.0, 1.0, 1.0))
     reason = check_goal(HandGoal.hold([0.0, 0.0, -0.5]), box)
     assert reason is not None and "z" in reason
     with pytest.raises(ConfigError, match="box_min_m"):
-        parse(WorkspaceConfig, {"frame_id": "base", "center_m": [0, 0, 0], "reach_m": 1.0, "box_min_m": [0, 0, 1],
+        parse(WorkspaceConfig, {"center_m": [0, 0, 0], "reach_m": 1.0, "box_min_m": [0, 0, 1],
                                 "box_max_m": [1, 1, 1]}, "controller.yaml", "workspace")

@@ -20,8 +20,9 @@ QUAT = np.array([0.0, 0.0, 0.0, 1.0])
 
 
 def write(tmp_path, data):
+    """A trajectory file; the frame is required (each robot names its own base frame)."""
     path = tmp_path / "traj.yaml"
-    path.write_text(yaml.safe_dump(data))
+    path.write_text(yaml.safe_dump({"frame_id": "base_link", **data}))
     return path
 
 

@@ -379,7 +379,8 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "| target | measured | verdict |",
         "|---|---|---|",
-        (f"| 15-muscle tick p99 <= {t['tick_p99_ms']} ms (budget {t['budget_ms']} ms at "
+        (f"| {result['rows'][0]['muscles']}-muscle tick p99 <= {t['tick_p99_ms']} ms (budget "
+         f"{t['budget_ms']} ms at "
          f"125 Hz) | {result['tick_p99_ms']:.3f} ms | "
          f"{verdict(result['tick_p99_ms'] <= t['tick_p99_ms'])} |"),
         (f"| >= {t['speedup_vs_baseline']}x faster than the re-setup baseline (p50) | "

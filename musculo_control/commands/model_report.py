@@ -18,7 +18,8 @@ from musculo_control.paths import default_config_dir
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("model-report", help="print the robot model at a pose",
                        description="Joints with limits, hand position, gravity torque and per "
-                                   "muscle its length, l_min, l_max and moment arms (-Jm row).")
+                                   "muscle its length, l_min, l_max, peak force f1, moment arms "
+                                   "(-Jm row) at q and their extremes over the joint range.")
     p.add_argument("--config", type=Path, default=None, help="config folder (default: shipped arm)")
     p.add_argument("--q", default=None,
                    help="comma-separated joint angles [rad] inside the joint limits (default: "
@@ -50,10 +51,11 @@ def model_report(robot: Robot, q: np.ndarray) -> dict[str, Any]:
     import pinocchio as pin
 
     data = robot.new_data()
-    kin = robot.geometry.kinematics_at(q, data)
-    pin.updateFramePlacement(robot.arm.model, data, robot.arm.task_frame_id)
+    kin = robot.geometry.kinematics_at(q)
+    pin.framesForwardKinematics(robot.arm.model, data, q)
     hand = data.oMf[robot.arm.task_frame_id].translation
     g = pin.computeGeneralizedGravity(robot.arm.model, data, q)
+    ranges = robot.moment_arm_range()
     muscles = []
     for i, name in enumerate(robot.muscle_names):
         muscles.append({
@@ -65,9 +67,17 @@ def model_report(robot: Robot, q: np.ndarray) -> dict[str, Any]:
             "lmax_m": float(robot.l_max_m[i]),
             "length_range_source": robot.range_source[i],
             "moment_arms_m": [float(v) for v in -kin.jacobian[i]],
+            "moment_arm_range_m": [[float(lo), float(hi)]
+                                   for lo, hi in zip(ranges.min_m[i], ranges.max_m[i])],
+            "f1_n": float(robot.f1_n[i]),
+            "f1_source": robot.f1_source[i],
         })
     return {
         "config": str(robot.config_dir),
+        "description": str(robot.arm.description_path),
+        "read_note": robot.arm.read_note,
+        "muscle_geometry": robot.geometry.source,
+        "base_frame": robot.arm.base_frame,
         "q_rad": [float(v) for v in q],
         "joints": [
             {"name": n, "lower_rad": float(lo), "upper_rad": float(hi)}
@@ -81,6 +91,10 @@ def model_report(robot: Robot, q: np.ndarray) -> dict[str, Any]:
 
 def print_report(rep: dict[str, Any]) -> None:
     print(f"config: {rep['config']}")
+    print(f"description: {rep['description']}; muscle geometry: {rep['muscle_geometry']}; "
+          f"base frame: {rep['base_frame']}")
+    if rep["read_note"]:
+        print(f"note: {rep['read_note']}")
     print("joints (limits in rad):")
     for j, q in zip(rep["joints"], rep["q_rad"]):
         print(f"  {j['name']:<12} [{j['lower_rad']:+.2f}, {j['upper_rad']:+.2f}]  q = {q:+.3f}")
@@ -88,12 +102,21 @@ def print_report(rep: dict[str, Any]) -> None:
     print("gravity torque [Nm]: " + " ".join(f"{v:+.2f}" for v in rep["gravity_torque_Nm"]))
     widths = [max(8, len(j["name"])) for j in rep["joints"]]
     names = " ".join(f"{j['name']:>{w}}" for j, w in zip(rep["joints"], widths))
-    print("moment arms [cm] (-Jm row) per joint; lengths [m]")
-    print(f"{'muscle':<24}{'ctrl':>5}{'l':>8}{'l_min':>8}{'l_max':>8}  {names}")
+    print("moment arms [cm] (-Jm row) per joint; lengths [m]; peak force f1 [N]")
+    print(f"{'muscle':<24}{'ctrl':>5}{'l':>8}{'l_min':>8}{'l_max':>8}{'f1':>8}  {names}")
     for m in rep["muscles"]:
         arms = " ".join(f"{100 * v:>{w}.2f}" for v, w in zip(m["moment_arms_m"], widths))
         print(f"{m['name']:<24}{'yes' if m['active'] else 'no':>5}{m['length_m']:>8.3f}"
-              f"{m['lmin_m']:>8.3f}{m['lmax_m']:>8.3f}  {arms}")
+              f"{m['lmin_m']:>8.3f}{m['lmax_m']:>8.3f}{m['f1_n']:>8.0f}  {arms}")
+    sources = sorted({m["f1_source"] for m in rep["muscles"]})
+    print(f"f1 from: {', '.join(sources)}")
+    print("moment arms over the joint range [cm], min..max (*: changes sign):")
+    for m in rep["muscles"]:
+        cells = []
+        for lo, hi in m["moment_arm_range_m"]:
+            flips = lo < -1e-4 < 1e-4 < hi
+            cells.append(f"{100 * lo:+6.2f}..{100 * hi:+6.2f}{'*' if flips else ' '}")
+        print(f"  {m['name']:<22}" + "  ".join(cells))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,9 +1,12 @@
-"""``musculo operating-point``: the activation the stand-in arm needs to hold still.
+"""``musculo operating-point``: the activation an arm needs to hold still.
 
 SPEC section 1 asks the stand-in to sit in the paper's regime: holding the high-elbow pose of
 experiment C takes ||a|| of about 10, and (SPEC section 8C) lowering the elbow with the hand in
 place lowers it below half that, which is what gives the nullspace term of eq. 11 something to
 find. This command measures both on the model and prints a table, and writes JSON and a plot.
+Any arm gets the holds at its home and named poses; the elbow sweep and its checks need a
+``poses.operating_point`` section in robot.yaml and an arm whose elbow can move with the hand
+held (more joints than hand coordinates).
 
 Holding still means ``tau_ref = g(q)`` (zero reference acceleration), so the soft QPs of the
 paper become static-hold problems over activations ``a >= 0`` (15 controlled muscles):
@@ -35,13 +38,13 @@ import numpy.typing as npt
 from scipy.optimize import lsq_linear
 
 from musculo_control.commands.checks import writable_file
+from musculo_control.control.controller import load_controller_config
 from musculo_control.errors import InputError
 from musculo_control.estimation.snapshot import (
     DynamicsEstimator,
     DynamicsSnapshot,
     TaskConfig,
 )
-from musculo_control.model.config import load
 from musculo_control.model.poses import OperatingPointConfig, PoseSolver
 from musculo_control.model.robot import Robot, load_robot
 from musculo_control.paths import default_config_dir
@@ -189,22 +192,44 @@ def _pose_entry(name: str, doc: str, q: FloatArray, solver: PoseSolver, h10: Sta
     }
 
 
-def operating_point_report(robot: Robot, task: TaskConfig) -> dict[str, Any]:
-    """Holds at home and every named pose, the elbow sweep and the calibration verdicts."""
+def operating_point_report(robot: Robot, task: TaskConfig,
+                           weights: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Holds at home and every named pose, the elbow sweep and the calibration verdicts.
+
+    ``weights`` (k, r) serve when robot.yaml has no ``poses.operating_point`` section (then
+    there are holds only: no sweep, no checks).
+    """
     solver = robot.poses
-    if solver is None or solver.config.operating_point is None:
-        raise InputError("robot.yaml", "a 'poses' section with 'operating_point'", None)
+    if solver is None:
+        raise InputError(robot.robot_file, "a 'poses' section (elbow_frame, ik_joints)", None)
     cfg = solver.config.operating_point
-    k, r = cfg.activation_weight, cfg.nullspace_weight
+    if cfg is not None:
+        k, r = cfg.activation_weight, cfg.nullspace_weight
+    elif weights is not None:
+        k, r = weights
+    else:
+        raise InputError(robot.robot_file, "a 'poses.operating_point' section, or weights", None)
     est = DynamicsEstimator(robot, task)
     poses = [_pose_entry("home", "home_pose_rad (SPEC q_des)", robot.home_pose_rad, solver,
                          *hold_at(robot, est, robot.home_pose_rad, k, r))]
     start = robot.home_pose_rad
     for named in solver.config.named:
         q = solver.solve_named(named.name, robot.home_pose_rad).q_rad
-        if named.name == cfg.pose:
+        if cfg is not None and named.name == cfg.pose:
             start = q
         poses.append(_pose_entry(named.name, named.doc, q, solver, *hold_at(robot, est, q, k, r)))
+    base = {
+        "config": str(robot.config_dir),
+        "activation_weight_k": k,
+        "nullspace_weight_r": r,
+        "controlled_muscles": [robot.muscle_names[i] for i in robot.controlled_idx],
+        "joint_names": list(robot.arm.joint_names),
+        "sweep_joints": [robot.arm.joint_names[j] for j in solver.ik_idx],
+        "poses": poses,
+    }
+    if cfg is None:
+        return {**base, "sweep": None, "checks": None,
+                "note": "no poses.operating_point section in robot.yaml: holds only"}
     sweep = elbow_sweep(robot, est, start, cfg)
     points = []
     for p in sweep:
@@ -241,11 +266,7 @@ def operating_point_report(robot: Robot, task: TaskConfig) -> dict[str, Any]:
             + [p["eq10"]["residual_fraction"] for p in poses])),
     }
     return {
-        "config": str(robot.config_dir),
-        "activation_weight_k": k,
-        "nullspace_weight_r": r,
-        "controlled_muscles": [robot.muscle_names[i] for i in robot.controlled_idx],
-        "poses": poses,
+        **base,
         "sweep": {
             "from_pose": cfg.pose,
             "hand_m": poses[0]["hand_m"] if not sweep else
@@ -262,7 +283,7 @@ def print_report(rep: dict[str, Any]) -> None:
     print(f"config: {rep['config']}")
     print(f"static hold (tau_ref = g), exact BVLS; k = {rep['activation_weight_k']}, "
           f"r = {rep['nullspace_weight_r']}")
-    print(f"{'pose':<14}{'elbow z':>8}{'|g|':>7}{'|a| eq10':>10}{'res/|g|':>9}"
+    print(f"{'pose':<14}{'elbow h':>8}{'|g|':>7}{'|a| eq10':>10}{'res/|g|':>9}"
           f"{'|a| eq11':>10}{'|tau_n|':>9}{'max f':>8}")
     print(f"{'':<14}{'[m]':>8}{'[Nm]':>7}{'':>10}{'[%]':>9}{'':>10}{'[Nm]':>9}{'[N]':>8}")
     for p in rep["poses"]:
@@ -271,20 +292,31 @@ def print_report(rep: dict[str, Any]) -> None:
               f"{e10['activation_norm']:>10.2f}{100 * e10['residual_fraction']:>9.1f}"
               f"{e11['activation_norm']:>10.2f}{e11['tau_null_nm']:>9.2f}"
               f"{e10['max_tension_n']:>8.0f}")
+    print("(elbow h: height of robot.yaml poses.elbow_frame against gravity)")
     sw = rep["sweep"]
+    if sw is None:
+        print(f"\n{rep['note']}")
+        return
     hand = " ".join(f"{v:+.3f}" for v in sw["hand_m"])
     print(f"\nelbow sweep from '{sw['from_pose']}', hand fixed at [{hand}] m")
-    print(f"{'elbow z':>8}{'drop':>7}{'sh_p':>7}{'sh_r':>7}{'sh_y':>7}{'|g|':>7}"
-          f"{'|a| eq10':>10}{'res/|g|':>9}{'|a| eq11':>10}{'res/|g|':>9}{'|tau_n|':>9}")
-    print(f"{'[m]':>8}{'[m]':>7}{'[rad]':>7}{'[rad]':>7}{'[rad]':>7}{'[Nm]':>7}"
-          f"{'':>10}{'[%]':>9}{'':>10}{'[%]':>9}{'[Nm]':>9}")
+    # the joints the sweep moves, by name (robot.yaml poses.ik_joints)
+    names = rep["sweep_joints"]
+    index = [rep["joint_names"].index(n) for n in names]
+    widths = [max(8, len(n) + 1) for n in names]
+    print(f"{'elbow h':>8}{'drop':>7}" + "".join(f"{n:>{w}}" for n, w in zip(names, widths))
+          + f"{'|g|':>7}{'|a| eq10':>10}{'res/|g|':>9}{'|a| eq11':>10}{'res/|g|':>9}{'|tau_n|':>9}")
+    print(f"{'[m]':>8}{'[m]':>7}" + "".join(f"{'[rad]':>{w}}" for w in widths)
+          + f"{'[Nm]':>7}{'':>10}{'[%]':>9}{'':>10}{'[%]':>9}{'[Nm]':>9}")
     for p in sw["points"]:
         q = p["q_rad"]
-        print(f"{p['elbow_z_m']:>8.3f}{p['drop_m']:>7.3f}{q[0]:>7.2f}{q[1]:>7.2f}{q[2]:>7.2f}"
-              f"{p['gravity_norm_nm']:>7.2f}{p['eq10_activation_norm']:>10.2f}"
+        print(f"{p['elbow_z_m']:>8.3f}{p['drop_m']:>7.3f}"
+              + "".join(f"{q[j]:>{w}.2f}" for j, w in zip(index, widths))
+              + f"{p['gravity_norm_nm']:>7.2f}{p['eq10_activation_norm']:>10.2f}"
               f"{100 * p['eq10_residual_fraction']:>9.1f}{p['eq11_activation_norm']:>10.2f}"
               f"{100 * p['eq11_residual_fraction']:>9.1f}{p['eq11_tau_null_nm']:>9.2f}")
     c = rep["checks"]
+    if len(sw["points"]) < 2:
+        print("  (the elbow cannot move with the hand held: no sweep)")
     lo, hi = c["target_band"]
     print("\nchecks:")
     print(f"  ||a|| eq10 at '{c['pose']}' = {c['pose_activation_norm']:.2f}, "
@@ -328,7 +360,7 @@ def write_plot(rep: dict[str, Any], path: Path) -> None:
     ax2.plot(z, [100 * p["eq11_residual_fraction"] for p in pts], "s--",
              label="eq. 11 residual")
     ax2.set_ylabel("torque residual [% of |g|]")
-    ax2.set_xlabel("elbow height z [m]")
+    ax2.set_xlabel("elbow height [m] (against gravity)")
     ax2.grid(True, alpha=0.3)
     ax3 = ax2.twinx()
     ax3.plot(z, [p["gravity_norm_nm"] for p in pts], ":", color="k", label="|g|")
@@ -363,16 +395,18 @@ def run(args: argparse.Namespace) -> int:
     writable_file(args.plot, "--plot")
     config_dir = args.config or default_config_dir()
     robot = load_robot(config_dir)
-    task = load(TaskConfig, Path(config_dir) / "controller.yaml", "task")
-    rep = operating_point_report(robot, task)
+    controller = load_controller_config(config_dir)
+    rep = operating_point_report(robot, controller.task, (controller.qp.k, controller.qp.r))
     print_report(rep)
     if args.json:
         args.json.write_text(json.dumps(rep, indent=2) + "\n")
         print(f"wrote {args.json}")
-    if args.plot:
+    if args.plot and rep["sweep"] is not None:
         write_plot(rep, args.plot)
         print(f"wrote {args.plot}")
     c = rep["checks"]
+    if c is None:
+        return 1 if args.check else 0
     ok = all(c[key] for key in ("pose_in_band", "curve_falls_monotonically", "falls_far_enough",
                                 "eq11_at_most_eq10"))
     return 1 if args.check and not ok else 0

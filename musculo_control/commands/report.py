@@ -36,8 +36,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("out"), help="output folder (default: out)")
     p.add_argument("--controllers", default=",".join(CONTROLLER_NAMES),
                    help="comma-separated controllers (default: all four)")
-    p.add_argument("--experiments", default=",".join(EXPERIMENT_NAMES),
-                   help="comma-separated experiments (default: all three)")
+    p.add_argument("--experiments", default=None,
+                   help=f"comma-separated experiments of {list(EXPERIMENT_NAMES)} (default: "
+                        f"those the robot's experiments.yaml sets up)")
     add_common(p)
     p.set_defaults(func=run)
 
@@ -59,9 +60,11 @@ def plot_experiment(experiment: str, runs: list[RunResult], setup: Setup, out: P
 
 def run(args: argparse.Namespace) -> int:
     controllers = names(args.controllers, CONTROLLER_NAMES, "--controllers")
-    experiments = names(args.experiments, EXPERIMENT_NAMES, "--experiments")
     out = writable_dir(args.out, "--out")
     setup = setup_from_args(args)
+    configured = setup.experiments.configured()
+    experiments = (list(configured) if args.experiments is None
+                   else names(args.experiments, configured, "--experiments"))
     t0 = time.perf_counter()
     metrics: dict[str, dict[str, Any]] = {}
     figures: list[str] = []
@@ -82,10 +85,12 @@ def run(args: argparse.Namespace) -> int:
                                         else [])
     doc = build_results(metrics, config=setup.robot.config_dir.name,
                         seed=setup.mock_config.seed, overrides=overrides,
-                        targets=setup.experiments.targets, figures=figures)
+                        targets=setup.experiments.targets, figures=figures,
+                        compare_with_paper=setup.experiments.compare_with_paper)
     (out / "results.json").write_text(dumps(doc))
     (out / "metrics.json").write_text(json.dumps(doc_metrics(doc), indent=2) + "\n")
     prov = provenance()
+    absent = [e for e in EXPERIMENT_NAMES if e not in configured]
     lines = [
         "# musculo_control: the paper's experiments on the simulated arm", "",
         f"Config: `{setup.robot.config_dir}`; overrides: {overrides or 'none'}; mock arm seed "
@@ -98,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         "did not hold its start pose before its score started, lost the gauge's contact or "
         "went to minimum tension misses its row's targets.", "",
         *results_table(doc), "",
+        *([f"Not set up for this robot (no section in experiments.yaml): "
+           f"{', '.join(absent)}.", ""] if absent else []),
         *[f"![{Path(f).stem}]({f})" for f in figures], "",
         "Logs of every run are under `runs/<experiment>/<controller>/`: run.yaml (parameters, "
         "initial state, what the seed drew, commit and package versions), signals.csv and "

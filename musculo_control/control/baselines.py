@@ -26,9 +26,9 @@ FloatArray = npt.NDArray[np.float64]
 class JointStiffnessConfig:
     """Eq. 16 (controller.yaml ``baselines.joint_stiffness``)."""
 
-    stiffness_nm_rad: tuple[float, ...] = spec((40.0, 40.0, 40.0, 15.0, 2.0, 2.0, 2.0),
-                                               min_length=1,
-                                               doc="diagonal of K, one per joint [Nm/rad]")
+    stiffness_nm_rad: tuple[float, ...] = spec(
+        min_length=1, ge=0.0, doc="diagonal of K, one per joint in robot.yaml order [Nm/rad] "
+                                  "(the paper's 7-joint arm: 40, 40, 40, 15, 2, 2, 2)")
     k: float = spec(1e-5, gt=0.0, doc="tension weight k of eq. 16 [Nm^2/N^2]")
 
 
@@ -43,7 +43,7 @@ class MuscleStiffnessConfig:
 class BaselinesConfig:
     """Both baselines (controller.yaml ``baselines``)."""
 
-    joint_stiffness: JointStiffnessConfig = spec(JointStiffnessConfig(), doc="paper eq. 16")
+    joint_stiffness: JointStiffnessConfig = spec(doc="paper eq. 16")
     muscle_stiffness: MuscleStiffnessConfig = spec(doc="paper eq. 17")
 
 

@@ -46,6 +46,7 @@ from musculo_control.control.joint_limits import predictive_limit_rows
 from musculo_control.control.output import ControlOutput, safe_output
 from musculo_control.control.task_space import (
     GainsConfig,
+    PositionIntegral,
     nullspace_damping_torque,
     reference_acceleration,
     reference_torque,
@@ -239,10 +240,12 @@ class OSCController(_TickBase):
         self._lower = np.zeros(mc)
         self._upper = np.full(mc, np.inf if qp.activation_max is None else qp.activation_max)
         self._upper_tick = self._upper.copy()
+        self._integral = PositionIntegral(config.gains)  # off unless gains.ki_s3 > 0
 
     def reset(self) -> None:
         super().reset()
         self.qp.reset()
+        self._integral.reset()
 
     def _activation_upper(self, active: FloatArray, passive: FloatArray) -> FloatArray:
         """Upper bounds on a this tick: a f_a + f_p <= tension_max_n where f_a > 0 (paper eq.
@@ -260,7 +263,11 @@ class OSCController(_TickBase):
     def _control(self, snapshot: DynamicsSnapshot, terms: _SnapshotTerms, q: FloatArray,
                  qd: FloatArray, fresh: FreshState, goal: HandGoal, age: float,
                  t0: float) -> ControlOutput:
-        xdd = reference_acceleration(goal, fresh.hand, self.config.gains, self._rows)
+        integral = None
+        if self._integral.enabled:  # the tick's time is the snapshot's stamp plus its age
+            integral = self._integral.update(goal.position_m - fresh.hand.position_m,
+                                             snapshot.stamp_s + age)
+        xdd = reference_acceleration(goal, fresh.hand, self.config.gains, self._rows, integral)
         coriolis = snapshot.coriolis_torque_nm if self.config.qp.coriolis else None
         tau_ref = reference_torque(snapshot.task_jacobian, snapshot.task_inertia, xdd,
                                    snapshot.gravity_torque_nm, coriolis)
@@ -379,12 +386,11 @@ class MuscleStiffnessController(_JointTargetMixin, _TickBase):
                  tension_max_n: float | None = None) -> None:
         super().__init__(robot, config, file, tension_max_n)
         self._k_m = config.baselines.muscle_stiffness.stiffness_n_m
-        self._data = robot.new_data()
         self._init_target()
         self._target_changed()
 
     def _target_changed(self) -> None:
-        lengths = self.robot.geometry.lengths_at(self.joint_target_rad, self._data)
+        lengths = self.robot.geometry.lengths_at(self.joint_target_rad)
         self._length_des = lengths[self._ci]
 
     def _control(self, snapshot: DynamicsSnapshot, terms: _SnapshotTerms, q: FloatArray,

@@ -106,8 +106,6 @@ def rotation_from_quaternion(quaternion_xyzw: FloatArray) -> FloatArray:
 class WorkspaceConfig:
     """Where a hand goal may lie (controller.yaml ``workspace``), in the base frame."""
 
-    frame_id: str = spec(doc="the base frame: hand goals and this workspace are expressed in it "
-                             "(the URDF's root link; the loop does no TF lookup)")
     center_m: tuple[float, ...] = spec(length=3, doc="shoulder centre, the origin of the reach "
                                                      "sphere [m]")
     reach_m: float = spec(gt=0.0, doc="largest allowed distance of a goal from center_m [m]")

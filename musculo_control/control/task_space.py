@@ -7,6 +7,15 @@
   An optional damping ``-kdr w`` (not in the paper; 0 by default) acts on the hand's angular
   velocity; without a desired rotation only that damping remains.
 - Reference torque ``tau_ref = J^T Lambda xdd_r + g`` (+ ``C(q, qd) qd`` as an option).
+- Integral action (not in the paper; off unless ``gains.ki_s3 > 0``): ``ki * integral of
+  (x_des - x) dt`` joins the position rows of ``xdd_r``. The paper's law is a spring about the
+  goal, so whatever torque its model gets wrong (moment arms off by millimetres, masses, tendon
+  friction) leaves a steady hand error of (torque error) / (kp Lambda); the integral removes it.
+  Its cost, and why it stays off for the paper's experiments: a push that is held is resisted
+  harder and harder (the arm no longer yields, experiment A), a long move overshoots its end,
+  and against dry friction the integral can hunt. Anti-windup: it integrates only while the
+  error is below ``integral_zone_m``, its acceleration is clamped to ``integral_max_m_s2``, and
+  a gap in the ticks longer than ``integral_reset_after_s`` (the controller was off) clears it.
 
 The 6-D vectors here follow Pinocchio's frame-Jacobian row order [vx, vy, vz, wx, wy, wz]; the
 task keeps the rows named in ``TaskConfig.rows``.
@@ -43,6 +52,21 @@ class GainsConfig:
     nullspace_damping_s: float = spec(
         0.0, ge=0.0, doc="damping of joint velocity inside the task nullspace, kv in "
                          "-N M kv qd [1/s]; not in the paper, 0 keeps eq. 11 as is")
+    ki_s3: float = spec(
+        0.0, ge=0.0, doc="integral gain on the hand position error [1/s^3]; not in the paper, "
+                         "0 (off) keeps eq. 14 as is; stable for ki < kp kd")
+    integral_zone_m: float = spec(
+        0.01, gt=0.0, doc="integrate only while the position error is below this [m]")
+    integral_max_m_s2: float = spec(
+        2.0, gt=0.0, doc="largest acceleration the integral term may add, per axis [m/s^2]")
+    integral_reset_after_s: float = spec(
+        0.1, gt=0.0, doc="a gap between ticks longer than this clears the integral [s]")
+
+    def check(self, file: str, key: str) -> None:
+        if self.ki_s3 > 0.0 and not self.ki_s3 < self.kp_s2 * self.kd:
+            raise ConfigError(file, f"{key}.ki_s3" if key else "ki_s3",
+                              f"ki < kp kd = {self.kp_s2 * self.kd:.1f} 1/s^3 (beyond it the "
+                              f"integral loop is unstable)", self.ki_s3)
 
     @property
     def kd(self) -> float:
@@ -88,9 +112,51 @@ def reference_acceleration_6d(goal: HandGoal, hand: HandState, gains: GainsConfi
 
 
 def reference_acceleration(goal: HandGoal, hand: HandState, gains: GainsConfig,
-                           rows: npt.NDArray[np.intp]) -> FloatArray:
-    """(k,) reference acceleration xdd_r of the task rows (paper eq. 14-15)."""
-    return reference_acceleration_6d(goal, hand, gains)[rows]
+                           rows: npt.NDArray[np.intp],
+                           integral_m_s2: FloatArray | None = None) -> FloatArray:
+    """(k,) reference acceleration xdd_r of the task rows (paper eq. 14-15), plus the integral
+    term (3,) [m/s^2] on the position rows when given (:class:`PositionIntegral`)."""
+    acc = reference_acceleration_6d(goal, hand, gains)
+    if integral_m_s2 is not None:
+        acc[:3] += integral_m_s2
+    return acc[rows]
+
+
+class PositionIntegral:
+    """The integral term ``ki * integral of (x_des - x) dt`` with its anti-windup (module doc).
+
+    One per controller; :meth:`update` once per successful tick with the tick's time.
+    """
+
+    def __init__(self, gains: GainsConfig) -> None:
+        self.gains = gains
+        self._sum_m_s = np.zeros(3)  # integral of the error [m s]
+        self._last_t_s: float | None = None
+        self._out = np.zeros(3)
+
+    @property
+    def enabled(self) -> bool:
+        return self.gains.ki_s3 > 0.0
+
+    def reset(self) -> None:
+        self._sum_m_s[:] = 0.0
+        self._last_t_s = None
+
+    def update(self, error_m: FloatArray, t_s: float) -> FloatArray:
+        """(3,) the term's acceleration [m/s^2] after integrating ``error_m`` (3,) up to ``t_s``."""
+        g = self.gains
+        last, self._last_t_s = self._last_t_s, t_s
+        dt = 0.0 if last is None else t_s - last
+        if dt > g.integral_reset_after_s or dt < 0.0:
+            self._sum_m_s[:] = 0.0
+            dt = 0.0
+        if dt > 0.0 and float(np.linalg.norm(error_m)) < g.integral_zone_m:
+            self._sum_m_s += error_m * dt
+        # clamp the stored sum, not only the output: the integral cannot wind up past the limit
+        bound = g.integral_max_m_s2 / g.ki_s3
+        np.clip(self._sum_m_s, -bound, bound, out=self._sum_m_s)
+        np.multiply(self._sum_m_s, g.ki_s3, out=self._out)
+        return self._out
 
 
 def reference_torque(task_jacobian: FloatArray, task_inertia: FloatArray,

@@ -3,8 +3,8 @@
 From a joint state (q, qd) it computes, in one pass:
 
 - ``M(q)`` joint-space inertia, ``g(q)`` gravity torque, ``C(q, qd) qd`` Coriolis torque;
-- the hand pose and the 5-D task Jacobian ``J`` (rows of the hand frame's world-aligned
-  Jacobian, default [vx, vy, vz, wy, wz]) with the decoupling mask of eq. 13 applied;
+- the hand pose and the task Jacobian ``J`` (the configured rows of the hand frame's
+  world-aligned Jacobian, the paper's [vx, vy, vz, wy, wz]) with the decoupling mask of eq. 13;
 - ``Lambda = (J M^-1 J^T)^-1`` (eq. 6), ``Jbar = M^-1 J^T Lambda`` (eq. 7) and the nullspace
   projector ``N = I - J^T Jbar^T`` (eq. 8), with a damped inverse near singularities;
 - muscle lengths ``l(q)`` and the muscle Jacobian ``Jm = dl/dq``.
@@ -34,8 +34,9 @@ TASK_ROW_NAMES = ("vx", "vy", "vz", "wx", "wy", "wz")
 class TaskConfig:
     """The operational-space task: which rows, the decoupling mask, the singularity guard."""
 
-    rows: tuple[str, ...] = spec(("vx", "vy", "vz", "wy", "wz"), min_length=1,
-                                 doc="task rows of the hand's world-aligned Jacobian")
+    rows: tuple[str, ...] = spec(min_length=1,
+                                 doc="task rows of the hand's world-aligned Jacobian (the "
+                                     "paper's: [vx, vy, vz, wy, wz])")
     mask: tuple[tuple[bool, ...], ...] = spec(
         doc="rows x joints: which joints each task row may use (paper eq. 13)")
     singular_eigenvalue: float = spec(1e-4, gt=0.0,
@@ -94,7 +95,10 @@ class DynamicsEstimator:
     """Computes :class:`DynamicsSnapshot` objects; holds its own Pinocchio data (not shared)."""
 
     def __init__(self, robot: Robot, task: TaskConfig, file: str = "controller.yaml") -> None:
+        from musculo_control.model.checks import check_task
+
         task.check_joints(robot.arm.n_joints, file, "task")
+        check_task(robot, task, file)  # rows the arm can follow (issue 13)
         self.robot = robot
         self.task = task
         self._model = robot.arm.model
@@ -136,7 +140,7 @@ class DynamicsEstimator:
         Jbar = Minv_JT @ Lam
         N = self._eye - J.T @ Jbar.T
         oMf = data.oMf[self._frame]
-        muscles = self.robot.geometry.evaluate(data)
+        muscles = self.robot.geometry.kinematics_after_jacobians(q, data)
         return DynamicsSnapshot(
             stamp_s=float(stamp_s),
             q_rad=q.copy(),

@@ -203,7 +203,7 @@ class Calibration:
                 self.calibration_pose_rad > arm.upper_rad):
             raise ConfigError(file, f"{key}.calibration_pose_rad", "a pose inside the joint limits",
                               list(pose))
-        model_lengths = robot.geometry.lengths_at(self.calibration_pose_rad, robot.new_data())
+        model_lengths = robot.geometry.lengths_at(self.calibration_pose_rad)
         self.reference_length_m: FloatArray = np.array([
             t.reference_length_m if t.reference_length_m is not None else model_lengths[i]
             for i, t in enumerate(tens)])

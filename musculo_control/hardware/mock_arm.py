@@ -1,9 +1,10 @@
 """The mock arm: MuJoCo physics behind the same raw interface as the real arm.
 
-Built in code from the robot's URDF and muscles file (:mod:`musculo_control.hardware.mujoco_arm`),
-with everything the controller's model lacks:
+Built in code from the robot's description, URDF and muscles file or MJCF
+(:mod:`musculo_control.hardware.mujoco_arm`), with everything the controller's model lacks:
 
-- a model error on by default: link masses and via-points off by seeded random amounts;
+- a model error on by default: link masses and via-points (MJCF: muscle sites, optionally wrap
+  radii) off by seeded random amounts;
 - joint damping, dry friction (MuJoCo ``frictionloss``) and limits;
 - per tendon a tension actuator with a first-order lag (time constant ``tau``, discretised
   exactly: ``f <- f + (1 - exp(-dt/tau)) (f_cmd - f)``) inside a DC-motor envelope
@@ -46,6 +47,7 @@ from musculo_control.hardware.mujoco_arm import (
     PhysicsConfig,
     build_mujoco_arm,
     draw_model_error,
+    point_on_body,
     warning_counts,
 )
 from musculo_control.model.config import load, spec
@@ -110,9 +112,10 @@ class MockArmConfig:
     actuator: ActuatorConfig = spec(doc="tension actuator lag and motor envelope")
     sensors: SensorConfig = spec(SensorConfig(), doc="sensor noise and calibration error")
     model_error: ModelErrorConfig = spec(ModelErrorConfig(), doc="mass and via-point errors")
-    elbow_link: str = spec(doc="URDF link that carries the elbow point")
+    elbow_link: str = spec(doc="link (URDF) or body, site or joint (MJCF) that carries the "
+                               "elbow point, where the force gauge pushes")
     elbow_point_m: tuple[float, ...] = spec((0.0, 0.0, 0.0), length=3,
-                                            doc="elbow point in that link's frame [m]")
+                                            doc="elbow point in that element's axes [m]")
     gauge: GaugeConfig = spec(GaugeConfig(), doc="the hand-held force gauge")
     startup: StartupConfig = spec(doc="how the arm is handed over to the controller")
     seed: int = spec(0, ge=0, doc="seed of the model error and the sensor noise")
@@ -148,24 +151,31 @@ class MockArm:
         error_seq, offset_seq, noise_seq = np.random.SeedSequence(self.seed).spawn(3)
         error = draw_model_error(robot, config.model_error, np.random.default_rng(error_seq))
         self.arm: MujocoArm = build_mujoco_arm(robot, config.physics, error, file)
-        if config.elbow_link not in self.arm.body_id:
-            raise ConfigError(file, "elbow_link", f"a URDF link {sorted(self.arm.body_id)}",
-                              config.elbow_link)
         self.model = self.arm.model
+        elbow = point_on_body(self.model, config.elbow_link, config.elbow_point_m)
+        if elbow is None:
+            what = "an MJCF body, site or joint" if robot.arm.is_mjcf else "a URDF link"
+            raise ConfigError(file, "elbow_link", f"{what} {sorted(self.arm.body_id)}",
+                              config.elbow_link)
         self.data = mujoco.MjData(self.model)
-        # views into MjData's fixed buffers, cached: each attribute access builds a new view
-        self._ten_velocity = self.data.ten_velocity
-        self._ctrl = self.data.ctrl
         self.n = robot.arm.n_joints
         self.m = robot.n_muscles
-        # tendon i is actuator i is MuJoCo id i (mujoco_arm builds them in that order)
-        if not (np.array_equal(self.arm.tendon_ids, np.arange(self.m))
-                and np.array_equal(self.arm.actuator_ids, np.arange(self.m))):
-            raise ConfigError(file, "<model>", "tendons and actuators numbered in muscle order")
+        # actuator i is MuJoCo id i (mujoco_arm adds them in muscle order); tendons are too for a
+        # URDF, while an MJCF keeps its own tendon order (and may have other tendons)
+        if not np.array_equal(self.arm.actuator_ids, np.arange(self.m)):
+            raise ConfigError(file, "<model>", "actuators numbered in muscle order")
+        self._tids = self.arm.tendon_ids
+        self._tendons_in_order = (self.model.ntendon == self.m
+                                  and np.array_equal(self._tids, np.arange(self.m)))
+        # views into MjData's fixed buffers, cached: each attribute access builds a new view
+        self._ten_velocity_all = self.data.ten_velocity
+        self._ten_length_all = self.data.ten_length
+        self._ten_velocity = self._ten_velocity_all if self._tendons_in_order else np.zeros(self.m)
+        self._ctrl = self.data.ctrl
         self._qadr = self.arm.qpos_adr
         self._vadr = self.arm.dof_adr
-        self._elbow_body = self.arm.body_id[config.elbow_link]
-        self._elbow_point = np.array(config.elbow_point_m, dtype=float)
+        self._elbow_body, self._elbow_point = elbow
+        self._hand_body, self._hand_point = self.arm.task_body_id, self.arm.task_point_local
         self.dt_s = self.model.opt.timestep
         act = config.actuator
         self._alpha = 1.0 - math.exp(-self.dt_s / act.time_constant_s)
@@ -215,7 +225,13 @@ class MockArm:
         d = mujoco.MjData(self.model)
         d.qpos[self._qadr] = q
         mujoco.mj_fwdPosition(self.model, d)
-        return np.array(d.ten_length)
+        return np.array(d.ten_length[self._tids])
+
+    def _tendon_lengths(self) -> FloatArray:
+        """(m,) the muscles' tendon lengths, in muscle order [m]."""
+        if self._tendons_in_order:
+            return self._ten_length_all
+        return self._ten_length_all[self._tids]
 
     def reset(self, q0_rad: npt.ArrayLike, tension_n: float | npt.ArrayLike = 0.0,
               qd0_rad_s: npt.ArrayLike | None = None) -> None:
@@ -268,6 +284,8 @@ class MockArm:
         if not self.watchdog_fired and self.time_s - self._cmd_time_s > act.command_timeout_s:
             self._cmd[:] = act.timeout_tension_n
             self.watchdog_fired = True
+        if not self._tendons_in_order:
+            np.take(self._ten_velocity_all, self._tids, out=self._ten_velocity)
         # deliverable tension at the current winch speed (the motor envelope) [N]
         # (np.minimum/np.maximum: np.clip costs twice as much on short arrays)
         np.multiply(self._ten_velocity, self._cap_b, out=self._cap)
@@ -338,8 +356,7 @@ class MockArm:
         self.data.qfrc_applied[:] = self._qfrc
 
     def _elbow_world(self) -> FloatArray:
-        b = self._elbow_body
-        return self.data.xpos[b] + self.data.xmat[b].reshape(3, 3) @ self._elbow_point
+        return self.arm.point_world(self.data, self._elbow_body, self._elbow_point)
 
     # -- sensors (raw units) --------------------------------------------------------------------
     def read_potentiometers(self) -> FloatArray:
@@ -357,7 +374,7 @@ class MockArm:
     def read_tendons(self) -> tuple[FloatArray, FloatArray]:
         """(encoder counts (m,), load-cell counts (m,)), quantised, with noise."""
         cal = self.calibration
-        enc = cal.length_to_encoder(self.data.ten_length + self._encoder_shift)
+        enc = cal.length_to_encoder(self._tendon_lengths() + self._encoder_shift)
         cell = cal.n_to_loadcell(self._f)
         sens = self.config.sensors
         if sens.encoder_noise_counts > 0.0:
@@ -379,8 +396,8 @@ class MockArm:
 
     @property
     def hand_position_m(self) -> FloatArray:
-        """World position of the task frame (the URDF ``hand`` frame, the wrist centre) [m]."""
-        return np.array(self.data.xpos[self.arm.task_body_id])
+        """World position of the task point (robot.yaml arm.task_frame, the hand) [m]."""
+        return self.arm.point_world(self.data, self._hand_body, self._hand_point)
 
     @property
     def elbow_position_m(self) -> FloatArray:
@@ -400,16 +417,17 @@ class MockArm:
     @property
     def tendon_length_m(self) -> FloatArray:
         """(m,) true tendon lengths (the mock's own geometry) [m]."""
-        return np.array(self.data.ten_length)
+        return np.array(self._tendon_lengths())
 
     @property
     def tendon_velocity_m_s(self) -> FloatArray:
         """(m,) true lengthening speeds [m/s]."""
-        return np.array(self.data.ten_velocity)
+        return np.array(self._ten_velocity_all[self._tids])
 
     def tension_capacity_n(self) -> FloatArray:
         """(m,) deliverable tension at the current winch speeds (the motor envelope) [N]."""
-        return np.clip(self._cap_a + self._cap_b * self.data.ten_velocity, 0.0, self._cap_hi)
+        return np.clip(self._cap_a + self._cap_b * self._ten_velocity_all[self._tids], 0.0,
+                       self._cap_hi)
 
     def warnings(self) -> dict[str, int]:
         """MuJoCo's warning counters that are not zero."""

@@ -1,18 +1,24 @@
-"""A MuJoCo model of the arm, built in code from the same URDF and muscles file as the controller.
+"""The mock arm's MuJoCo model, built in code from the same description as the controller's model.
 
-MuJoCo parses the URDF itself (:meth:`mujoco.MjSpec.from_string`); this module then edits the
-spec: static-body fusion off (so every URDF link stays a body whose frame is the link frame the
-via-points are written in), one site per via-point on its link, one spatial tendon per muscle
-through its sites, and one tension actuator per tendon whose positive control *pulls*: a motor
-on the tendon with gear -1, so the joint torque is ``-Jm^T f`` (SPEC section 2) while
-``actuator_force`` reports the tension ``f >= 0``.
+From a URDF: MuJoCo parses the URDF itself (:meth:`mujoco.MjSpec.from_string`); this module then
+edits the spec: static-body fusion off (so every URDF link stays a body whose frame is the link
+frame the via-points are written in), one site per via-point on its link, one spatial tendon per
+muscle through its sites.
 
-Angles: the URDF importer sets ``compiler.angle = radian``; nothing here writes an angle.
+From an MJCF: the file's own spec (:func:`~musculo_control.model.mujoco_tendons.mjcf_spec`),
+keeping its bodies, joints, sites, wrapping geometry and tendons; its actuators (muscles or
+anything else), sensors and keyframes are removed, since the project's actuators replace them.
+
+Either way, one tension actuator per muscle whose positive control *pulls*: a motor on the
+tendon with gear -1, so the joint torque is ``-Jm^T f`` (SPEC section 2) while
+``actuator_force`` reports the tension ``f >= 0``. Contacts are off (the force gauge is
+computed, not collided). Angles: the URDF importer sets ``compiler.angle = radian``; an MJCF's
+own compiler settings are kept; nothing here writes an angle.
 
 The model serves twice: as an independent oracle for the muscle Jacobian (MuJoCo's ``ten_J`` and
-``ten_length`` against :class:`~musculo_control.model.muscles.MuscleGeometry`) and as the physics of
-the mock arm, optionally with a model error (link masses scaled, via-points moved) so the
-controller never runs on its own model. Nothing here imports ROS.
+``ten_length`` against the via-point geometry) and as the physics of the mock arm, optionally
+with a model error (link masses scaled, via-points or MJCF sites moved, wrap surfaces' radii
+changed) so the controller never runs on its own model. Nothing here imports ROS.
 """
 
 from __future__ import annotations
@@ -27,7 +33,17 @@ import numpy.typing as npt
 
 from musculo_control.errors import ConfigError
 from musculo_control.model.config import spec
+from musculo_control.model.mujoco_tendons import (
+    MujocoTendonGeometry,
+    compile_spec,
+    mjcf_spec,
+    tendon_jacobian,
+)
 from musculo_control.model.robot import Robot
+
+__all__ = ["INTEGRATORS", "ModelError", "ModelErrorConfig", "MujocoArm", "PhysicsConfig",
+           "build_mujoco_arm", "draw_model_error", "muscle_sites", "point_on_body", "site_name",
+           "tendon_jacobian", "warning_counts"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -94,33 +110,73 @@ class ModelErrorConfig:
         10.0, ge=0.0, lt=100.0,
         doc="each link's mass and inertia scaled by 1 + U(-e, e) / 100 [%]")
     via_point_error_mm: float = spec(
-        2.0, ge=0.0, doc="each via-point moved by a random vector no longer than this [mm]")
+        2.0, ge=0.0, doc="each via-point (MJCF: each muscle site) moved by a random vector no "
+                         "longer than this [mm]")
+    wrap_radius_error_mm: float = spec(
+        0.0, ge=0.0, doc="each MJCF wrap cylinder or sphere a muscle passes over: radius off by "
+                         "U(-e, e) [mm]; it sets the moment arm wherever the tendon wraps")
 
 
 @dataclass(frozen=True)
 class ModelError:
-    """One drawn model error: per link mass scale and per via-point offset (link frame)."""
+    """One drawn model error: per link mass scale, per muscle point offset, per wrap radius."""
 
     mass_scale: Mapping[str, float] = field(default_factory=dict)  # link -> factor [-]
     via_point_offset_m: FloatArray = field(default_factory=lambda: np.zeros((0, 3)))  # (P, 3)
+    wrap_radius_change_m: FloatArray = field(default_factory=lambda: np.zeros(0))  # (G,) [m]
+
+
+def muscle_sites(robot: Robot) -> tuple[list[str], list[str]]:
+    """(points, wrap geoms) the muscles pass: MuJoCo names, in first-use order.
+
+    URDF: the sites this module adds, one per via-point, no wrap geometry. MJCF: the sites and
+    the wrapping geoms of the muscles' tendons (a site shared by two tendons is listed once).
+    """
+    if not robot.arm.is_mjcf:
+        return [site_name(m.name, k) for m in robot.muscles_config.muscles
+                for k in range(len(m.path or ()))], []
+    geo = robot.geometry
+    if not isinstance(geo, MujocoTendonGeometry):  # the controller uses another backend
+        specs = robot.muscles_config.muscles
+        geo = MujocoTendonGeometry(robot.arm.description_path, robot.muscle_names,
+                                   tuple(m.tendon or m.name for m in specs),
+                                   robot.arm.joint_names, robot.muscles_file)
+    model = geo.model
+    sites: dict[str, None] = {}
+    geoms: dict[str, None] = {}
+    for t in geo.tendon_ids:
+        for w in range(model.tendon_adr[t], model.tendon_adr[t] + model.tendon_num[t]):
+            kind, obj = int(model.wrap_type[w]), int(model.wrap_objid[w])
+            if kind == int(mujoco.mjtWrap.mjWRAP_SITE):
+                sites[model.site(obj).name] = None
+            elif kind in (int(mujoco.mjtWrap.mjWRAP_CYLINDER), int(mujoco.mjtWrap.mjWRAP_SPHERE)):
+                geoms[model.geom(obj).name] = None
+    return list(sites), list(geoms)
 
 
 def draw_model_error(robot: Robot, config: ModelErrorConfig,
                      rng: np.random.Generator) -> ModelError:
-    """Seeded model error: a mass scale per link (massless ones ignore it), an offset per via-point.
+    """Seeded model error: a mass scale per link (massless ones ignore it), an offset per muscle
+    point, a radius change per wrap surface.
 
-    Offsets have a uniformly random direction and a length uniform in [0, via_point_error_mm].
+    Offsets have a uniformly random direction and a length uniform in [0, via_point_error_mm];
+    radius changes are uniform in [-wrap_radius_error_mm, wrap_radius_error_mm] (drawn last, and
+    only where there is wrap geometry, so a via-point arm's draws do not depend on it).
     """
     if not config.enabled:
         return ModelError()
-    n_points = sum(len(m.path) for m in robot.muscles_config.muscles)
+    points, geoms = muscle_sites(robot)
+    n_points = len(points)
     links = sorted(robot.arm.link_names())
     e = config.link_mass_error_percent / 100.0
     scales = {link: float(1.0 + rng.uniform(-e, e)) for link in links}
     direction = rng.normal(size=(n_points, 3))
     direction /= np.maximum(np.linalg.norm(direction, axis=1, keepdims=True), 1e-12)
     length = rng.uniform(0.0, config.via_point_error_mm * 1e-3, size=(n_points, 1))
-    return ModelError(mass_scale=scales, via_point_offset_m=direction * length)
+    er = config.wrap_radius_error_mm * 1e-3
+    radius = rng.uniform(-er, er, size=len(geoms)) if geoms else np.zeros(0)
+    return ModelError(mass_scale=scales, via_point_offset_m=direction * length,
+                      wrap_radius_change_m=radius)
 
 
 @dataclass(frozen=True)
@@ -140,15 +196,42 @@ class MujocoArm:
     joint_id: Mapping[str, int]
     tendon_id: Mapping[str, int]
     actuator_id: Mapping[str, int]
-    site_id: Mapping[str, int]  # "<muscle>/<k>" -> site id
-    body_id: Mapping[str, int]  # URDF link -> body id
-    task_body_id: int  # the body of the task frame (hand)
+    site_id: Mapping[str, int]  # muscle point -> site id (URDF: "<muscle>/<k>"; MJCF: its own)
+    body_id: Mapping[str, int]  # URDF link or MJCF body -> body id
+    task_body_id: int  # the body that carries the task point (hand)
+    task_point_local: FloatArray  # (3,) the task point in that body's frame [m]
     error: ModelError
+
+    def point_world(self, data: mujoco.MjData, body: int, local: FloatArray) -> FloatArray:
+        """(3,) world position of a point fixed in ``body`` at ``local`` [m]."""
+        return data.xpos[body] + data.xmat[body].reshape(3, 3) @ local
 
 
 def site_name(muscle: str, k: int) -> str:
-    """Name of via-point ``k`` of ``muscle`` in the MuJoCo model."""
+    """Name of via-point ``k`` of ``muscle`` in the MuJoCo model built from a URDF."""
     return f"{muscle}/{k}"
+
+
+def point_on_body(model: mujoco.MjModel, name: str,
+                  offset_m: npt.ArrayLike = (0.0, 0.0, 0.0)) -> tuple[int, FloatArray] | None:
+    """(body id, point in the body frame [m]) of a body, site or joint called ``name`` plus
+    ``offset_m`` in that element's axes; None when no element has the name.
+
+    A joint's axes are its body's (MuJoCo joints have a position and an axis, no frame).
+    """
+    offset = np.asarray(offset_m, dtype=float)
+    bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
+    if bid >= 0:
+        return int(bid), offset.copy()
+    sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
+    if sid >= 0:
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, model.site_quat[sid])
+        return int(model.site_bodyid[sid]), model.site_pos[sid] + rot.reshape(3, 3) @ offset
+    jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+    if jid >= 0:
+        return int(model.jnt_bodyid[jid]), model.jnt_pos[jid] + offset
+    return None
 
 
 def _urdf_without_geometry(path: str) -> str:
@@ -169,6 +252,50 @@ def _urdf_without_geometry(path: str) -> str:
     return ET.tostring(root, encoding="unicode")
 
 
+def _urdf_spec(robot: Robot, error: ModelError) -> mujoco.MjSpec:
+    """The URDF as a spec, with a site per via-point and a spatial tendon per muscle."""
+    urdf = str(robot.arm.description_path)
+    try:
+        sp = mujoco.MjSpec.from_string(_urdf_without_geometry(urdf))
+    except ValueError as exc:
+        raise ConfigError(urdf, "<file>", "a URDF MuJoCo can parse", str(exc)) from exc
+    sp.compiler.fusestatic = False  # keep every link a body whose frame is the URDF link frame
+    bodies = {b.name: b for b in sp.bodies}
+    offsets = error.via_point_offset_m
+    k_point = 0
+    for i, m in enumerate(robot.muscles_config.muscles):
+        tendon = sp.add_tendon(name=m.name)
+        for k, vp in enumerate(m.path or ()):
+            if vp.link not in bodies:
+                raise ConfigError(robot.muscles_file, f"muscles[{i}].path[{k}].link",
+                                  f"a body MuJoCo imports from the URDF {sorted(bodies)}", vp.link)
+            pos = np.asarray(vp.point_m, dtype=float)
+            if len(offsets):
+                pos = pos + offsets[k_point]
+            bodies[vp.link].add_site(name=site_name(m.name, k), pos=pos)
+            tendon.wrap_site(site_name(m.name, k))
+            k_point += 1
+    return sp
+
+
+def _mjcf_spec(robot: Robot, error: ModelError) -> mujoco.MjSpec:
+    """The MJCF's own spec without its actuators, sensors and keyframes, with the model error on
+    its muscle sites and wrap surfaces."""
+    sp = mjcf_spec(robot.arm.description_path)
+    for element in (*sp.actuators, *sp.sensors, *sp.keys):
+        sp.delete(element)
+    points, geoms = muscle_sites(robot)
+    sites = {s.name: s for s in sp.sites}
+    for name, offset in zip(points, error.via_point_offset_m):
+        sites[name].pos = np.asarray(sites[name].pos) + offset
+    wraps = {g.name: g for g in sp.geoms}
+    for name, change in zip(geoms, error.wrap_radius_change_m):
+        size = np.array(wraps[name].size)
+        size[0] = max(size[0] + change, 1e-4)
+        wraps[name].size = size
+    return sp
+
+
 def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
                      error: ModelError | None = None, file: str = "<physics>") -> MujocoArm:
     """Build and compile the MuJoCo model of ``robot`` (see the module docstring).
@@ -180,31 +307,18 @@ def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
     error = error or ModelError()
     arm = robot.arm
     physics.check_joints(arm.n_joints, file, "physics")
-    urdf = str(arm.urdf_path)
-    try:
-        sp = mujoco.MjSpec.from_string(_urdf_without_geometry(urdf))
-    except ValueError as exc:
-        raise ConfigError(urdf, "<file>", "a URDF MuJoCo can parse", str(exc)) from exc
-    sp.compiler.fusestatic = False  # keep every link a body whose frame is the URDF link frame
+    description = str(arm.description_path)
+    sp = _mjcf_spec(robot, error) if arm.is_mjcf else _urdf_spec(robot, error)
     sp.option.timestep = physics.timestep_s
     sp.option.integrator = INTEGRATORS[physics.integrator]
-    sp.option.gravity = np.asarray(arm.config.gravity_m_s2, dtype=float)
+    sp.option.gravity = arm.gravity_m_s2
     sp.option.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
-
-    bodies = {b.name: b for b in sp.bodies}
-    for link, scale in error.mass_scale.items():
-        if link in bodies and bodies[link].mass > 0.0:
-            b = bodies[link]
-            b.mass = b.mass * scale
-            b.inertia = np.asarray(b.inertia) * scale
-            if not np.any(np.isnan(b.fullinertia)):
-                b.fullinertia = np.asarray(b.fullinertia) * scale
 
     joints = {j.name: j for j in sp.joints}
     for i, name in enumerate(arm.joint_names):
         if name not in joints:
-            raise ConfigError(urdf, f"joint '{name}'", "a joint MuJoCo imports from the URDF",
-                              sorted(joints))
+            raise ConfigError(description, f"joint '{name}'",
+                              f"a joint MuJoCo reads from the {arm.kind}", sorted(joints))
         j = joints[name]
         # The URDF effort limit means nothing for a tendon-driven joint; the tension envelope
         # limits the actuators instead.
@@ -220,23 +334,13 @@ def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
         if physics.joint_armature_kg_m2:
             j.armature = physics.joint_armature_kg_m2[i]
 
-    offsets = error.via_point_offset_m
-    k_point = 0
-    muscles_file = robot.muscles_file
-    for i, m in enumerate(robot.muscles_config.muscles):
-        tendon = sp.add_tendon(name=m.name)
+    tendons = {t.name: t for t in sp.tendons}
+    specs = robot.muscles_config.muscles
+    tendon_names = tuple(m.tendon or m.name for m in specs)
+    for m, tname in zip(specs, tendon_names):
+        tendon = tendons[tname]
         tendon.frictionloss = physics.tendon_frictionloss_n
-        for k, vp in enumerate(m.path):
-            if vp.link not in bodies:
-                raise ConfigError(muscles_file, f"muscles[{i}].path[{k}].link",
-                                  f"a body MuJoCo imports from the URDF {sorted(bodies)}", vp.link)
-            pos = np.asarray(vp.point_m, dtype=float)
-            if len(offsets):
-                pos = pos + offsets[k_point]
-            bodies[vp.link].add_site(name=site_name(m.name, k), pos=pos)
-            tendon.wrap_site(site_name(m.name, k))
-            k_point += 1
-        act = sp.add_actuator(name=m.name, target=m.name, trntype=mujoco.mjtTrn.mjTRN_TENDON)
+        act = sp.add_actuator(name=m.name, target=tname, trntype=mujoco.mjtTrn.mjTRN_TENDON)
         act.set_to_motor()
         act.gear[0] = -1.0  # positive control pulls: torque -Jm^T f
         if physics.tension_limit_n is not None:
@@ -244,54 +348,60 @@ def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
             act.ctrlrange = np.array([0.0, physics.tension_limit_n])
         else:
             act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
-    try:
-        model = sp.compile()
-    except ValueError as exc:
-        raise ConfigError(urdf, "<model>", "a URDF and muscles file MuJoCo can compile",
-                          str(exc)) from exc
+    model = compile_spec(sp, arm.description_path)
+    # Mass error on the compiled bodies: the same for a URDF's explicit inertials and an MJCF's
+    # inertia from geoms. Mass and rotational inertia scale together (same shape, density off).
+    for link, scale in error.mass_scale.items():
+        bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, link)
+        if bid > 0 and model.body_mass[bid] > 0.0:
+            model.body_mass[bid] *= scale
+            model.body_inertia[bid] *= scale
+    if error.mass_scale:
+        # the compiler's derived constants, for the new masses: mj_setConst recomputes the
+        # inverse weights and subtree masses; the mean inertia (the constraint solver's scale)
+        # is the mean diagonal of M at qpos0, as the compiler computes it
+        data = mujoco.MjData(model)
+        mujoco.mj_setConst(model, data)
+        mujoco.mj_forward(model, data)
+        full = np.zeros((model.nv, model.nv))
+        mujoco.mj_fullM(model, data, full)
+        model.stat.meaninertia = float(np.trace(full)) / max(model.nv, 1)
 
     def ids(kind: mujoco.mjtObj, names: tuple[str, ...]) -> dict[str, int]:
         return {n: int(mujoco.mj_name2id(model, kind, n)) for n in names}
 
     joint_id = ids(mujoco.mjtObj.mjOBJ_JOINT, arm.joint_names)
-    tendon_id = ids(mujoco.mjtObj.mjOBJ_TENDON, robot.muscle_names)
+    tendon_by_muscle = {m: int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_TENDON, t))
+                        for m, t in zip(robot.muscle_names, tendon_names)}
     actuator_id = ids(mujoco.mjtObj.mjOBJ_ACTUATOR, robot.muscle_names)
-    site_names = tuple(site_name(m.name, k) for m in robot.muscles_config.muscles
-                       for k in range(len(m.path)))
-    site_id = ids(mujoco.mjtObj.mjOBJ_SITE, site_names)
-    body_id = {model.body(b).name: b for b in range(model.nbody)}
+    site_id = ids(mujoco.mjtObj.mjOBJ_SITE, tuple(muscle_sites(robot)[0]))
+    body_id = {model.body(b).name: b for b in range(model.nbody) if model.body(b).name}
     for name, jid in joint_id.items():
         if int(model.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE),
                                             int(mujoco.mjtJoint.mjJNT_SLIDE)):
-            raise ConfigError(urdf, f"joint '{name}'", "a revolute or prismatic joint",
+            raise ConfigError(description, f"joint '{name}'", "a revolute or prismatic joint",
                               str(model.jnt_type[jid]))
     task = arm.config.task_frame
-    if task not in body_id:
-        raise ConfigError(robot.robot_file, "arm.task_frame",
-                          f"a URDF link that MuJoCo keeps as a body {sorted(body_id)}", task)
+    found = point_on_body(model, task, arm.config.task_offset_m)
+    if found is None:
+        what = "an MJCF body, site or joint" if arm.is_mjcf else "a URDF link MuJoCo keeps"
+        raise ConfigError(robot.robot_file, "arm.task_frame", f"{what} {sorted(body_id)}", task)
     return MujocoArm(
         model=model,
         xml=sp.to_xml(),
         qpos_adr=np.array([model.jnt_qposadr[joint_id[n]] for n in arm.joint_names], dtype=int),
         dof_adr=np.array([model.jnt_dofadr[joint_id[n]] for n in arm.joint_names], dtype=int),
-        tendon_ids=np.array([tendon_id[n] for n in robot.muscle_names], dtype=int),
+        tendon_ids=np.array([tendon_by_muscle[n] for n in robot.muscle_names], dtype=int),
         actuator_ids=np.array([actuator_id[n] for n in robot.muscle_names], dtype=int),
         joint_id=joint_id,
-        tendon_id=tendon_id,
+        tendon_id=tendon_by_muscle,
         actuator_id=actuator_id,
         site_id=site_id,
         body_id=body_id,
-        task_body_id=body_id[task],
+        task_body_id=found[0],
+        task_point_local=found[1],
         error=error,
     )
-
-
-def tendon_jacobian(model: mujoco.MjModel, data: mujoco.MjData) -> FloatArray:
-    """(ntendon, nv) dense tendon Jacobian dl/dq from ``data.ten_J`` (stored sparse)."""
-    out = np.zeros((model.ntendon, model.nv))
-    mujoco.mju_sparse2dense(out, data.ten_J, model.ten_J_rownnz, model.ten_J_rowadr,
-                            model.ten_J_colind)
-    return out
 
 
 def warning_counts(data: mujoco.MjData) -> dict[str, int]:

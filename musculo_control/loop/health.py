@@ -19,8 +19,8 @@ class Health:
     """The status of one stage (see the module docstring).
 
     ``on_change(level, message, t_s)`` is called whenever the level or the subject changes (a
-    node publishes its diagnostics at once then; the runner records the transition). ``warnings`` collects
-    the throttled sentences about refused inputs, for the node to log.
+    node publishes its diagnostics at once then; the runner records the transition).
+    ``warnings`` collects the throttled sentences about refused inputs, for the node to log.
     """
 
     def __init__(self, name: str, throttle_s: float = 1.0) -> None:

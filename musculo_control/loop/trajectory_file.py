@@ -61,7 +61,8 @@ class Waypoint:
 class TrajectoryFileConfig:
     """A trajectory file (see the module docstring)."""
 
-    frame_id: str = spec("base_link", doc="frame of the positions (the robot's base frame)")
+    frame_id: str = spec(doc="frame of the positions: the robot's base frame (robot.yaml "
+                             "arm.base_frame)")
     relative: bool = spec(False, doc="positions are offsets from the start hand position")
     loop: bool = spec(False, doc="repeat after the last waypoint")
     waypoints: tuple[Waypoint, ...] = spec(min_length=1, doc="times strictly increasing from 0")

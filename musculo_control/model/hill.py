@@ -8,7 +8,10 @@ Per muscle, with ``l_o = (l_min + l_max) / 2`` and ``l_range = l_max - l_min``:
   ``f2 ((l - l_o) / (l_range / 2))^2 + f_min``;
 - tension ``f = a f_a(l) + f_p(l)`` with activation ``a >= 0``.
 
-All functions are vectorised over muscles: lengths and ranges are arrays of shape (m,).
+All functions are vectorised over muscles: lengths and ranges are arrays of shape (m,). The peak
+force f1 is one value for all muscles (``HillParams.f1_n``, the paper's Table I) unless a
+per-muscle array ``f1_n`` (m,) is given (a robot whose muscles differ, e.g. an MJCF's muscle
+actuators, :attr:`musculo_control.model.robot.Robot.f1_n`).
 """
 
 from __future__ import annotations
@@ -41,12 +44,14 @@ class MuscleForces(NamedTuple):
 
 
 def active_force(
-    length_m: FloatArray, l_opt_m: FloatArray, l_range_m: FloatArray, params: HillParams
+    length_m: FloatArray, l_opt_m: FloatArray, l_range_m: FloatArray, params: HillParams,
+    f1_n: FloatArray | None = None,
 ) -> FloatArray:
-    """f_a(l) [N] per unit activation (paper eq. 3)."""
+    """f_a(l) [N] per unit activation (paper eq. 3); ``f1_n`` (m,) overrides ``params.f1_n``."""
     dl = length_m - l_opt_m
     inside = np.abs(dl) <= 0.75 * l_range_m
-    fa = 0.5 * params.f1_n * (1.0 + np.cos(2.0 * np.pi * dl / (1.5 * l_range_m)))
+    f1 = params.f1_n if f1_n is None else f1_n
+    fa = 0.5 * f1 * (1.0 + np.cos(2.0 * np.pi * dl / (1.5 * l_range_m)))
     return np.where(inside, fa, 0.0)
 
 
@@ -59,11 +64,12 @@ def passive_force(
 
 
 def muscle_forces(
-    length_m: FloatArray, l_opt_m: FloatArray, l_range_m: FloatArray, params: HillParams
+    length_m: FloatArray, l_opt_m: FloatArray, l_range_m: FloatArray, params: HillParams,
+    f1_n: FloatArray | None = None,
 ) -> MuscleForces:
-    """Both force-length terms at once."""
+    """Both force-length terms at once; ``f1_n`` (m,) as in :func:`active_force`."""
     return MuscleForces(
-        active_force(length_m, l_opt_m, l_range_m, params),
+        active_force(length_m, l_opt_m, l_range_m, params, f1_n),
         passive_force(length_m, l_opt_m, l_range_m, params),
     )
 

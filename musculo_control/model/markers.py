@@ -1,16 +1,16 @@
 """What RViz draws of the muscles: each path's via-points in the world, and a colour per muscle.
 
 ROS-free: :class:`MusclePathModel` turns a joint vector into one (k_i, 3) polyline per muscle
-(the same via-points as the muscle-length model, so the picture is what the controller
-computes with); :func:`colour_scale` maps a normalised load (activation or tension over its
-full scale) to RGBA from blue (slack) through yellow to red (full scale and beyond).
+from the muscle geometry itself (via-points, or MuJoCo's sites and wrap tangent points), so the
+picture is what the controller computes with; :func:`colour_scale` maps a normalised load
+(activation or tension over its full scale) to RGBA from blue (slack) through yellow to red
+(full scale and beyond).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 
 from musculo_control.errors import InputError
 from musculo_control.model.robot import Robot
@@ -26,21 +26,16 @@ _STOPS = np.array([
 
 
 class MusclePathModel:
-    """Via-point world positions of every muscle at a joint vector."""
+    """World positions of every muscle's path at a joint vector."""
 
     def __init__(self, robot: Robot) -> None:
         self.robot = robot
-        self._data = robot.new_data()
-        counts = [len(m.path) for m in robot.muscles_config.muscles]
-        self._splits = np.cumsum(counts)[:-1]
         self.names = robot.muscle_names
 
     def paths(self, q_rad: npt.ArrayLike) -> list[FloatArray]:
         """One (k_i, 3) array of world points [m] per muscle, in muscles-file order."""
         q = self.robot.arm.check_q(q_rad, "q_rad")
-        pin.forwardKinematics(self.robot.arm.model, self._data, q)
-        points = self.robot.geometry.point_positions(self._data)  # (P, 3)
-        return [p.copy() for p in np.split(points, self._splits)]
+        return self.robot.geometry.paths_at(q)
 
 
 def colour_scale(load: npt.ArrayLike, alpha: float = 1.0) -> FloatArray:

@@ -1,6 +1,11 @@
-"""Muscle paths as chains of via-points fixed to links: lengths and the muscle Jacobian.
+"""The muscles file, and the via-point backend of the muscle geometry.
 
-A muscle path is a polyline p_0 ... p_K whose points ride on links. Its length is
+The muscles file lists every muscle: its actuator, whether the QP controls it, and its route:
+either a chain of via-points fixed to links (a URDF robot) or the name of one of the MJCF's
+spatial tendons (an MJCF robot; see :mod:`musculo_control.model.mujoco_tendons`).
+
+Via-point routes (:class:`ViaPointGeometry`): a muscle path is a polyline p_0 ... p_K whose
+points ride on links. Its length is
 ``l = sum_k |d_k|`` with ``d_k = p_{k+1} - p_k``; row i of the muscle Jacobian ``Jm = dl/dq``
 (m x n) is ``sum_k (d_k/|d_k|)^T (J_{p_{k+1}} - J_{p_k})`` with ``J_p`` the world-frame point
 Jacobian (SPEC section 9). A pulling muscle shortens, so its joint torque is ``-Jm^T f``
@@ -11,8 +16,8 @@ Everything is vectorised over all segments of all muscles at once.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +26,7 @@ import pinocchio as pin
 from musculo_control.errors import ConfigError
 from musculo_control.model.arm import Arm
 from musculo_control.model.config import spec
+from musculo_control.model.geometry import MuscleKinematics
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -34,17 +40,38 @@ class ViaPoint:
 
 
 @dataclass(frozen=True, kw_only=True)
+class MomentArmSign:
+    """A sign the model must keep over the whole joint range (checked at load)."""
+
+    joint: str = spec(doc="joint name (robot.yaml arm.joints)")
+    sign: int = spec(doc="+1: the muscle turns the joint positive (its length falls as the "
+                         "angle grows); -1: negative")
+
+    def check(self, file: str, key: str) -> None:
+        if self.sign not in (-1, 1):
+            raise ConfigError(file, f"{key}.sign", "+1 or -1", self.sign)
+
+
+@dataclass(frozen=True, kw_only=True)
 class MuscleSpec:
     """One tendon-driven muscle: its route and how the controller treats it."""
 
     name: str = spec(doc="muscle name, unique")
     actuator_id: int = spec(ge=0, doc="id of the tendon actuator module that drives it")
-    path: tuple[ViaPoint, ...] = spec(min_length=2, doc="via-points from origin to insertion")
+    path: tuple[ViaPoint, ...] | None = spec(
+        None, min_length=2, doc="via-points from origin to insertion (a URDF robot)")
+    tendon: str | None = spec(
+        None, doc="spatial tendon of the MJCF (an MJCF robot); default: the muscle's name")
     controlled: bool = spec(True, doc="true: the QP sets its tension; false: fixed tension")
     fixed_tension_n: float | None = spec(None, gt=0.0, doc="tension of an uncontrolled muscle [N]")
     length_range_m: tuple[float, ...] | None = spec(
-        None, length=2, gt=0.0, doc="measured [l_min, l_max] [m]; sampled from the URDF if absent"
-    )
+        None, length=2, gt=0.0, doc="measured [l_min, l_max] [m]; sampled over the joint range "
+                                    "if absent")
+    f1_n: float | None = spec(
+        None, gt=0.0, doc="peak active force f1 of this muscle [N]; default: the MJCF muscle "
+                          "actuator's force, else robot.yaml hill.f1_n")
+    moment_arm_signs: tuple[MomentArmSign, ...] = spec(
+        (), doc="signs its moment arms must keep over the joint range; checked at load")
 
     def check(self, file: str, key: str) -> None:
         if not self.controlled and self.fixed_tension_n is None:
@@ -56,6 +83,13 @@ class MuscleSpec:
         if self.length_range_m is not None and self.length_range_m[0] >= self.length_range_m[1]:
             raise ConfigError(file, f"{key}.length_range_m", "l_min < l_max",
                               list(self.length_range_m))
+        if self.path is not None and self.tendon is not None:
+            raise ConfigError(file, f"{key}.tendon",
+                              "either a via-point path (URDF) or a tendon (MJCF), not both",
+                              self.tendon)
+        joints = [s.joint for s in self.moment_arm_signs]
+        if len(set(joints)) != len(joints):
+            raise ConfigError(file, f"{key}.moment_arm_signs", "one entry per joint", joints)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,27 +111,31 @@ class MusclesConfig:
                 seen[tag] = i
 
 
-class MuscleKinematics(NamedTuple):
-    """Muscle lengths and Jacobian at one configuration."""
+class ViaPointGeometry:
+    """The via-point paths of all muscles, prepared for vectorised evaluation.
 
-    length_m: FloatArray  # (m,) [m]
-    jacobian: FloatArray  # (m, n) dl/dq [m/rad]; torque is -jacobian.T @ f
-
-
-class MuscleGeometry:
-    """The via-point paths of all muscles, prepared for vectorised evaluation."""
+    Implements :class:`~musculo_control.model.geometry.MuscleGeometry`.
+    """
 
     def __init__(self, arm: Arm, config: MusclesConfig, file: str) -> None:
         self.arm = arm
         self.names: tuple[str, ...] = tuple(m.name for m in config.muscles)
         self.n_muscles = len(self.names)
+        self.source = f"via-points of {file} on {arm.description_path.name}"
         links = arm.link_names()
         points: list[FloatArray] = []
         joints: list[int] = []
         seg_a, seg_b, seg_muscle = [], [], []
+        paths = []
         for i, m in enumerate(config.muscles):
+            if m.path is None:
+                raise ConfigError(file, f"muscles[{i}].path",
+                                  f"via-points for muscle '{m.name}' (a URDF robot's muscles are "
+                                  f"via-point chains)", None)
+            paths.append(m.path)
+        for i, (m, path) in enumerate(zip(config.muscles, paths)):
             first = len(points)
-            for k, vp in enumerate(m.path):
+            for k, vp in enumerate(path):
                 if vp.link not in links:
                     raise ConfigError(file, f"muscles[{i}].path[{k}].link",
                                       f"a link of the URDF {links}", vp.link)
@@ -114,15 +152,15 @@ class MuscleGeometry:
             if len({joints[k] for k in range(first, len(points))}) < 2:
                 raise ConfigError(file, f"muscles[{i}].path",
                                   f"via-points on at least two links so that muscle "
-                                  f"'{m.name}' spans a joint", [p.link for p in m.path])
+                                  f"'{m.name}' spans a joint", [p.link for p in path])
         self._points_local = np.array(points)  # (P, 3) in the frame of their joint
         self._point_joint = np.array(joints, dtype=int)  # (P,)
         self._seg_a = np.array(seg_a, dtype=int)  # (S,)
         self._seg_b = np.array(seg_b, dtype=int)
         # constant length of segments between points on one link, per muscle [m]
         const = np.zeros(self.n_muscles)
-        for i, m in enumerate(config.muscles):
-            for a, b in zip(m.path[:-1], m.path[1:]):
+        for i, path in enumerate(paths):
+            for a, b in zip(path[:-1], path[1:]):
                 if arm.link_placement(a.link)[0] == arm.link_placement(b.link)[0]:
                     pa = arm.link_placement(a.link)[1].act(np.asarray(a.point_m, float))
                     pb = arm.link_placement(b.link)[1].act(np.asarray(b.point_m, float))
@@ -135,19 +173,29 @@ class MuscleGeometry:
         support = np.array([arm.support_mask(j) for j in joints], dtype=float)  # (P, n)
         self._seg_support = support[self._seg_b] - support[self._seg_a]
         self._used_joints = [int(j) for j in np.unique(self._point_joint)]
-        self._rot = np.zeros((arm.model.njoints, 3, 3))  # scratch: joint rotations
-        self._trans = np.zeros((arm.model.njoints, 3))  # scratch: joint positions
+        self._splits = np.cumsum([len(p) for p in paths])[:-1]  # muscle boundaries in (P,)
+        self._local = threading.local()  # per-thread Pinocchio data and scratch
+
+    def _scratch(self) -> threading.local:
+        local = self._local
+        if not hasattr(local, "data"):
+            local.data = self.arm.model.createData()
+            local.rot = np.zeros((self.arm.model.njoints, 3, 3))  # joint rotations
+            local.trans = np.zeros((self.arm.model.njoints, 3))  # joint positions
+        return local
 
     def point_positions(self, data: pin.Data) -> FloatArray:
         """(P, 3) world positions of all via-points, from joint placements in ``data``."""
+        local = self._scratch()
+        rot, trans = local.rot, local.trans
         for j in self._used_joints:
             oMi = data.oMi[j]
-            self._rot[j] = oMi.rotation
-            self._trans[j] = oMi.translation
+            rot[j] = oMi.rotation
+            trans[j] = oMi.translation
         pj = self._point_joint
-        return np.matmul(self._rot[pj], self._points_local[:, :, None])[:, :, 0] + self._trans[pj]
+        return np.matmul(rot[pj], self._points_local[:, :, None])[:, :, 0] + trans[pj]
 
-    def evaluate(self, data: pin.Data) -> MuscleKinematics:
+    def kinematics_after_jacobians(self, q: FloatArray, data: pin.Data) -> MuscleKinematics:
         """Lengths and Jacobian from a ``data`` on which ``computeJointJacobians`` has run.
 
         ``data.J`` holds each joint's motion column [v; w] in the world frame (v taken at the
@@ -170,14 +218,22 @@ class MuscleGeometry:
         rows = (screw @ data.J) * self._seg_support  # (S, n)
         return MuscleKinematics(self._sum @ seg_len + self._const_length, self._sum @ rows)
 
-    def lengths_at(self, q: FloatArray, data: pin.Data) -> FloatArray:
+    def lengths_at(self, q: FloatArray) -> FloatArray:
         """(m,) muscle lengths at ``q`` (forward kinematics only) [m]."""
+        data = self._scratch().data
         pin.forwardKinematics(self.arm.model, data, q)
         p = self.point_positions(data)
         d = p[self._seg_b] - p[self._seg_a]
         return self._sum @ np.sqrt(np.einsum("ij,ij->i", d, d)) + self._const_length
 
-    def kinematics_at(self, q: FloatArray, data: pin.Data) -> MuscleKinematics:
+    def kinematics_at(self, q: FloatArray) -> MuscleKinematics:
         """Lengths and Jacobian at ``q``."""
+        data = self._scratch().data
         pin.computeJointJacobians(self.arm.model, data, q)
-        return self.evaluate(data)
+        return self.kinematics_after_jacobians(q, data)
+
+    def paths_at(self, q: FloatArray) -> list[FloatArray]:
+        """One (k_i, 3) array of via-point world positions [m] per muscle."""
+        data = self._scratch().data
+        pin.forwardKinematics(self.arm.model, data, q)
+        return [p.copy() for p in np.split(self.point_positions(data), self._splits)]

@@ -3,21 +3,25 @@
 The paper's experiments start from poses described by where the hand is and how high the elbow
 is (experiment C: "released from a high-elbow pose"; experiment B: start poses A, B, C with the
 hand at the trajectory start and rising elbow height). :class:`PoseSolver` turns such a
-description into joint angles by damped least squares on four equations,
+description into joint angles by damped least squares on up to four equations,
 
-    x_hand(q) = x_target  (3 rows)      z_elbow(q) = z_target  (1 row),
+    x_hand(q) = x_target  (3 rows)      h_elbow(q) = h_target  (1 row, when a height is given),
 
-moving only the configured joints (by default the three shoulder joints and elbow_p; the
-forearm and wrist joints keep their start values) and respecting the URDF joint limits: a joint
-at a limit whose step would push it further out is frozen for that step. The step is
+where the height h is measured along the up direction, against gravity (``-g / |g|``; world z
+for an arm whose gravity is (0, 0, -9.81)). An arm with few joints (two, in a vertical plane)
+places its hand alone: the elbow then follows from the hand and the branch of the start pose.
+Only the configured joints move (``ik_joints``; on the stand-in, the three shoulder joints and
+the elbow flexion, so the forearm and wrist keep their start values), within the joint limits:
+a joint at a limit whose step would push it further out is frozen for that step. The step is
 
     dq = J^T (J J^T + mu^2 I)^-1 e      (Levenberg-Marquardt / damped least squares),
 
 with ``e`` the stacked error [m] and ``J`` the matching rows of the frame Jacobians [m/rad].
-Hand and elbow are frames of the URDF named in config, so another arm only changes YAML.
+Hand and elbow are frames of the description named in config, so another arm only changes
+YAML.
 
 Named poses are stored as (hand position, elbow height), not as joint vectors, so that they stay
-true to their description when the URDF changes (a stored joint vector would silently stop
+true to their description when the model changes (a stored joint vector would silently stop
 putting the hand at the trajectory start). Each is solved from the home pose (``home_pose_rad``),
 which fixes the solution branch; the solve is deterministic.
 """
@@ -41,8 +45,9 @@ FloatArray = npt.NDArray[np.float64]
 class PoseError(MusculoError):
     """The pose solver found no joint angles that meet the hand and elbow targets."""
 
-    def __init__(self, what: str, hand_m: FloatArray, elbow_z_m: float, hand_error_m: float,
-                 elbow_error_m: float, iterations: int, at_limit: list[str]) -> None:
+    def __init__(self, what: str, hand_m: FloatArray, elbow_z_m: float | None,
+                 hand_error_m: float, elbow_error_m: float, iterations: int,
+                 at_limit: list[str]) -> None:
         self.hand_m = hand_m
         self.elbow_z_m = elbow_z_m
         self.hand_error_m = hand_error_m
@@ -50,10 +55,13 @@ class PoseError(MusculoError):
         self.iterations = iterations
         self.at_limit = at_limit
         limits = f"; joints at a limit: {', '.join(at_limit)}" if at_limit else ""
+        elbow = "" if elbow_z_m is None else f" with the elbow at height {elbow_z_m:.4f} m"
+        elbow_miss = "" if elbow_z_m is None else \
+            f" and the elbow {elbow_error_m * 1e3:.2f} mm"
         super().__init__(
-            f"{what}: no pose puts the hand at {np.round(hand_m, 4).tolist()} m with the elbow at "
-            f"z = {elbow_z_m:.4f} m: after {iterations} iterations the hand is "
-            f"{hand_error_m * 1e3:.2f} mm and the elbow {elbow_error_m * 1e3:.2f} mm away{limits}"
+            f"{what}: no pose puts the hand at {np.round(hand_m, 4).tolist()} m{elbow}: after "
+            f"{iterations} iterations the hand is {hand_error_m * 1e3:.2f} mm{elbow_miss} "
+            f"away{limits}"
         )
 
 
@@ -62,7 +70,9 @@ class NamedPose:
     """One experiment pose, described by hand position and elbow height."""
 
     name: str = spec(doc="pose name, unique")
-    elbow_z_m: float = spec(doc="height of the elbow frame in the base frame [m]")
+    elbow_z_m: float | None = spec(
+        None, doc="height of the elbow frame above the base origin, along -gravity [m]; absent: "
+                  "the hand alone places the arm (an arm without redundancy)")
     hand_m: tuple[float, ...] | None = spec(
         None, length=3, doc="task-frame position in the base frame [m]; default: the home pose's")
     doc: str = spec("", doc="what the pose is for")
@@ -95,9 +105,13 @@ class OperatingPointConfig:
 class PosesConfig:
     """``robot.yaml`` section ``poses``: the pose solver and the experiments' named poses."""
 
-    elbow_frame: str = spec(doc="URDF frame whose origin is the elbow centre")
+    elbow_frame: str = spec(doc="frame (of the URDF or MJCF) whose origin is the elbow centre")
     ik_joints: tuple[str, ...] = spec(
         min_length=1, doc="joints the solver may move; the others keep their start values")
+    hand_axes: tuple[str, ...] = spec(
+        ("x", "y", "z"), min_length=1,
+        doc="the hand coordinates a pose must meet; an arm that moves in a plane not aligned "
+            "with the base axes meets only the in-plane ones (the third follows)")
     tolerance_m: float = spec(1e-6, gt=0.0, doc="hand and elbow error at convergence [m]")
     damping_m: float = spec(1e-3, gt=0.0, doc="damping mu of the least-squares step [m]")
     max_step_rad: float = spec(0.2, gt=0.0, doc="largest joint change per iteration [rad]")
@@ -117,6 +131,10 @@ class PosesConfig:
                               f"a name of {key}.named {sorted(seen)}", self.operating_point.pose)
         if len(set(self.ik_joints)) != len(self.ik_joints):
             raise ConfigError(file, f"{key}.ik_joints", "distinct joints", list(self.ik_joints))
+        for i, axis in enumerate(self.hand_axes):
+            if axis not in ("x", "y", "z") or self.hand_axes.count(axis) > 1:
+                raise ConfigError(file, f"{key}.hand_axes[{i}]", "distinct axes among x, y, z",
+                                  axis)
 
 
 class PoseSolution(NamedTuple):
@@ -124,7 +142,7 @@ class PoseSolution(NamedTuple):
 
     q_rad: FloatArray  # (n,) joint angles within limits [rad]
     hand_m: FloatArray  # (3,) reached hand position [m]
-    elbow_z_m: float  # reached elbow height [m]
+    elbow_z_m: float  # reached elbow height, along -gravity [m]
     iterations: int
 
 
@@ -134,10 +152,12 @@ class PoseSolver:
     def __init__(self, arm: Arm, config: PosesConfig, file: str, key: str = "poses") -> None:
         self.arm = arm
         self.config = config
+        self._where = (file, key)  # where the named poses are written, for their errors
         model = arm.model
         if not model.existFrame(config.elbow_frame):
             raise ConfigError(file, f"{key}.elbow_frame",
-                              f"a frame of the URDF {arm.frame_names()}", config.elbow_frame)
+                              f"a frame of the {arm.kind} {arm.frame_names()}",
+                              config.elbow_frame)
         self.elbow_frame_id = model.getFrameId(config.elbow_frame)
         cols = []
         for i, name in enumerate(config.ik_joints):
@@ -146,32 +166,41 @@ class PoseSolver:
                                   f"a joint of the arm {list(arm.joint_names)}", name)
             cols.append(arm.joint_names.index(name))
         self.ik_idx = np.array(sorted(cols), dtype=int)  # (p,) columns the solver moves
+        #: hand coordinates the solver meets (indices into x, y, z)
+        self.hand_idx = np.array(["xyz".index(a) for a in config.hand_axes], dtype=int)
+        self.up: FloatArray = arm.up  # (3,) heights are measured along it
         self._data = model.createData()
-        self._eye4 = np.eye(4)
 
     # -- kinematics ----------------------------------------------------------------------------
     def targets_at(self, q: FloatArray) -> tuple[FloatArray, float]:
-        """(hand position [m], elbow height [m]) at ``q``."""
+        """(hand position [m], elbow height along -gravity [m]) at ``q``."""
         q = self.arm.check_q(q)
         model, data = self.arm.model, self._data
         pin.framesForwardKinematics(model, data, q)
         hand = data.oMf[self.arm.task_frame_id].translation.copy()
-        return hand, float(data.oMf[self.elbow_frame_id].translation[2])
+        return hand, float(self.up @ data.oMf[self.elbow_frame_id].translation)
+
+    def elbow_position(self, q: FloatArray) -> FloatArray:
+        """(3,) position of the elbow frame at ``q`` in the base frame [m]."""
+        q = self.arm.check_q(q)
+        pin.framesForwardKinematics(self.arm.model, self._data, q)
+        return np.array(self._data.oMf[self.elbow_frame_id].translation)
 
     def constraint_jacobian(self, q: FloatArray) -> FloatArray:
-        """(4, n) d[x_hand; z_elbow]/dq in the base frame [m/rad], all joints."""
+        """(4, n) d[x_hand; h_elbow]/dq in the base frame [m/rad], all joints."""
         q = self.arm.check_q(q)
         model, data = self.arm.model, self._data
         pin.computeJointJacobians(model, data, q)
         pin.updateFramePlacements(model, data)
         jh = pin.getFrameJacobian(model, data, self.arm.task_frame_id, pin.LOCAL_WORLD_ALIGNED)
         je = pin.getFrameJacobian(model, data, self.elbow_frame_id, pin.LOCAL_WORLD_ALIGNED)
-        return np.vstack([jh[:3], je[2:3]])
+        return np.vstack([jh[:3], self.up @ je[:3]])
 
     # -- solving -------------------------------------------------------------------------------
-    def solve(self, q_start: npt.ArrayLike, hand_m: npt.ArrayLike, elbow_z_m: float,
+    def solve(self, q_start: npt.ArrayLike, hand_m: npt.ArrayLike, elbow_z_m: float | None,
               what: str = "pose") -> PoseSolution:
-        """Joint angles near ``q_start`` with the hand at ``hand_m`` and the elbow at ``elbow_z_m``.
+        """Joint angles near ``q_start`` with the hand at ``hand_m`` and the elbow at height
+        ``elbow_z_m`` (None: the hand alone).
 
         Raises :class:`InputError` for a start outside the joint limits or a malformed target and
         :class:`PoseError` when the targets are not met within the configured iterations.
@@ -180,28 +209,31 @@ class PoseSolver:
         lo, hi = self.arm.lower_rad, self.arm.upper_rad
         if np.any(q < lo) or np.any(q > hi):
             bad = [n for n, v, a, b in zip(self.arm.joint_names, q, lo, hi) if not a <= v <= b]
-            raise InputError(f"{what}: q_start", "joint angles within the URDF limits", bad)
+            raise InputError(f"{what}: q_start", "joint angles within the joint limits", bad)
         target = np.asarray(hand_m, dtype=float)
         if target.shape != (3,) or not np.all(np.isfinite(target)):
             raise InputError(f"{what}: hand_m", "a finite 3-vector [m]", target.tolist())
-        if not np.isfinite(elbow_z_m):
+        if elbow_z_m is not None and not np.isfinite(elbow_z_m):
             raise InputError(f"{what}: elbow_z_m", "a finite height [m]", elbow_z_m)
         cfg = self.config
         mu2 = cfg.damping_m**2
-        err = np.zeros(4)
+        hand_rows = self.hand_idx
+        rows = hand_rows if elbow_z_m is None else np.r_[hand_rows, 3]
+        eye = np.eye(len(rows))
+        err = np.zeros(len(rows))
         for it in range(cfg.max_iterations + 1):
             hand, ez = self.targets_at(q)
-            err = np.r_[target - hand, elbow_z_m - ez]
+            err = np.r_[target - hand, 0.0 if elbow_z_m is None else elbow_z_m - ez][rows]
             if np.abs(err).max() < cfg.tolerance_m:
                 return PoseSolution(q, hand, ez, it)
             if it == cfg.max_iterations:
                 break
-            J = self.constraint_jacobian(q)
+            J = self.constraint_jacobian(q)[rows]
             free = self.ik_idx.copy()
             # Active set: a joint at a limit whose step points outward is frozen for this step.
             for _ in range(len(free) + 1):
                 Jf = J[:, free]
-                dq_free = Jf.T @ np.linalg.solve(Jf @ Jf.T + mu2 * self._eye4, err)
+                dq_free = Jf.T @ np.linalg.solve(Jf @ Jf.T + mu2 * eye, err)
                 outward = ((q[free] <= lo[free]) & (dq_free < 0.0)) | (
                     (q[free] >= hi[free]) & (dq_free > 0.0))
                 if not outward.any():
@@ -217,8 +249,10 @@ class PoseSolver:
                 dq_free *= cfg.max_step_rad / biggest
             q[free] = np.clip(q[free] + dq_free, lo[free], hi[free])
         at_limit = [self.arm.joint_names[j] for j in self.ik_idx if q[j] <= lo[j] or q[j] >= hi[j]]
-        raise PoseError(what, target, float(elbow_z_m), float(np.linalg.norm(err[:3])),
-                        float(abs(err[3])), cfg.max_iterations, at_limit)
+        n_hand = len(hand_rows)
+        raise PoseError(what, target, elbow_z_m, float(np.linalg.norm(err[:n_hand])),
+                        float(abs(err[n_hand])) if elbow_z_m is not None else 0.0,
+                        cfg.max_iterations, at_limit)
 
     def named(self, name: str) -> NamedPose:
         """The configured pose called ``name``; :class:`InputError` lists the known ones."""
@@ -228,10 +262,19 @@ class PoseSolver:
         raise InputError("pose name", f"one of {[p.name for p in self.config.named]}", name)
 
     def solve_named(self, name: str, home_q: FloatArray) -> PoseSolution:
-        """Solve the configured pose ``name`` from the home pose (which fixes the branch)."""
+        """Solve the configured pose ``name`` from the home pose (which fixes the branch).
+
+        A pose the arm cannot take is a configuration error, named by its key.
+        """
         pose = self.named(name)
         hand = pose.hand_m if pose.hand_m is not None else self.targets_at(home_q)[0]
-        return self.solve(home_q, hand, pose.elbow_z_m, what=f"pose '{name}'")
+        try:
+            return self.solve(home_q, hand, pose.elbow_z_m, what=f"pose '{name}'")
+        except PoseError as exc:
+            file, key = self._where
+            i = [p.name for p in self.config.named].index(name)
+            raise ConfigError(file, f"{key}.named[{i}]", "a pose the arm can take (hand_axes "
+                              f"{list(self.config.hand_axes)})", str(exc)) from exc
 
     def elbow_path(self, q_start: npt.ArrayLike, elbow_z_m: npt.ArrayLike,
                    hand_m: npt.ArrayLike | None = None) -> list[PoseSolution]:

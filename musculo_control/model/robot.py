@@ -1,9 +1,14 @@
 """The whole robot description, loaded from one config folder.
 
-A config folder holds ``robot.yaml`` (which URDF, joint order, task frame, muscles file, poses)
-and the files it names. :func:`load_robot` validates everything across files: every muscle
-point rides on a link of the URDF, every muscle spans a joint, every joint is pulled by
-controlled muscles in both directions, and the Hill ranges ``l_min, l_max`` are known.
+A config folder holds ``robot.yaml`` (which URDF or MJCF, joint order, task frame, muscles file,
+poses) and the files it names. :func:`load_robot` validates everything across files: every
+muscle's route exists in the description (via-points on links of a URDF, or a tendon of the
+MJCF), every muscle spans a joint, every joint is pulled by controlled muscles in both
+directions, moment arms keep the signs the muscles file declares over the whole joint range,
+and the Hill ranges ``l_min, l_max`` and peak forces ``f1`` are known.
+
+The muscle geometry is a backend behind :class:`~musculo_control.model.geometry.MuscleGeometry`:
+via-points for a URDF, MuJoCo's tendons for an MJCF.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -19,14 +25,17 @@ import pinocchio as pin
 from musculo_control.errors import ConfigError
 from musculo_control.model.arm import Arm, ArmConfig
 from musculo_control.model.config import load, parse, read_yaml, spec
+from musculo_control.model.geometry import MuscleGeometry
 from musculo_control.model.hill import HillParams, MuscleForces, muscle_forces
-from musculo_control.model.muscles import MuscleGeometry, MusclesConfig
+from musculo_control.model.muscles import MusclesConfig, ViaPointGeometry
 from musculo_control.model.poses import PosesConfig, PoseSolver
 
 FloatArray = npt.NDArray[np.float64]
 
 #: Moment arm below which a muscle is not counted as pulling a joint [m/rad].
 _MOMENT_ARM_EPS_M = 1e-4
+#: Up to this many joints, the joint box's corners are among the sampled poses (2^n of them).
+_MAX_CORNER_JOINTS = 10
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,8 +49,17 @@ class RobotConfig:
     poses: PosesConfig | None = spec(None, doc="pose solver and named experiment poses")
 
 
+class MomentArmRange(NamedTuple):
+    """Per muscle and joint, the extremes of the moment arm -Jm over the sampled joint range."""
+
+    min_m: FloatArray  # (m, n) [m]
+    max_m: FloatArray  # (m, n) [m]
+    argmin_q: FloatArray  # (m, n, n) pose of each minimum [rad]
+    argmax_q: FloatArray  # (m, n, n) pose of each maximum [rad]
+
+
 class Robot:
-    """Arm, muscle paths, Hill curves and their ranges: everything the controller models."""
+    """Arm, muscle geometry, Hill curves and their ranges: everything the controller models."""
 
     def __init__(self, config_dir: Path) -> None:
         self.config_dir = Path(config_dir)
@@ -66,8 +84,8 @@ class Robot:
         self.muscles_config: MusclesConfig = parse(
             MusclesConfig, read_yaml(Path(self.muscles_file)), self.muscles_file
         )
-        self.geometry = MuscleGeometry(self.arm, self.muscles_config, self.muscles_file)
         specs = self.muscles_config.muscles
+        self.geometry: MuscleGeometry = self._make_geometry()
         self.muscle_names = self.geometry.names
         self.n_muscles = len(specs)
         self.controlled: npt.NDArray[np.bool_] = np.array([m.controlled for m in specs])
@@ -75,33 +93,75 @@ class Robot:
         self.fixed_idx = np.flatnonzero(~self.controlled)
         self.fixed_tension_n = np.array([m.fixed_tension_n or 0.0 for m in specs])[self.fixed_idx]
         self.actuator_ids = tuple(m.actuator_id for m in specs)
+        self.f1_n, self.f1_source = self._peak_forces()
+        self._moment_arms: MomentArmRange | None = None
         self.l_min_m, self.l_max_m, self.range_source = self._length_ranges()
         self.l_opt_m = 0.5 * (self.l_min_m + self.l_max_m)
         self.l_range_m = self.l_max_m - self.l_min_m
         self._check_pulled_both_ways()
+        self._check_moment_arm_signs()
+
+    def _make_geometry(self) -> MuscleGeometry:
+        specs = self.muscles_config.muscles
+        if not self.arm.is_mjcf:
+            for i, m in enumerate(specs):
+                if m.tendon is not None:
+                    raise ConfigError(self.muscles_file, f"muscles[{i}].tendon",
+                                      "via-points (path) for a URDF robot; tendons are MJCF's",
+                                      m.tendon)
+            return ViaPointGeometry(self.arm, self.muscles_config, self.muscles_file)
+        from musculo_control.model.mujoco_tendons import MujocoTendonGeometry
+
+        for i, m in enumerate(specs):
+            if m.path is not None:
+                raise ConfigError(self.muscles_file, f"muscles[{i}].path",
+                                  f"no via-points for an MJCF robot: muscle '{m.name}' is the "
+                                  f"MJCF tendon named in 'tendon' (default: its own name)",
+                                  "a path")
+        return MujocoTendonGeometry(self.arm.description_path, tuple(m.name for m in specs),
+                                    tuple(m.tendon or m.name for m in specs),
+                                    self.arm.joint_names, self.muscles_file)
+
+    def _peak_forces(self) -> tuple[FloatArray, tuple[str, ...]]:
+        """f1 per muscle: the muscles file's, the MJCF muscle actuator's, else robot.yaml's."""
+        from_model = getattr(self.geometry, "peak_force_n", None)
+        f1, source = [], []
+        for i, m in enumerate(self.muscles_config.muscles):
+            if m.f1_n is not None:
+                f1.append(m.f1_n)
+                source.append("muscles file")
+            elif from_model is not None and np.isfinite(from_model[i]):
+                f1.append(float(from_model[i]))
+                source.append(f"{self.arm.description_path.name} muscle actuator")
+            else:
+                f1.append(self.hill.f1_n)
+                source.append("robot.yaml hill.f1_n")
+        return np.array(f1), tuple(source)
 
     # -- Hill ranges ---------------------------------------------------------------------------
     def sample_poses(self, count: int, seed: int) -> FloatArray:
-        """Corners of the joint box, its centre and ``count`` uniform random poses [rad]."""
+        """The joint box's corners (up to 10 joints), its centre, ``count`` random poses [rad]."""
         lo, hi = self.arm.lower_rad, self.arm.upper_rad
-        corners = np.array(list(itertools.product(*zip(lo, hi))))
         rng = np.random.default_rng(seed)
         rand = lo + (hi - lo) * rng.random((count, self.arm.n_joints))
+        if self.arm.n_joints > _MAX_CORNER_JOINTS:
+            return np.vstack([0.5 * (lo + hi), rand])
+        corners = np.array(list(itertools.product(*zip(lo, hi))))
         return np.vstack([corners, 0.5 * (lo + hi), rand])
+
+    def _range_poses(self) -> FloatArray:
+        cfg = self.muscles_config
+        return self.sample_poses(cfg.length_range_samples, cfg.length_range_seed)
 
     def _length_ranges(self) -> tuple[FloatArray, FloatArray, tuple[str, ...]]:
         """l_min, l_max per muscle: measured values from the muscles file, else sampled.
 
-        Sampling covers the nominal joint range (URDF limits): all corners of the joint box and
-        ``length_range_samples`` seeded uniform poses. Regenerate by editing the limits or the
-        sample count; ``musculo model-report`` prints the result.
+        Sampling covers the nominal joint range (the description's limits): all corners of the
+        joint box and ``length_range_samples`` seeded uniform poses. Regenerate by editing the
+        limits or the sample count; ``musculo model-report`` prints the result.
         """
         cfg = self.muscles_config
-        data = self.arm.model.createData()
-        lengths = np.array([
-            self.geometry.lengths_at(q, data)
-            for q in self.sample_poses(cfg.length_range_samples, cfg.length_range_seed)
-        ])
+        lengths = np.array([self.geometry.lengths_at(q) for q in self._range_poses()])
         lmin, lmax = lengths.min(axis=0), lengths.max(axis=0)
         source = []
         for i, m in enumerate(cfg.muscles):
@@ -111,21 +171,31 @@ class Robot:
             else:
                 source.append("sampled")
             if lmax[i] - lmin[i] < 1e-4:
-                raise ConfigError(self.muscles_file, f"muscles[{i}].path",
+                key = "path" if m.path is not None else "tendon"
+                raise ConfigError(self.muscles_file, f"muscles[{i}].{key}",
                                   f"a route whose length changes over the joint range "
                                   f"(muscle '{m.name}')", f"range {lmax[i] - lmin[i]:.2e} m")
         return lmin, lmax, tuple(source)
 
+    def moment_arm_range(self) -> MomentArmRange:
+        """Extremes of every moment arm over the same poses as the length ranges (cached)."""
+        if self._moment_arms is None:
+            poses = self._range_poses()
+            arms = np.array([-self.geometry.kinematics_at(q).jacobian for q in poses])  # (S,m,n)
+            imin, imax = arms.argmin(axis=0), arms.argmax(axis=0)  # (m, n)
+            self._moment_arms = MomentArmRange(arms.min(axis=0), arms.max(axis=0),
+                                               poses[imin], poses[imax])
+        return self._moment_arms
+
     def forces(self, length_m: FloatArray) -> MuscleForces:
-        """f_a and f_p at the given lengths (paper eq. 3-4)."""
-        return muscle_forces(length_m, self.l_opt_m, self.l_range_m, self.hill)
+        """f_a and f_p at the given lengths (paper eq. 3-4), with each muscle's own f1."""
+        return muscle_forces(length_m, self.l_opt_m, self.l_range_m, self.hill, self.f1_n)
 
     def _check_pulled_both_ways(self) -> None:
-        data = self.arm.model.createData()
         mid = 0.5 * (self.arm.lower_rad + self.arm.upper_rad)
         poses = (("the middle of the joint range", mid), ("home_pose_rad", self.home_pose_rad))
         for label, q in poses:
-            jm = self.geometry.kinematics_at(q, data).jacobian[self.controlled_idx]
+            jm = self.geometry.kinematics_at(q).jacobian[self.controlled_idx]
             for j, name in enumerate(self.arm.joint_names):
                 # torque is -Jm^T f: Jm < 0 pulls the joint positive
                 pulls_up = np.any(jm[:, j] < -_MOMENT_ARM_EPS_M)
@@ -134,6 +204,31 @@ class Robot:
                     raise ConfigError(self.muscles_file, "muscles",
                                       f"controlled muscles that pull joint '{name}' both ways at "
                                       f"{label}", f"moment arms {np.round(-jm[:, j], 4).tolist()}")
+
+    def _check_moment_arm_signs(self) -> None:
+        """Every declared ``moment_arm_signs`` entry holds at every sampled pose."""
+        specs = self.muscles_config.muscles
+        if not any(m.moment_arm_signs for m in specs):
+            return
+        ranges = self.moment_arm_range()
+        joints = self.arm.joint_names
+        for i, m in enumerate(specs):
+            for k, declared in enumerate(m.moment_arm_signs):
+                key = f"muscles[{i}].moment_arm_signs[{k}]"
+                if declared.joint not in joints:
+                    raise ConfigError(self.muscles_file, f"{key}.joint",
+                                      f"a joint of the robot {list(joints)}", declared.joint)
+                j = joints.index(declared.joint)
+                worst = ranges.min_m[i, j] if declared.sign > 0 else ranges.max_m[i, j]
+                if declared.sign * worst < -_MOMENT_ARM_EPS_M:
+                    q = ranges.argmin_q[i, j] if declared.sign > 0 else ranges.argmax_q[i, j]
+                    pose = ", ".join(f"{n}={v:+.3f}" for n, v in zip(joints, q))
+                    word = "positive" if declared.sign > 0 else "negative"
+                    raise ConfigError(
+                        self.muscles_file, key,
+                        f"the moment arm of muscle '{m.name}' about joint '{declared.joint}' "
+                        f"to stay {word} over the joint range (as declared)",
+                        f"{100 * worst:+.2f} cm at q = [{pose}] rad ({self.geometry.source})")
 
     def new_data(self) -> pin.Data:
         return self.arm.model.createData()

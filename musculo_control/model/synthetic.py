@@ -7,8 +7,7 @@ remaining muscles are bi-articular, spanning two neighbouring joints with the fo
 combinations of their offsets. It is not a model of anything: it scales the controller's
 problem (m muscles, n joints) with a well-conditioned, fully controllable arm.
 
-:class:`SyntheticRobot` loads such a folder. It differs from :class:`Robot` in one respect: it
-samples muscle length ranges at random poses only, since the corners of a 28-joint box are 2^28.
+``SyntheticRobot`` (= :class:`Robot`) loads such a folder.
 """
 
 from __future__ import annotations
@@ -20,10 +19,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from musculo_control.model.robot import FloatArray, Robot
-
-#: Up to this many joints, the joint box's corners are sampled as in :class:`Robot`.
-_MAX_CORNER_JOINTS = 10
+from musculo_control.model.robot import Robot
 
 
 def _axis(j: int) -> tuple[int, int, int]:
@@ -116,15 +112,9 @@ def write_synthetic_arm(folder: Path, n_joints: int, n_muscles: int, *,
     return folder
 
 
-class SyntheticRobot(Robot):
-    """A :class:`Robot` that skips the joint-box corners when there are too many of them."""
-
-    def sample_poses(self, count: int, seed: int) -> FloatArray:
-        if self.arm.n_joints <= _MAX_CORNER_JOINTS:
-            return super().sample_poses(count, seed)
-        lo, hi = self.arm.lower_rad, self.arm.upper_rad
-        rng = np.random.default_rng(seed)
-        return lo + (hi - lo) * rng.random((count, self.arm.n_joints))
+#: Loads a synthetic folder. Plain :class:`Robot` since it samples the joint-box corners only
+#: up to ten joints (a 28-joint box has 2^28); the name stays for the benchmarks.
+SyntheticRobot = Robot
 
 
 def full_task_mask(n_rows: int, n_joints: int) -> tuple[tuple[bool, ...], ...]:

@@ -95,7 +95,7 @@ class ActivationQPNode(StageNode):
         self.step = build.control_step(parts, p.controller, with_controller=controller,
                                        use_goal_orientation=p.use_goal_orientation,
                                        warn_throttle_s=p.warn_throttle_s)
-        self.frame_id = parts.controller.workspace.frame_id
+        self.frame_id = robot.arm.base_frame
         self.codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles,
                                    len(parts.controller.task.rows))
         muscles = robot.muscle_names

@@ -39,7 +39,11 @@ from musculo_control.loop.health import ERROR, OK, Health
 from musculo_control.loop.trajectory_file import GoalTrajectory, load_trajectory
 from musculo_control.model.robot import load_robot
 from musculo_control.nodes import conversions as cv
-from musculo_control.nodes.node_config import GOAL_NODE, GoalNodeParams, config_dir_of
+from musculo_control.nodes.node_config import (
+    GOAL_NODE,
+    GoalNodeParams,
+    config_dir_of,
+)
 from musculo_control.nodes.ros_common import (
     MSGS,
     QOS_GOAL,
@@ -76,7 +80,7 @@ class GoalNode(StageNode):
         config_dir = config_dir_of(p.config_dir)
         robot = load_robot(config_dir)
         self.workspace = load_controller_config(config_dir).workspace
-        self.frame_id = self.workspace.frame_id
+        self.frame_id = robot.arm.base_frame
         self.point_name = robot.config.arm.task_frame
         self._fk = FreshStateEstimator(robot)
         self._order = cv.NameOrder(JOINTS_TOPIC, robot.arm.joint_names, "joint name")
@@ -93,8 +97,8 @@ class GoalNode(StageNode):
             self._trajectory_config = load_trajectory(path)
             if self._trajectory_config.frame_id != self.frame_id:
                 raise ConfigError(str(path), "frame_id",
-                                  f"the base frame '{self.frame_id}' (controller.yaml "
-                                  f"workspace.frame_id)", self._trajectory_config.frame_id)
+                                  f"the base frame '{self.frame_id}' (robot.yaml "
+                                  f"arm.base_frame)", self._trajectory_config.frame_id)
         self._pose_pub = self.create_publisher(PoseStamped, GOAL_TOPIC, QOS_GOAL)
         self._trajectory_pub = self.create_publisher(MultiDOFJointTrajectory,
                                                      GOAL_TRAJECTORY_TOPIC, QOS_GOAL)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
 from launch.launch_context import LaunchContext
 from launch.launch_description import LaunchDescription
 from launch.substitutions import LaunchConfiguration
@@ -133,9 +133,13 @@ def _nodes(context: LaunchContext) -> list[Any]:
             "publish_clock": sim_time,
             "real_time_factor": float(LaunchConfiguration("real_time_factor").perform(context)),
         }, sim=False))
-    if _flag(context, "use_robot_state_publisher"):
-        robot = load(RobotConfig, config_dir / "robot.yaml")
-        urdf = (config_dir / robot.arm.urdf).read_text(encoding="utf-8")
+    robot = load(RobotConfig, config_dir / "robot.yaml")
+    if _flag(context, "use_robot_state_publisher") and robot.arm.urdf is None:
+        # robot_state_publisher reads URDF only; an MJCF robot's links are not drawn
+        actions.append(LogInfo(msg=f"{config_dir}: an MJCF robot ({robot.arm.mjcf}): no "
+                                   "robot_state_publisher (it reads URDF only)"))
+    elif _flag(context, "use_robot_state_publisher"):
+        urdf = (config_dir / str(robot.arm.urdf)).read_text(encoding="utf-8")
         actions.append(Node(package="robot_state_publisher", executable="robot_state_publisher",
                             output="screen", parameters=[{"robot_description": urdf,
                                                           "use_sim_time": sim_time}]))

@@ -98,7 +98,7 @@ class MockHardwareNode(StageNode):
         # nodes' timers would skip the instants it jumps over); it lets simulated time run slower
         self._max_steps = (self._sensor_div if p.publish_clock
                            else max(1, round(p.max_catch_up_s / self.dt_s)))
-        self.frame_id = parts.controller.workspace.frame_id
+        self.frame_id = robot.arm.base_frame
         joints = robot.arm.joint_names
         actuators = tuple(str(a) for a in robot.actuator_ids)
         self._cmd_order = cv.NameOrder(COMMAND_TOPIC, actuators, "actuator id")

@@ -13,7 +13,6 @@ import numpy as np
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
-from musculo_control.control.controller import load_controller_config
 from musculo_control.loop.health import OK, Health
 from musculo_control.model.markers import MusclePathModel, colour_scale, normalised_load
 from musculo_control.model.robot import load_robot
@@ -35,7 +34,7 @@ class MuscleMarkerNode(StageNode):
         p = self.params
         config_dir = config_dir_of(p.config_dir)
         robot = self.robot = load_robot(config_dir)
-        self.frame_id = load_controller_config(config_dir).workspace.frame_id
+        self.frame_id = robot.arm.base_frame
         self.model = MusclePathModel(robot)
         self.controlled_idx = robot.controlled_idx
         self.health = Health("muscle markers", p.warn_throttle_s)

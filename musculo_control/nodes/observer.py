@@ -80,7 +80,7 @@ class GraphObserver:
                  name: str = "graph_observer", domain_id: int | None = None) -> None:
         robot = self.robot = parts.robot
         self.calibration = parts.drivers.calibration
-        self.frame_id = parts.controller.workspace.frame_id
+        self.frame_id = robot.arm.base_frame
         self._codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles,
                                     len(parts.controller.task.rows))
         self._own_context = not rclpy.ok()

@@ -62,9 +62,10 @@ def goal_from_request(request: GoalRequest) -> HandGoal:
 class GoalGate:
     """Accepts or refuses each offered goal; gives the goal in force at any time."""
 
-    def __init__(self, workspace: WorkspaceConfig, use_orientation: bool = True,
-                 extrapolate_max_s: float = 0.0) -> None:
+    def __init__(self, workspace: WorkspaceConfig, base_frame: str,
+                 use_orientation: bool = True, extrapolate_max_s: float = 0.0) -> None:
         self.workspace = workspace
+        self.base_frame = base_frame
         self.use_orientation = use_orientation
         self.extrapolate_max_s = extrapolate_max_s
         self._order = StampOrder("goal", strict=False, allow_zero=True)
@@ -90,7 +91,7 @@ class GoalGate:
 
     def _judge(self, goal: object, stamp_s: float, now_s: float,
                frame_id: str | None) -> Finding | None:
-        base = self.workspace.frame_id
+        base = self.base_frame
         if frame_id is not None and frame_id != base:
             return Finding("goal_invalid", f"goal refused, holding the last one: frame_id "
                                            f"'{frame_id}', expected the base frame '{base}'")

@@ -126,9 +126,9 @@ class Supervisor:
         self.monitor = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m,
                                      config.tendons)
         self.consistency = ConsistencyMonitor(robot.muscle_names, config.consistency)
-        self.goals = GoalGate(workspace, use_goal_orientation, goal_extrapolation_s)
+        self.goals = GoalGate(workspace, robot.arm.base_frame, use_goal_orientation,
+                              goal_extrapolation_s)
         self._hand = FreshStateEstimator(robot)  # the hand's state when control resumes
-        self._data = robot.new_data()  # Pinocchio data of the consistency check
         self.transitions: deque[Transition] = deque(maxlen=config.log_length)
         self.reset()
 
@@ -235,7 +235,7 @@ class Supervisor:
                 and abs(joints.stamp_s - tendons.stamp_s) <= cfg.consistency.max_stamp_skew_s):
             # exact model lengths at the measured angles (~20 us): a first-order step from a
             # snapshot 50 ms old misses millimetres when a light joint whips
-            model = self.robot.geometry.lengths_at(joints.q_rad, self._data)
+            model = self.robot.geometry.lengths_at(joints.q_rad)
             finding = self.consistency.update(joints.stamp_s, tendons.length_m, model,
                                               tendons.velocity_m_s)
             if finding is not None:

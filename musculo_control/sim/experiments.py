@@ -7,7 +7,9 @@
 - ``nullspace`` (8 C): released from a high-elbow pose with the hand goal at its start.
 
 Each run is set up from one parameter set (``experiments.yaml`` plus the robot's folder, with
-command-line overrides) and saves its parameters, initial state and sampled signals.
+command-line overrides) and saves its parameters, initial state and sampled signals. A robot's
+``experiments.yaml`` holds a section for each experiment that applies to it: the nullspace
+experiment needs a task with fewer rows than the arm has joints.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from musculo_control.control.controller import (
 from musculo_control.control.goal import HandGoal
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.mock_arm import MockArm, MockArmConfig
+from musculo_control.model.checks import check_reachable, check_workspace
 from musculo_control.model.config import load_with_overrides, parse_override, spec
 from musculo_control.model.robot import Robot, load_robot
 from musculo_control.provenance import provenance
@@ -56,8 +59,8 @@ class DisturbanceConfig:
 
     start_pose: str = spec("home", doc="'home' (robot.yaml home_pose_rad) or a named pose")
     settle_s: float = spec(1.0, ge=0.0, doc="hold before the gauge touches [s]")
-    axis: tuple[float, ...] = spec((0.0, -1.0, 0.0), length=3,
-                                   doc="gauge axis, the push direction (medial: -y) [-]")
+    axis: tuple[float, ...] = spec(length=3, doc="gauge axis, the push direction, base frame "
+                                                 "(the paper's: medial) [-]")
     displacement_m: float = spec(0.04, gt=0.0, doc="how far the tip moves from first contact [m]")
     push_s: float = spec(1.0, gt=0.0, doc="time the tip takes for that distance [s]")
     hold_s: float = spec(6.0, gt=0.0, doc="the tip then stays put this long [s]")
@@ -86,7 +89,7 @@ class TrajectoryConfig:
 class NullspaceConfig:
     """Experiment C: released from a high-elbow pose, the hand goal at its start."""
 
-    start_pose: str = spec("high_elbow", doc="named pose to release from")
+    start_pose: str = spec(doc="named pose to release from (the paper's: a high elbow)")
     duration_s: float = spec(10.0, gt=0.0, doc="length of the run [s]")
     window_s: float = spec(0.5, gt=0.0, doc="||a|| at start and end = mean over this window [s]")
     start_skip_s: float = spec(0.1, ge=0.0, doc="the start window begins after this [s]")
@@ -107,12 +110,20 @@ class ExperimentsConfig:
     """``experiments.yaml``."""
 
     runner: RunnerConfig = spec(RunnerConfig(), doc="loop rates and transport delay")
+    compare_with_paper: bool = spec(
+        False, doc="the robot stands in for the paper's arm: reports show the physical robot's "
+                   "results (SPEC section 8) beside the simulated ones")
     start_hold: StartHoldConfig = spec(StartHoldConfig(), doc="the start pose must be held "
                                                               "until the score starts")
-    disturbance: DisturbanceConfig = spec(DisturbanceConfig(), doc="experiment A")
-    trajectory: TrajectoryConfig = spec(doc="experiment B")
-    nullspace: NullspaceConfig = spec(doc="experiment C")
+    disturbance: DisturbanceConfig | None = spec(None, doc="experiment A; absent: not run")
+    trajectory: TrajectoryConfig | None = spec(None, doc="experiment B; absent: not run")
+    nullspace: NullspaceConfig | None = spec(
+        None, doc="experiment C; absent: not run (it needs fewer task rows than joints)")
     targets: tuple[Target, ...] = spec((), doc="what the results are judged against")
+
+    def configured(self) -> tuple[str, ...]:
+        """The experiments this robot's file sets up, in EXPERIMENT_NAMES order."""
+        return tuple(e for e in EXPERIMENT_NAMES if getattr(self, e) is not None)
 
 
 @dataclass(frozen=True)
@@ -159,14 +170,39 @@ def load_setup(config_dir: Path, overrides: Overrides) -> Setup:
     mock = load_with_overrides(MockArmConfig, config_dir / "mock_arm.yaml", overrides.mock_arm)
     mock.physics.check_joints(robot.arm.n_joints, str(config_dir / "mock_arm.yaml"), "physics")
     file = str(config_dir / "experiments.yaml")
-    check_start_pose(robot, exp.disturbance.start_pose, file, "disturbance.start_pose")
-    check_start_pose(robot, exp.nullspace.start_pose, file, "nullspace.start_pose")
-    for i, name in enumerate(exp.trajectory.start_poses):
-        check_start_pose(robot, name, file, f"trajectory.start_poses[{i}]")
-    if exp.nullspace.drift_joint not in robot.arm.joint_names:
-        raise ConfigError(file, "nullspace.drift_joint", f"a joint of the robot "
-                          f"{list(robot.arm.joint_names)}", exp.nullspace.drift_joint)
+    if exp.disturbance is not None:
+        check_start_pose(robot, exp.disturbance.start_pose, file, "disturbance.start_pose")
+    if exp.nullspace is not None:
+        check_start_pose(robot, exp.nullspace.start_pose, file, "nullspace.start_pose")
+        if exp.nullspace.drift_joint not in robot.arm.joint_names:
+            raise ConfigError(file, "nullspace.drift_joint",
+                              f"a joint of the robot {list(robot.arm.joint_names)}",
+                              exp.nullspace.drift_joint)
+        rows, n = len(ctrl.task.rows), robot.arm.n_joints
+        if rows >= n:
+            raise ConfigError(file, "nullspace",
+                              f"no section: the task has {rows} rows for {n} joints, so it leaves "
+                              f"no nullspace for the arm to drift in", "a nullspace section")
+    if exp.trajectory is not None:
+        for i, name in enumerate(exp.trajectory.start_poses):
+            check_start_pose(robot, name, file, f"trajectory.start_poses[{i}]")
+            check_reachable(robot, start_pose(robot, name), exp.trajectory.start_m,
+                            exp.trajectory.end_m, file, "trajectory")
+    check_workspace(robot, ctrl.workspace, str(config_dir / "controller.yaml"))
     return Setup(robot, ctrl, exp, mock, overrides)
+
+
+def experiment_config(setup: Setup, experiment: str) -> Any:
+    """The section of ``experiment``, or :class:`InputError` saying it is not set up."""
+    if experiment not in EXPERIMENT_NAMES:
+        raise InputError("experiment", f"one of {list(EXPERIMENT_NAMES)}", experiment)
+    cfg = getattr(setup.experiments, experiment)
+    if cfg is None:
+        file = setup.robot.config_dir / "experiments.yaml"
+        raise InputError(f"experiment '{experiment}'",
+                         f"a section '{experiment}' in {file} (this robot runs "
+                         f"{list(setup.experiments.configured())})", "none")
+    return cfg
 
 
 @dataclass
@@ -258,17 +294,18 @@ def minimum_jerk(start: FloatArray, end: FloatArray, duration_s: float,
 
 
 def joint_path(robot: Robot, q0: FloatArray, start: FloatArray, end: FloatArray,
-               move_s: float, t_move_s: float,
+               move_s: float, t_move_s: float, hold_elbow: bool = True,
                samples: int = 41) -> Callable[[float], FloatArray]:
     """Joint targets along the minimum-jerk hand path, for the joint-space baselines.
 
     Each sample is solved by the pose solver from the previous one, keeping the start pose's
-    elbow height (the baselines have no hand task, so they need the path in joint space).
+    elbow height if ``hold_elbow`` (an arm whose poses are their hand positions has none to
+    keep); the baselines have no hand task, so they need the path in joint space.
     """
     if robot.poses is None:
         raise ConfigError(robot.robot_file, "poses", "a poses section (the baselines need IK)")
     solver = robot.poses
-    elbow_z = solver.targets_at(q0)[1]
+    elbow_z = solver.targets_at(q0)[1] if hold_elbow else None
     times = np.linspace(0.0, move_s, samples)
     path = [q0]
     for t in times[1:]:
@@ -341,6 +378,8 @@ def _per_muscle(robot: Robot, offsets_mm: FloatArray) -> Any:
     """Via-point offsets by muscle name (in the muscles file's point order), or the plain list
     when the counts do not match that order."""
     muscles = robot.muscles_config.muscles
+    if any(m.path is None for m in muscles):  # an MJCF's sites: no via-point list per muscle
+        return np.round(offsets_mm, 4).tolist()
     sizes = [len(m.path) for m in muscles]
     if offsets_mm.shape[0] != sum(sizes):
         return np.round(offsets_mm, 4).tolist()
@@ -366,7 +405,7 @@ def _start_holding(setup: Setup, controller: str,
 
 def run_disturbance(setup: Setup, controller: str, label: str = "") -> RunResult:
     """Experiment A (SPEC section 8 A), scored from the first sample with the gauge pushing."""
-    cfg = setup.experiments.disturbance
+    cfg: DisturbanceConfig = experiment_config(setup, "disturbance")
     hold = setup.experiments.start_hold
     bench, q0, x0, goal = _start_holding(setup, controller, cfg.start_pose)
     axis = np.asarray(cfg.axis) / np.linalg.norm(cfg.axis)
@@ -412,7 +451,7 @@ def run_disturbance(setup: Setup, controller: str, label: str = "") -> RunResult
 def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "") -> RunResult:
     """Experiment B (SPEC section 8 B) from one start pose, orientation feedback off; scored
     from the start of the move, the start hold before it checked."""
-    cfg = setup.experiments.trajectory
+    cfg: TrajectoryConfig = experiment_config(setup, "trajectory")
     hold = setup.experiments.start_hold
     ctrl_cfg = dataclasses.replace(
         setup.controller_config,
@@ -432,23 +471,27 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
         return HandGoal(pos, vel, acc, R0)
 
     if hasattr(bench.controller, "set_joint_target"):
-        bench.joint_target_at = joint_path(setup.robot, q0, start, end, cfg.move_s, t_move)
+        named = setup.robot.poses.named(pose_name) if setup.robot.poses is not None else None
+        bench.joint_target_at = joint_path(setup.robot, q0, start, end, cfg.move_s, t_move,
+                                           hold_elbow=named is not None
+                                           and named.elbow_z_m is not None)
     bench.loop.reset(q0, goal_at(0.0))
     duration = cfg.settle_s + cfg.move_s + cfg.hold_s
     started = time.time_ns()
     wall = bench.run(duration, goal_at, label=label)
     rec = bench.recorder
     elbow = rec.array("elbow_m")
+    up = setup.robot.arm.up
     direction = (end - start) / np.linalg.norm(end - start)
     scored = Scored(rec.time_s, {
         "tracking_error_m": rec.array("hand_error_m")[:, 0],
-        "elbow_height_m": elbow[:, 2],
+        "elbow_height_m": elbow @ up,  # against gravity
         "elbow_motion_m": np.linalg.norm(elbow - elbow[0], axis=1),
         # for the path panel: along the move from its start, and height [m]
         "hand_along_m": (rec.array("hand_m") - start) @ direction,
-        "hand_height_m": rec.array("hand_m")[:, 2],
+        "hand_height_m": rec.array("hand_m") @ up,
         "goal_along_m": (rec.array("hand_goal_m") - start) @ direction,
-        "goal_height_m": rec.array("hand_goal_m")[:, 2],
+        "goal_height_m": rec.array("hand_goal_m") @ up,
     }, {"move_s": t_move, "end_s": duration})
     metrics = trajectory_metrics(scored, hand_tolerance_m=hold.hand_tolerance_m,
                                  elbow_tolerance_m=hold.elbow_tolerance_m,
@@ -461,7 +504,7 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
 
 def run_nullspace(setup: Setup, controller: str, label: str = "") -> RunResult:
     """Experiment C (SPEC section 8 C), scored from the release (t = 0)."""
-    cfg = setup.experiments.nullspace
+    cfg: NullspaceConfig = experiment_config(setup, "nullspace")
     bench, q0, x0, goal = _start_holding(setup, controller, cfg.start_pose)
     started = time.time_ns()
     wall = bench.run(cfg.duration_s, lambda t: goal, label=label)
@@ -470,7 +513,7 @@ def run_nullspace(setup: Setup, controller: str, label: str = "") -> RunResult:
     scored = Scored(rec.time_s, {
         "activation_norm": rec.array("activation_norm")[:, 0],
         "hand_deviation_m": np.linalg.norm(rec.array("hand_m") - x0, axis=1),
-        "elbow_height_m": rec.array("elbow_m")[:, 2],
+        "elbow_height_m": rec.array("elbow_m") @ setup.robot.arm.up,  # against gravity
         "drift_joint_rad": rec.array("q_rad")[:, j],
     }, {"start_window_s": cfg.start_skip_s, "end_window_s": cfg.duration_s - cfg.window_s,
         "window_s": cfg.window_s, "end_s": cfg.duration_s})
@@ -484,13 +527,12 @@ def run_nullspace(setup: Setup, controller: str, label: str = "") -> RunResult:
 def run_experiment(setup: Setup, experiment: str, controller: str,
                    progress: bool = True) -> list[RunResult]:
     """One experiment with one controller (several runs for ``trajectory``: one per pose)."""
-    if experiment not in EXPERIMENT_NAMES:
-        raise InputError("experiment", f"one of {list(EXPERIMENT_NAMES)}", experiment)
+    experiment_config(setup, experiment)  # the experiment applies to this robot
     label = f"{experiment}/{controller}" if progress else ""
     if experiment == "disturbance":
         return [run_disturbance(setup, controller, label)]
     if experiment == "nullspace":
         return [run_nullspace(setup, controller, label)]
     return [run_trajectory(setup, controller, pose, f"{label}/{pose}" if label else "")
-            for pose in setup.experiments.trajectory.start_poses]
+            for pose in experiment_config(setup, "trajectory").start_poses]
 

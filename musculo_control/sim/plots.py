@@ -3,7 +3,9 @@
 Every panel draws a series of the runs' :class:`~musculo_control.sim.scoring.Scored` (the very
 numbers the metrics read), with the targets of ``experiments.yaml`` as horizontal lines and the
 windows that bound the score shaded: grey for the start hold before the score starts (judged,
-not scored), light blue for a window a metric averages over.
+not scored), light blue for a window a metric averages over. Labels come from the run itself
+(its parameters in ``run_info``, the robot's names), so the figures describe whichever arm ran;
+heights are along the robot's up axis (against gravity).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     from musculo_control.sim.experiments import RunResult
@@ -55,6 +59,24 @@ def _zoom(ax: Any, factor: float = 3.0) -> None:
                     transform=ax.transAxes, ha="right", fontsize=7, color="0.4")
 
 
+def _section(runs: list[RunResult], experiment: str) -> dict:
+    """The experiment's parameters of the first run (empty when unknown)."""
+    if not runs:
+        return {}
+    params = runs[0].run_info.get("parameters", {}).get("experiments", {})
+    return params.get(experiment) or {}
+
+
+def _axis_words(axis: Sequence[float]) -> str:
+    """'+z', '-y' for a base axis, else the rounded vector."""
+    a = np.asarray(axis, dtype=float)
+    a = a / max(float(np.linalg.norm(a)), 1e-12)
+    i = int(np.argmax(np.abs(a)))
+    if abs(abs(a[i]) - 1.0) < 1e-9:
+        return f"{'+' if a[i] > 0 else '-'}{'xyz'[i]}"
+    return str(np.round(a, 2).tolist())
+
+
 def plot_disturbance(runs: list[RunResult], path: Path, targets: Sequence[Target] = ()) -> Path:
     """Hand deviation, gauge force, elbow and gauge tip along the push axis (paper exp. A)."""
     plt = _pyplot()
@@ -86,7 +108,10 @@ def plot_disturbance(runs: list[RunResult], path: Path, targets: Sequence[Target
     axes[2].set_xlabel("time [s] (grey: start hold, judged, not scored)")
     for ax in axes:
         ax.legend(fontsize=7)
-    axes[0].set_title("A. Compliant disturbance: the gauge pushes the elbow medially and holds")
+    cfg = _section(runs, "disturbance")
+    push = (f" {100 * cfg['displacement_m']:.0f} cm along {_axis_words(cfg['axis'])}"
+            if "displacement_m" in cfg and "axis" in cfg else "")
+    axes[0].set_title(f"A. Compliant disturbance: a gauge pushes the elbow{push} and holds")
     return _save(fig, path)
 
 
@@ -152,7 +177,8 @@ def plot_nullspace(runs: list[RunResult], path: Path, joint_name: str,
     axes[3].set_xlabel("time [s] from the release (all scored)")
     axes[0].legend(fontsize=7)
     axes[3].legend(fontsize=7)
-    axes[0].set_title("C. Released from a high-elbow pose")
+    start = _section(runs, "nullspace").get("start_pose")
+    axes[0].set_title(f"C. Released from pose '{start}'" if start else "C. Released")
     return _save(fig, path)
 
 

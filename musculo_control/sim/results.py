@@ -39,10 +39,12 @@ PAPER = {
 
 def build_results(metrics: Mapping[str, Mapping[str, Mapping[str, Any]]], *, config: str,
                   seed: int, overrides: Sequence[str], targets: Sequence[Target],
-                  figures: Sequence[str]) -> dict[str, Any]:
-    """The results document: ``metrics[experiment][controller]`` with verdicts."""
+                  figures: Sequence[str], compare_with_paper: bool = True) -> dict[str, Any]:
+    """The results document: ``metrics[experiment][controller]`` with verdicts;
+    ``compare_with_paper``: the robot stands in for the paper's (its figures are shown)."""
     return {
         "config": config,
+        "compare_with_paper": compare_with_paper,
         "mock_arm_seed": seed,
         "overrides": list(overrides),
         "experiments": {
@@ -157,12 +159,14 @@ def _target_text(v: Mapping[str, Any]) -> str:
 
 def results_table(doc: Mapping[str, Any]) -> list[str]:
     """The Markdown table of a results document: one row per experiment and controller."""
-    rows = ["| experiment | controller | simulated | physical robot (paper) | target | verdict |",
-            "|---|---|---|---|---|---|"]
+    paper_column = doc.get("compare_with_paper", True)
+    rows = (["| experiment | controller | simulated | physical robot (paper) | target | verdict |",
+             "|---|---|---|---|---|---|"] if paper_column else
+            ["| experiment | controller | simulated | target | verdict |", "|---|---|---|---|---|"])
     for exp, by_ctrl in doc["experiments"].items():
         for ctrl, entry in by_ctrl.items():
-            paper = PAPER.get(exp, {}).get(ctrl, "")
-            cells = [exp, f"`{ctrl}`", _shown(exp, entry["metrics"]), paper,
+            paper = [PAPER.get(exp, {}).get(ctrl, "")] if paper_column else []
+            cells = [exp, f"`{ctrl}`", _shown(exp, entry["metrics"]), *paper,
                      _target_text(entry["verdict"]), _verdict(entry["verdict"])]
             rows.append("| " + " | ".join(c.replace("||a||", "\\|\\|a\\|\\|") for c in cells)
                         + " |")
