@@ -179,3 +179,53 @@ def test_bad_goals_are_refused_and_the_arm_keeps_its_goal(parts, tmp_path):
         assert int(qp.values["goals refused"]) >= len(cases), qp.values
         commands = obs.snapshot(obs.commands).since(t0)
         assert not any(minimum_tension(f, f_min) for f in commands.values)
+
+
+# -- a node that cannot start --------------------------------------------------------------------
+def _start_alone(node: str, *ros_args: str) -> tuple[int, str]:
+    """Run node ``node`` as the launcher starts it; (exit code, output)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", f"musculo_control.nodes.{node}",
+                             "--ros-args", *ros_args], capture_output=True, text=True,
+                            timeout=120, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_a_missing_parameter_file_stops_the_node_naming_the_file(tmp_path):
+    missing = tmp_path / "no_such_params.yaml"
+    code, out = _start_alone("activation_qp_node", "--params-file", str(missing))
+    assert code != 0 and str(missing) in out and "<file>" in out, out
+
+
+@pytest.mark.parametrize("text, key", [
+    ("activation_qp_node:\n  ros__parameters:\n    tendon_queue: deep\n",
+     "activation_qp_node.ros__parameters.tendon_queue"),
+    ("activation_qp_node:\n  ros__parameters:\n    rate_hz: 125.0\n",
+     "activation_qp_node.ros__parameters.rate_hz"),
+    ("activation_qp_node:\n  ros__parameters: [1, 2\n", "<file>"),
+])
+def test_a_malformed_parameter_file_stops_the_node_naming_file_and_key(tmp_path, text, key):
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    code, out = _start_alone("activation_qp_node", "--params-file", str(path))
+    assert code != 0 and str(path) in out and key in out, out
+
+
+def test_a_bad_config_folder_stops_the_node_naming_the_file(tmp_path):
+    code, out = _start_alone("dynamics_node", "-p", f"config_dir:={tmp_path}")
+    assert code != 0 and str(tmp_path / "robot.yaml") in out, out
+
+
+def test_a_malformed_parameter_file_stops_the_whole_graph_before_any_node(tmp_path, parts):
+    from musculo_control.errors import ConfigError
+    from musculo_control.nodes.graph import GraphOptions
+    from musculo_control.nodes.launcher import GraphProcesses
+
+    path = tmp_path / "params.yaml"
+    path.write_text("dynamics_node:\n  ros__parameters:\n    warn_throttle_s: -1.0\n")
+    with pytest.raises(ConfigError) as err:
+        GraphProcesses(GraphOptions(parts.config_dir, params_file=path), tmp_path)
+    assert err.value.file == str(path)
+    assert err.value.key == "dynamics_node.ros__parameters.warn_throttle_s"

@@ -1,9 +1,13 @@
 """The launch description shared by ``arm.launch.py`` and ``mock_arm.launch.py``.
 
-One place builds the node graph; the two launch files differ only in whether the mock
-hardware node stands in for the arm (as ros2_control demos switch with ``use_mock_hardware``).
-Before any node starts, the parameter file is checked for every node with the same code the
-nodes use, so a missing or malformed file stops the launch with the file and the key.
+The node list and each node's parameters come from :func:`musculo_control.nodes.graph.
+graph_nodes`, the one description the test harness and ``musculo graph`` also use; this module
+only turns launch arguments into :class:`~musculo_control.nodes.graph.GraphOptions` and the
+entries into ``launch_ros`` actions, and adds what only a ROS 2 distribution has
+(robot_state_publisher, RViz). The two launch files differ only in whether the mock hardware
+node stands in for the arm (as ros2_control demos switch with ``use_mock_hardware``). Before any
+node starts, the parameter file is checked for every node with the same code the nodes use, so
+a missing or malformed file stops the launch with the file and the key.
 """
 
 from __future__ import annotations
@@ -20,18 +24,8 @@ from launch_ros.actions import Node
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.model.config import load
 from musculo_control.model.robot import RobotConfig
-from musculo_control.nodes.node_config import (
-    ACTIVATION_QP_NODE,
-    DYNAMICS_NODE,
-    GOAL_NODE,
-    MOCK_HARDWARE_NODE,
-    MUSCLE_MARKER_NODE,
-    NODE_PARAMS,
-    POTENTIOMETER_NODE,
-    ROS_PARAMS_FILE,
-    TENDON_DRIVER_NODE,
-    check_params_file,
-)
+from musculo_control.nodes.graph import GOAL_MODES, GraphOptions, graph_nodes
+from musculo_control.nodes.node_config import ROS_PARAMS_FILE
 
 PACKAGE = "musculo_control"
 _TRUE = ("true", "1", "yes", "on")
@@ -78,8 +72,7 @@ def arguments(mock: bool) -> list[DeclareLaunchArgument]:
         DeclareLaunchArgument("use_robot_state_publisher", default_value="true",
                               description="start robot_state_publisher (TF for RViz); false on "
                                           "a minimal ROS 2 without rclcpp packages"),
-        DeclareLaunchArgument("goal_mode", default_value="",
-                              choices=["", "interactive", "trajectory", "none"],
+        DeclareLaunchArgument("goal_mode", default_value="", choices=list(GOAL_MODES),
                               description="goal_node mode; empty: the parameter file's"),
         DeclareLaunchArgument("trajectory_file", default_value="",
                               description="goal_node trajectory (goal_mode trajectory); empty: "
@@ -91,63 +84,49 @@ def arguments(mock: bool) -> list[DeclareLaunchArgument]:
     ]
 
 
-def _nodes(context: LaunchContext) -> list[Any]:
+def options(context: LaunchContext) -> GraphOptions:
+    """The graph the launch arguments ask for."""
     config_text = LaunchConfiguration("config_dir").perform(context)
     config_dir = Path(config_text) if config_text else _share() / "config" / "musashi_left_arm"
     params_text = LaunchConfiguration("params_file").perform(context)
-    params_file = Path(params_text) if params_text else config_dir / ROS_PARAMS_FILE
-    mock = _flag(context, "use_mock_hardware")
-    sim_time = _flag(context, "use_sim_time")
-    for name, cls in NODE_PARAMS.items():  # fail here, naming file and key, not in a node
-        check_params_file(params_file, name, cls)
-
-    def node(name: str, extra: dict[str, Any] | None = None, sim: bool = sim_time) -> Node:
-        overrides: dict[str, Any] = {"config_dir": str(config_dir), "use_sim_time": sim}
-        overrides.update(extra or {})
-        return Node(package=PACKAGE, executable=name, name=name, output="screen",
-                    parameters=[str(params_file), overrides])
-
-    goal_extra: dict[str, Any] = {}
-    goal_mode = LaunchConfiguration("goal_mode").perform(context)
-    if goal_mode:
-        goal_extra["mode"] = goal_mode
-    trajectory = LaunchConfiguration("trajectory_file").perform(context)
-    if trajectory:
-        goal_extra["trajectory_file"] = trajectory
-    qp_extra: dict[str, Any] = {"controller": LaunchConfiguration("controller").perform(context)}
-    if LaunchConfiguration("goal_orientation").perform(context):
-        qp_extra["use_goal_orientation"] = _flag(context, "goal_orientation")
-    actions: list[Any] = [
-        node(POTENTIOMETER_NODE),
-        node(TENDON_DRIVER_NODE),
-        node(DYNAMICS_NODE),
-        node(ACTIVATION_QP_NODE, qp_extra),
-        node(GOAL_NODE, goal_extra),
-    ]
     markers = LaunchConfiguration("use_muscle_markers").perform(context)
-    if _flag(context, "use_muscle_markers" if markers else "use_rviz"):
-        actions.append(node(MUSCLE_MARKER_NODE))
-    if mock:
-        # the mock arm is the clock in simulated time; it must not wait for /clock itself
-        actions.insert(0, node(MOCK_HARDWARE_NODE, {
-            "publish_clock": sim_time,
-            "real_time_factor": float(LaunchConfiguration("real_time_factor").perform(context)),
-        }, sim=False))
-    robot = load(RobotConfig, config_dir / "robot.yaml")
+    orientation = LaunchConfiguration("goal_orientation").perform(context)
+    return GraphOptions(
+        config_dir,
+        params_file=Path(params_text) if params_text else None,
+        mock=_flag(context, "use_mock_hardware"),
+        controller=LaunchConfiguration("controller").perform(context),
+        use_sim_time=_flag(context, "use_sim_time"),
+        real_time_factor=float(LaunchConfiguration("real_time_factor").perform(context)),
+        goal_mode=LaunchConfiguration("goal_mode").perform(context),
+        trajectory_file=LaunchConfiguration("trajectory_file").perform(context),
+        goal_orientation=_flag(context, "goal_orientation") if orientation else None,
+        use_muscle_markers=_flag(context, "use_muscle_markers" if markers else "use_rviz"))
+
+
+def _nodes(context: LaunchContext) -> list[Any]:
+    opts = options(context)
+    opts.check()  # fail here, naming file and key, not in a node
+    actions: list[Any] = [
+        Node(package=PACKAGE, executable=n.name, name=n.name, output="screen",
+             parameters=[str(opts.parameter_file), n.parameters])
+        for n in graph_nodes(opts)]
+    robot = load(RobotConfig, opts.config_dir / "robot.yaml")
     if _flag(context, "use_robot_state_publisher") and robot.arm.urdf is None:
         # robot_state_publisher reads URDF only; an MJCF robot's links are not drawn
-        actions.append(LogInfo(msg=f"{config_dir}: an MJCF robot ({robot.arm.mjcf}): no "
+        actions.append(LogInfo(msg=f"{opts.config_dir}: an MJCF robot ({robot.arm.mjcf}): no "
                                    "robot_state_publisher (it reads URDF only)"))
     elif _flag(context, "use_robot_state_publisher"):
-        urdf = (config_dir / str(robot.arm.urdf)).read_text(encoding="utf-8")
+        urdf = (opts.config_dir / str(robot.arm.urdf)).read_text(encoding="utf-8")
         actions.append(Node(package="robot_state_publisher", executable="robot_state_publisher",
                             output="screen", parameters=[{"robot_description": urdf,
-                                                          "use_sim_time": sim_time}]))
+                                                          "use_sim_time": opts.use_sim_time}]))
     if _flag(context, "use_rviz"):
         rviz_text = LaunchConfiguration("rviz_config").perform(context)
         rviz = rviz_text or str(_share() / "config" / "rviz" / "musculo.rviz")
         actions.append(Node(package="rviz2", executable="rviz2", output="screen",
-                            arguments=["-d", rviz], parameters=[{"use_sim_time": sim_time}]))
+                            arguments=["-d", rviz],
+                            parameters=[{"use_sim_time": opts.use_sim_time}]))
     return actions
 
 

@@ -9,7 +9,7 @@
 
 Run (ROS 2 Humble or newer, after ``colcon build`` and sourcing the install):
 
-    launch_test test/ros/test_mock_arm_launch.py
+    launch_test launch_tests/test_mock_arm_launch.py
 
 Under plain pytest without rclpy the module is skipped with the reason.
 """

@@ -5,7 +5,7 @@ Sent while the arm is under control: goals with NaN, outside the workspace, in a
 out of order; joint states with the wrong number of names, unknown names, an old stamp; muscle
 commands with unknown names.
 
-    launch_test test/ros/test_bad_input.py
+    launch_test launch_tests/test_bad_input.py
 """
 
 from __future__ import annotations

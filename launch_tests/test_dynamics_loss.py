@@ -4,7 +4,7 @@ and say so on /diagnostics.
 The QP node notices the silence by receipt time (``dynamics_timeout_s``, 75 ms), sooner than
 the last snapshot's own age limit (``qp.snapshot_max_age_s``, 100 ms) would.
 
-    launch_test test/ros/test_dynamics_loss.py
+    launch_test launch_tests/test_dynamics_loss.py
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
   feedback topic (as RViz sends it) becomes the goal in force;
 - the mock arm's force gauge pushes the elbow when placed and stops when cleared.
 
-    launch_test test/ros/test_goal_sources.py
+    launch_test launch_tests/test_goal_sources.py
 """
 
 from __future__ import annotations

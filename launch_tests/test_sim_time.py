@@ -1,7 +1,7 @@
 """Launch test: the suite on simulated time. The mock arm publishes /clock at half real time;
 every other node runs its timers on it, and the rates hold per simulated second.
 
-    launch_test test/ros/test_sim_time.py
+    launch_test launch_tests/test_sim_time.py
 """
 
 from __future__ import annotations
