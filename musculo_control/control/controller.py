@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from musculo_control.control.activation_qp import (
     ActivationQP,
+    DAQPConfig,
     OSQPConfig,
     QPConfig,
     QPResult,
@@ -71,7 +72,8 @@ class ControllerConfig:
     task: TaskConfig = spec(doc="task rows and decoupling mask (paper eq. 13)")
     gains: GainsConfig = spec(GainsConfig(), doc="task-space gains (paper eq. 14-15)")
     qp: QPConfig = spec(QPConfig(), doc="the activation QP (paper eq. 9-11)")
-    osqp: OSQPConfig = spec(OSQPConfig(), doc="OSQP settings")
+    osqp: OSQPConfig = spec(OSQPConfig(), doc="OSQP settings (qp.solver: osqp)")
+    daqp: DAQPConfig = spec(DAQPConfig(), doc="DAQP settings (qp.solver: daqp)")
     baselines: BaselinesConfig = spec(doc="paper eq. 16-17")
     workspace: WorkspaceConfig = spec(doc="where a hand goal may lie")
 
@@ -212,7 +214,8 @@ class OSCController(_TickBase):
                                   self._limits.margin_rad)
         self._need_inverse = self._limits.enabled
         self.qp = ActivationQP(self.formulation, mc, n, k=qp.k, r=qp.r,
-                               osqp_config=config.osqp,
+                               solver=qp.solver, osqp_config=config.osqp,
+                               daqp_config=config.daqp,
                                n_limit_rows=n if self._limits.enabled else 0,
                                accept_inaccurate=qp.accept_inaccurate,
                                tau_null_max_nm=qp.tau_null_max_nm)
@@ -307,7 +310,8 @@ class JointStiffnessController(_JointTargetMixin, _TickBase):
         self._stiffness = np.array(js.stiffness_nm_rad)
         mc = len(robot.controlled_idx)
         # eq. 16 is eq. 10 in the tensions: same QP structure, variables f >= f_min
-        self.qp = ActivationQP("eq10", mc, n, k=js.k, r=config.qp.r, osqp_config=config.osqp,
+        self.qp = ActivationQP("eq10", mc, n, k=js.k, r=config.qp.r, solver=config.qp.solver,
+                               osqp_config=config.osqp, daqp_config=config.daqp,
                                accept_inaccurate=config.qp.accept_inaccurate)
         self._lower = np.full(mc, robot.hill.f_min_n)
         self._upper = np.full(mc, np.inf)
