@@ -211,12 +211,15 @@ class QPMatrices(NamedTuple):
     structure: QPStructure
 
 
-@dataclass(frozen=True, eq=False)  # eq on arrays is ambiguous: compare fields
-class QPResult:
-    """What one solve returns. When ``found`` is false the arrays are zeros and meaningless."""
+class QPResult(NamedTuple):
+    """What one solve returns. When ``found`` is false the arrays are zeros and meaningless.
+
+    A NamedTuple rather than a frozen dataclass: built at every tick, and a frozen dataclass
+    costs several microseconds to construct. Compare results field by field (arrays).
+    """
 
     found: bool
-    status: str  # OSQP's status text, or why no solve took place
+    status: str  # the solver's status text, or why no solve took place
     activations: FloatArray  # (m,) a >= 0 (within [lower, upper] bounds)
     tau_null: FloatArray  # (n,) [Nm]; zeros for eq9/eq10
     tension_n: FloatArray  # (m,) f = a f_a + f_p [N]
@@ -336,13 +339,14 @@ class QPStructure:
 def all_finite(*arrays: FloatArray) -> bool:
     """True when no array holds a NaN or an infinity.
 
-    One sum per array instead of an elementwise test: a NaN or an infinity makes the sum
-    non-finite. A sum can also overflow from finite values beyond ~1e308, which then counts
-    as non-finite too; no torque, tension or activation gets there.
+    One dot product of each array with itself instead of an elementwise test (the cheapest
+    numpy call that touches every entry): a NaN or an infinity makes it non-finite. It also
+    overflows from finite values beyond ~1e154, which then count as non-finite too; no torque,
+    tension or activation gets there, and such a value is refused as it should be.
     """
     total = 0.0
     for arr in arrays:
-        total += float(arr.sum())
+        total += float(np.vdot(arr, arr))
     return math.isfinite(total)
 
 
@@ -360,12 +364,12 @@ def build_qp(formulation: str, balance: TorqueBalance, lower: FloatArray, upper:
 def paper_objective(structure: QPStructure, activations: FloatArray, tau_null: FloatArray,
                     residual: FloatArray) -> float:
     """The cost of eq. 9, 10 or 11 at a point, from its activations, tau_null and residual."""
-    aa = float(activations @ activations)
+    aa = float(activations.dot(activations))
     if structure.formulation == "eq9":
         return aa
-    cost = structure.k * aa + float(residual @ residual)
+    cost = structure.k * aa + float(residual.dot(residual))
     if structure.has_null:
-        cost += structure.r * float(tau_null @ tau_null)
+        cost += structure.r * float(tau_null.dot(tau_null))
     return cost
 
 
@@ -583,6 +587,9 @@ class _DAQPBackend:
             return "non-finite QP input"
         if (pr.lower > pr.upper).any():
             return "empty bound interval"
+        if pr.n_equalities and np.abs(pr.c).max() >= _DAQP_INF:
+            # DAQP would take such an equality bound for "no bound" and drop the row
+            return "QP input beyond the solver's range (|value| >= DAQP_INF)"
         if self.model is None or not self.config.warm_starting:
             model = daqp.Model()
             flag, _ = model.setup(pr.H, pr.f, pr.A, pr.upper, pr.lower, pr.sense)
@@ -694,8 +701,10 @@ class ActivationQP:
             backend.reset()
             return self._failure("non-finite QP solution", iters, solve_time, build)
         # the bounds hold to the solver's tolerance; clip so that a >= 0 holds exactly
-        a = np.clip(a_raw, lower, upper)
-        tension = a * balance.active_n + balance.passive_n
+        a = np.maximum(a_raw, lower, out=a_raw)  # a_raw is the solver's copy: ours to change
+        np.minimum(a, upper, out=a)
+        tension = a * balance.active_n
+        tension += balance.passive_n
         residual = balance.muscle_jacobian.T @ tension + balance.offset_nm  # B a + c
         s = self.structure
         if not s.has_null or balance.nullspace is None:
