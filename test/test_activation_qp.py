@@ -160,7 +160,9 @@ def test_condensed_problem_is_the_papers_cost(robot, estimator, box):
             z = a
             constant = c @ (np.eye(7) - b.nullspace @ np.linalg.solve(
                 b.nullspace.T @ b.nullspace + R * np.eye(7), b.nullspace.T)) @ c
-            assert np.allclose(qp.tau_null_from(v), t, atol=1e-12)
+            tau_null, residual = qp.residual_terms(v)
+            assert np.allclose(tau_null, t, atol=1e-12)
+            assert np.allclose(residual, v + b.nullspace @ t, atol=1e-12)
         else:
             z, constant = np.r_[a, t], c @ c
         assert z @ qp.H @ z + 2 * qp.f @ z + constant == pytest.approx(cost, rel=1e-12)

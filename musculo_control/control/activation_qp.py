@@ -72,8 +72,9 @@ _SOLVED = int(osqp.SolverStatus.OSQP_SOLVED)
 _SOLVED_INACCURATE = int(osqp.SolverStatus.OSQP_SOLVED_INACCURATE)
 #: DAQP treats bounds at or beyond this magnitude as infinite (its DAQP_INF).
 _DAQP_INF = 1e30
-#: DAQP's constraint flags: an equality row is active and immutable.
-_DAQP_EQUALITY = 5
+#: DAQP's constraint flags: active (at the upper bound), active at the lower bound, and an
+#: equality row (active and immutable).
+_DAQP_ACTIVE, _DAQP_ACTIVE_LOWER, _DAQP_EQUALITY = 1, 3, 5
 #: DAQP's exit flags, worded like OSQP's statuses so that one vocabulary reaches the reports.
 _DAQP_STATUS = {1: "solved", 2: "solved (soft constraints relaxed)", -1: "primal infeasible",
                 -2: "cycling detected", -3: "unbounded", -4: "maximum iterations reached",
@@ -346,7 +347,7 @@ def all_finite(*arrays: FloatArray) -> bool:
     """
     total = 0.0
     for arr in arrays:
-        total += float(np.vdot(arr, arr))
+        total += float(arr.dot(arr) if arr.ndim == 1 else np.vdot(arr, arr))
     return math.isfinite(total)
 
 
@@ -382,6 +383,10 @@ class CondensedQP:
     tau_null has a box. The cost is half the paper's, up to a constant (``1/2 c^T W c``), so it
     has the same minimiser; the paper's cost is evaluated at the answer by the caller.
 
+    With ``B = Jm^T diag(f_a)``: ``H = diag(f_a) (Jm W Jm^T) diag(f_a) + k I`` and
+    ``f = diag(f_a) (Jm W) c``. ``Jm W Jm^T`` and ``Jm W`` depend on the snapshot only (Jm, N),
+    so they are computed once per snapshot and a tick costs O(m^2) (eq. 10: W = I).
+
     Buffers are allocated once; :meth:`fill` writes one tick's values without allocating.
     """
 
@@ -401,6 +406,9 @@ class CondensedQP:
         nv = m + (n if self.keeps_null else 0)
         n_eq = n if formulation == "eq9" else 0
         self.n_variables, self.n_equalities = nv, n_eq
+        #: the bounds are the activations' own (no rows, no tau_null): the caller's arrays
+        #: serve as the solver's bound vectors as they are
+        self.bounds_are_activation_bounds = nv == m and n_eq + p == 0
         self.H = np.zeros((nv, nv))
         self.f = np.zeros(nv)
         self.A = np.zeros((n_eq + p, nv))
@@ -411,6 +419,7 @@ class CondensedQP:
         self.c = np.zeros(n)  # Jm^T f_p + offset
         self._H_diagonal = self.H.reshape(-1)[:: nv + 1]  # a view: adds k (and r) in place
         self._diagonal = np.r_[np.full(m, self.k), np.full(nv - m, self.r)]
+        self._identity_n = np.eye(n)
         if formulation == "eq9":
             self.H[...] = np.eye(nv)  # ||a||^2, constant; the torque balance is in A
             self.B = self.A[:n]  # B is written straight into the equality rows
@@ -420,71 +429,80 @@ class CondensedQP:
             self.lower[m:nv] = -box
             self.upper[m:nv] = box
         else:
-            self.B = np.zeros((n, m))
-        if self.eliminates_null:
-            self.WB = np.zeros((n, m))
-            self.W = np.eye(n)  # I - N (N^T N + r I)^-1 N^T
-            self.T = np.zeros((n, n))  # (N^T N + r I)^-1 N^T: tau_null = -T (B a + c)
-            self._null_source = np.full((n, n), np.nan)  # the N that W and T belong to
-        self._identity_n = np.eye(n)
+            self.gram = np.zeros((m, m))  # Jm W Jm^T
+            self.jm_w = np.zeros((m, n))  # Jm W
+            self.W = np.eye(n)  # eq11: I - N (N^T N + r I)^-1 N^T; eq10: I
+            self.neg_T = np.zeros((n, n))  # -(N^T N + r I)^-1 N^T: tau_null = neg_T (B a + c)
+            self._snapshot_key = b""  # the bytes of the Jm (and N) they belong to
 
-    def _set_nullspace(self, nullspace: FloatArray) -> None:
-        """W and T for a new N (once per dynamics snapshot, not per tick)."""
-        if np.array_equal(nullspace, self._null_source):
+    def _set_snapshot(self, muscle_jacobian: FloatArray, nullspace: FloatArray | None) -> None:
+        """Jm W Jm^T, Jm W (and W, T for eq. 11) for a new snapshot, not at every tick."""
+        # comparing bytes is the cheapest exact test that Jm and N are the ones of the cache
+        key = muscle_jacobian.tobytes() + (b"" if nullspace is None else nullspace.tobytes())
+        if key == self._snapshot_key:
             return
         n = self.n_joints
-        if nullspace.shape != (n, n):
-            raise ValueError(f"nullspace projector of shape {nullspace.shape}, expected {(n, n)}")
-        gram = nullspace.T @ nullspace + self.r * self._identity_n
-        self.T[...] = np.linalg.solve(gram, nullspace.T)
-        w = self._identity_n - nullspace @ self.T
-        np.add(w, w.T, out=self.W)
-        self.W *= 0.5  # symmetric to the last bit, as the Hessian must be
-        self._null_source[...] = nullspace
+        if nullspace is not None:
+            if nullspace.shape != (n, n):
+                raise ValueError(f"nullspace projector of shape {nullspace.shape}, expected "
+                                 f"{(n, n)}")
+            if not all_finite(nullspace):
+                raise ValueError("non-finite nullspace projector N")
+            gram = nullspace.T @ nullspace + self.r * self._identity_n
+            self.neg_T[...] = -np.linalg.solve(gram, nullspace.T)
+            w = self._identity_n + nullspace @ self.neg_T
+            np.add(w, w.T, out=self.W)
+            self.W *= 0.5  # symmetric to the last bit
+        np.dot(muscle_jacobian, self.W, out=self.jm_w)
+        np.dot(self.jm_w, muscle_jacobian.T, out=self.gram)
+        self._snapshot_key = key
 
     def fill(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
              rows: LinearRows | None) -> None:
         """Write one tick's values into the buffers (paper eq. 9-11, condensed)."""
-        m, n, p = self.n_muscles, self.n_joints, self.n_limit_rows
+        m, p = self.n_muscles, self.n_limit_rows
         nv, n_eq = self.n_variables, self.n_equalities
-        jm = balance.muscle_jacobian
-        B, c, H, f = self.B, self.c, self.H, self.f
-        np.multiply(jm.T, balance.active_n, out=B)
+        jm, active = balance.muscle_jacobian, balance.active_n
+        H, f, c = self.H, self.f, self.c
         np.dot(balance.passive_n, jm, out=c)
         c += balance.offset_nm
         if self.formulation == "eq9":
-            np.negative(c, out=self.lower[nv: nv + n])
-            self.upper[nv: nv + n] = self.lower[nv: nv + n]
-        elif self.formulation == "eq10":
-            np.dot(B.T, B, out=H)
-            self._H_diagonal += self.k
-            np.dot(c, B, out=f)
-        else:
+            np.multiply(jm.T, active, out=self.B)
+            np.negative(c, out=self.lower[nv: nv + n_eq])
+            self.upper[nv: nv + n_eq] = self.lower[nv: nv + n_eq]
+        elif self.keeps_null:
             if balance.nullspace is None:
                 raise ValueError("eq11 needs the nullspace projector N")
-            if self.eliminates_null:
-                self._set_nullspace(balance.nullspace)
-                np.dot(self.W, B, out=self.WB)
-                np.dot(B.T, self.WB, out=H)
-                self._H_diagonal += self.k
-                np.dot(c, self.WB, out=f)
-            else:
-                self.R[:, m:] = balance.nullspace
-                np.dot(self.R.T, self.R, out=H)
-                self._H_diagonal += self._diagonal
-                np.dot(c, self.R, out=f)
-        np.maximum(lower, -_DAQP_INF, out=self.lower[:m])
-        np.minimum(upper, _DAQP_INF, out=self.upper[:m])
+            np.multiply(jm.T, active, out=self.B)
+            self.R[:, m:] = balance.nullspace
+            np.dot(self.R.T, self.R, out=H)
+            self._H_diagonal += self._diagonal
+            np.dot(c, self.R, out=f)
+        else:
+            if self.has_null and balance.nullspace is None:
+                raise ValueError("eq11 needs the nullspace projector N")
+            self._set_snapshot(jm, balance.nullspace if self.has_null else None)
+            np.multiply(active[:, None], active, out=H)  # f_a f_a^T
+            H *= self.gram
+            self._H_diagonal += self._diagonal
+            np.dot(self.jm_w, c, out=f)
+            f *= active
+        if not self.bounds_are_activation_bounds:
+            self.lower[:m] = lower
+            self.upper[:m] = upper
         if p:
             if rows is None:
                 raise ValueError(f"this QP was built with {p} limit rows; none given")
             self.A[n_eq:, :m] = rows.matrix
-            np.maximum(rows.lower, -_DAQP_INF, out=self.lower[nv + n_eq:])
-            np.minimum(rows.upper, _DAQP_INF, out=self.upper[nv + n_eq:])
+            self.lower[nv + n_eq:] = rows.lower
+            self.upper[nv + n_eq:] = rows.upper
 
-    def tau_null_from(self, balance_residual: FloatArray) -> FloatArray:
-        """tau_null = -(N^T N + r I)^-1 N^T (B a + c): the minimiser over tau_null given a."""
-        return -(self.T @ balance_residual)
+    def residual_terms(self, balance_residual: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """(tau_null, residual) of eq. 11 from v = B a + c, tau_null minimising over it given a.
+
+        tau_null = -(N^T N + r I)^-1 N^T v, and then v + N tau_null = W v.
+        """
+        return self.neg_T.dot(balance_residual), self.W.dot(balance_residual)
 
 
 class _OSQPBackend:
@@ -564,9 +582,12 @@ class _DAQPBackend:
         self.settings = config.settings()
         self.model: Any = None
         self._max_iter_override: int | None = None
+        self._lam: FloatArray | None = None  # multipliers of the last solve: its active set
+        self._bounds_key = b""  # the bytes of the bounds of the last update
 
     def reset(self) -> None:
         self.model = None  # the next solve sets up afresh: a cold start
+        self._lam = None
 
     def limit_iterations(self, max_iter: int | None) -> None:
         self._max_iter_override = max_iter
@@ -583,33 +604,56 @@ class _DAQPBackend:
              rows: LinearRows | None) -> str:
         pr = self.problem
         pr.fill(balance, lower, upper, rows)
-        if not all_finite(pr.H, pr.f, pr.A, pr.lower, pr.upper):
+        # H and f carry every input but the bounds and the rows (B, c, N all enter them)
+        if not all_finite(pr.H, pr.f) or (len(pr.A) and not all_finite(pr.A)):
             return "non-finite QP input"
-        if (pr.lower > pr.upper).any():
-            return "empty bound interval"
+        if pr.bounds_are_activation_bounds:
+            blower, bupper = lower, upper  # DAQP reads +-inf as no bound
+        else:
+            blower, bupper = pr.lower, pr.upper
+        # one comparison finds both an empty interval and a NaN (which compares false)
+        if not (blower <= bupper).all():
+            return "empty bound interval (or a NaN bound)"
         if pr.n_equalities and np.abs(pr.c).max() >= _DAQP_INF:
             # DAQP would take such an equality bound for "no bound" and drop the row
             return "QP input beyond the solver's range (|value| >= DAQP_INF)"
+        bounds_key = blower.tobytes() + bupper.tobytes()
         if self.model is None or not self.config.warm_starting:
             model = daqp.Model()
-            flag, _ = model.setup(pr.H, pr.f, pr.A, pr.upper, pr.lower, pr.sense)
+            flag, _ = model.setup(pr.H, pr.f, pr.A, bupper, blower, pr.sense)
             model.settings = self._settings()
             self.model = model
         else:
-            # the Model keeps references to these buffers; update re-reads them and keeps the
-            # previous active set as the warm start
+            # DAQP keeps references to these arrays; update re-reads them and keeps the
+            # previous active set as the warm start. DAQP would hold a constraint active at a
+            # bound that has since become infinite (x = inf): when the bounds change, the warm
+            # start is handed over explicitly, without such constraints.
+            sense = None
+            if bounds_key != self._bounds_key and self._lam is not None:
+                sense = self._warm_sense(self._lam, blower, bupper)
             flag = self.model.update(H=pr.H, f=pr.f, A=pr.A if len(pr.A) else None,
-                                     bupper=pr.upper, blower=pr.lower)
+                                     bupper=bupper, blower=blower, sense=sense)
+        self._bounds_key = bounds_key
         if flag < 0:
             self.model = None
             return f"QP refused by DAQP: {_DAQP_STATUS.get(flag, flag)}"
         return ""
+
+    def _warm_sense(self, lam: FloatArray, blower: FloatArray, bupper: FloatArray
+                    ) -> npt.NDArray[np.intc]:
+        """DAQP's constraint flags for a warm start from the active set of ``lam``."""
+        sense = self.problem.sense.copy()  # the equality rows' flags
+        free = sense == 0
+        sense[free & (lam > 0.0) & (bupper < np.inf)] = _DAQP_ACTIVE
+        sense[free & (lam < 0.0) & (blower > -np.inf)] = _DAQP_ACTIVE_LOWER
+        return sense
 
     def run(self) -> tuple[str, bool, FloatArray, FloatArray | None, int, float]:
         x, _, flag, info = self.model.solve()
         pr = self.problem
         m = pr.n_muscles
         found = flag == 1
+        self._lam = info["lam"] if found else None
         return (_DAQP_STATUS.get(flag, f"DAQP exit flag {flag}"), found, x[:m],
                 x[m:] if pr.keeps_null else None, int(info["iterations"]),
                 float(info["solve_time"]))
@@ -637,8 +681,9 @@ class ActivationQP:
         self.structure = QPStructure(formulation, n_muscles, n_joints, k, r, n_limit_rows,
                                      tau_null_max_nm)
         self._backend: _OSQPBackend | _DAQPBackend
-        #: tau_null from B a + c where the solver eliminated it (condensed eq. 11)
-        self._tau_null_from: Callable[[FloatArray], FloatArray] = self._no_tau_null
+        #: (tau_null, residual) from B a + c where the solver eliminated tau_null (eq. 11)
+        self._residual_terms: Callable[[FloatArray], tuple[FloatArray, FloatArray]] = \
+            self._tau_null_missing
         if solver == "osqp":
             self._backend = _OSQPBackend(self.structure, osqp_config or OSQPConfig(),
                                          accept_inaccurate)
@@ -647,15 +692,16 @@ class ActivationQP:
                                     tau_null_max_nm)
             self._backend = _DAQPBackend(condensed, daqp_config or DAQPConfig())
             if condensed.eliminates_null:
-                self._tau_null_from = condensed.tau_null_from
+                self._residual_terms = condensed.residual_terms
         self._zero_null = np.zeros(n_joints)
         self._failed_m = np.zeros(n_muscles)
         self._failed_n = np.zeros(n_joints)
         for shared in (self._zero_null, self._failed_m, self._failed_n):
             shared.setflags(write=False)  # handed out in results: nobody may change them
 
-    def _no_tau_null(self, balance_residual: FloatArray) -> FloatArray:
-        return self._zero_null
+    @staticmethod
+    def _tau_null_missing(balance_residual: FloatArray) -> tuple[FloatArray, FloatArray]:
+        raise RuntimeError("the solver returned no tau_null and has no closed form for it")
 
     @property
     def is_set_up(self) -> bool:
@@ -705,14 +751,15 @@ class ActivationQP:
         np.minimum(a, upper, out=a)
         tension = a * balance.active_n
         tension += balance.passive_n
-        residual = balance.muscle_jacobian.T @ tension + balance.offset_nm  # B a + c
+        residual = balance.muscle_jacobian.T.dot(tension)  # B a + c
+        residual += balance.offset_nm
         s = self.structure
         if not s.has_null or balance.nullspace is None:
             tau_null = self._zero_null
+        elif tau_null is not None:
+            residual += balance.nullspace.dot(tau_null)
         else:
-            if tau_null is None:
-                tau_null = self._tau_null_from(residual)
-            residual += balance.nullspace @ tau_null
+            tau_null, residual = self._residual_terms(residual)
         objective = paper_objective(s, a, tau_null, residual)
         return QPResult(True, status, a, tau_null, tension, residual, objective, iters,
                         solve_time, build)

@@ -18,6 +18,7 @@ minimum tension) with the reason.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,9 @@ class _TickBase:
         self._need_inverse = False
         self._f_min = robot.hill.f_min_n
         self._ci, self._fi = robot.controlled_idx, robot.fixed_idx
+        # every muscle's tension with the uncontrolled ones already in place (copied per tick)
+        self._tension_template = np.zeros(robot.n_muscles)
+        self._tension_template[self._fi] = robot.fixed_tension_n
 
     def reset(self) -> None:
         self._terms = None
@@ -139,7 +143,7 @@ class _TickBase:
                 return self._fail("no dynamics snapshot yet", age, t0)
             age = float(t_s) - snapshot.stamp_s
             limit = self.config.qp.snapshot_max_age_s
-            if not np.isfinite(age):
+            if not math.isfinite(age):
                 return self._fail(f"non-finite time: t_s={t_s}, snapshot stamp "
                                   f"{snapshot.stamp_s}", age, t0)
             if age > limit:
@@ -176,9 +180,8 @@ class _TickBase:
                 tau_null: FloatArray, residual: FloatArray, tau_ref: FloatArray,
                 fresh: FreshState, goal: HandGoal, status: str, iterations: int,
                 solve_time_s: float, objective: float, age: float, t0: float) -> ControlOutput:
-        tension = np.empty(self.robot.n_muscles)
+        tension = self._tension_template.copy()
         tension[self._ci] = controlled_tension
-        tension[self._fi] = self.robot.fixed_tension_n
         # NaN fails every comparison, hence "not >=" rather than "<"
         if not all_finite(tension) or not tension.min() >= self._f_min - _TENSION_SLACK_N:
             return self._fail(f"tension command out of range (non-finite or below f_min "

@@ -43,31 +43,37 @@ class MuscleForces(NamedTuple):
 class ForceLengthCurves:
     """f_a(l) and f_p(l) of a set of muscles, with the per-muscle constants computed once.
 
-    Called at every 125 Hz tick, so it spends few numpy calls: the active curve's argument
+    Called at every 125 Hz tick, so it spends few numpy calls, each on whole arrays (a scalar
+    operand costs numpy more than an array one): the active curve's argument
     ``2 pi (l - l_o) / (1.5 l_range)`` is clamped to [-pi, pi], where the cosine makes f_a
-    exactly zero, instead of masking the outside (same values, one call instead of four).
+    exactly zero, instead of masking the outside; f_p is ``(sqrt(f2) s)^2 + f_min`` with the
+    stretch ``s = max(l - l_o, 0) / (l_range / 2)``.
     """
 
     def __init__(self, l_opt_m: FloatArray, l_range_m: FloatArray, params: HillParams) -> None:
+        l_range = np.asarray(l_range_m, dtype=float)
         self.l_opt_m = np.array(l_opt_m, dtype=float)  # (m,) [m]
-        self._phase_per_m = 2.0 * np.pi / (1.5 * np.asarray(l_range_m, dtype=float))  # [1/m]
-        self._stretch_per_m = 1.0 / (0.5 * np.asarray(l_range_m, dtype=float))  # [1/m]
-        self._half_f1 = 0.5 * params.f1_n
-        self._f2, self._f_min = params.f2_n, params.f_min_n
+        ones = np.ones_like(self.l_opt_m)
+        self._phase_per_m = 2.0 * np.pi / (1.5 * l_range)  # [1/m]
+        self._pi = np.pi * ones
+        self._minus_pi = -self._pi
+        self._half_f1 = 0.5 * params.f1_n * ones  # [N]
+        self._zero = 0.0 * ones
+        self._root_f2_per_m = np.sqrt(params.f2_n) / (0.5 * l_range)  # [sqrt(N)/m]
+        self._f_min = params.f_min_n * ones  # [N]
 
     def __call__(self, length_m: FloatArray) -> MuscleForces:
         """f_a and f_p at ``length_m`` (paper eq. 3-4), each (m,) [N]."""
         dl = length_m - self.l_opt_m
-        phase = dl * self._phase_per_m
-        np.maximum(phase, -np.pi, out=phase)
-        np.minimum(phase, np.pi, out=phase)
-        active = np.cos(phase, out=phase)
-        active += 1.0
+        active = dl * self._phase_per_m
+        np.maximum(active, self._minus_pi, out=active)
+        np.minimum(active, self._pi, out=active)
+        np.cos(active, out=active)
         active *= self._half_f1
-        stretch = np.maximum(dl, 0.0, out=dl)
-        stretch *= self._stretch_per_m
-        passive = stretch * stretch
-        passive *= self._f2
+        active += self._half_f1
+        passive = np.maximum(dl, self._zero, out=dl)
+        passive *= self._root_f2_per_m
+        passive *= passive
         passive += self._f_min
         return MuscleForces(active, passive)
 

@@ -135,17 +135,37 @@ class MuscleGeometry:
         support = np.array([arm.support_mask(j) for j in joints], dtype=float)  # (P, n)
         self._seg_support = support[self._seg_b] - support[self._seg_a]
         self._used_joints = [int(j) for j in np.unique(self._point_joint)]
-        self._rot = np.zeros((arm.model.njoints, 3, 3))  # scratch: joint rotations
-        self._trans = np.zeros((arm.model.njoints, 3))  # scratch: joint positions
+        # World positions: each point's own joint placement [R | t] (gathered from one stacked
+        # array of the joints that carry points) times the point in homogeneous form, as one
+        # einsum over all points; the segments' two ends are kept as their own point list
+        slot = {j: k for k, j in enumerate(self._used_joints)}
+        k_of_point = np.array([slot[j] for j in joints])
+        local_h = np.hstack([self._points_local, np.ones((len(points), 1))])  # (P, 4)
+        ends = np.r_[self._seg_a, self._seg_b]
+        self._all_points = (k_of_point, local_h)
+        self._end_points = (k_of_point[ends], local_h[ends])  # (2S,), (2S, 4)
+        self._placements = np.zeros((len(self._used_joints), 4, 4))  # scratch: oMi
+        self._screw = np.zeros((len(seg_a), 6))  # scratch: [u; p_b x u] per segment
+
+    def _world(self, data: pin.Data, points: tuple[npt.NDArray[np.int_], FloatArray]
+               ) -> FloatArray:
+        """(Q, 3) world positions of the points (joint slot, homogeneous local position)."""
+        placements = self._placements
+        oMi = data.oMi
+        for k, j in enumerate(self._used_joints):
+            placements[k] = oMi[j].homogeneous
+        slots, local_h = points
+        return np.einsum("qij,qj->qi", placements[slots, :3, :], local_h)
 
     def point_positions(self, data: pin.Data) -> FloatArray:
         """(P, 3) world positions of all via-points, from joint placements in ``data``."""
-        for j in self._used_joints:
-            oMi = data.oMi[j]
-            self._rot[j] = oMi.rotation
-            self._trans[j] = oMi.translation
-        pj = self._point_joint
-        return np.matmul(self._rot[pj], self._points_local[:, :, None])[:, :, 0] + self._trans[pj]
+        return self._world(data, self._all_points)
+
+    def _segment_ends(self, data: pin.Data) -> tuple[FloatArray, FloatArray]:
+        """(S, 3) world positions of the start and end points of the length-changing segments."""
+        ends = self._world(data, self._end_points)
+        n_seg = len(self._seg_a)
+        return ends[:n_seg], ends[n_seg:]
 
     def evaluate(self, data: pin.Data) -> MuscleKinematics:
         """Lengths and Jacobian from a ``data`` on which ``computeJointJacobians`` has run.
@@ -156,25 +176,27 @@ class MuscleGeometry:
         line (d is parallel to u), so a segment's row is ``[u; p_b x u]^T data.J`` masked by
         the difference of the two end points' supports.
         """
-        p = self.point_positions(data)
-        pa, pb = p[self._seg_a], p[self._seg_b]
+        pa, pb = self._segment_ends(data)
         d = pb - pa  # (S, 3)
         seg_len = np.sqrt(np.einsum("ij,ij->i", d, d))
-        u = d / np.maximum(seg_len, 1e-12)[:, None]  # guard a degenerate segment
-        screw = np.empty((len(u), 6))
-        screw[:, :3] = u
+        screw = self._screw
+        u = np.divide(d, np.maximum(seg_len, 1e-12)[:, None],  # guard a degenerate segment
+                      out=screw[:, :3])
         # moment of the segment's line about the world origin: p_b x u
         screw[:, 3] = pb[:, 1] * u[:, 2] - pb[:, 2] * u[:, 1]
         screw[:, 4] = pb[:, 2] * u[:, 0] - pb[:, 0] * u[:, 2]
         screw[:, 5] = pb[:, 0] * u[:, 1] - pb[:, 1] * u[:, 0]
-        rows = (screw @ data.J) * self._seg_support  # (S, n)
-        return MuscleKinematics(self._sum @ seg_len + self._const_length, self._sum @ rows)
+        rows = screw @ data.J  # (S, n)
+        rows *= self._seg_support
+        length = self._sum @ seg_len
+        length += self._const_length
+        return MuscleKinematics(length, self._sum @ rows)
 
     def lengths_at(self, q: FloatArray, data: pin.Data) -> FloatArray:
         """(m,) muscle lengths at ``q`` (forward kinematics only) [m]."""
         pin.forwardKinematics(self.arm.model, data, q)
-        p = self.point_positions(data)
-        d = p[self._seg_b] - p[self._seg_a]
+        pa, pb = self._segment_ends(data)
+        d = pb - pa
         return self._sum @ np.sqrt(np.einsum("ij,ij->i", d, d)) + self._const_length
 
     def kinematics_at(self, q: FloatArray, data: pin.Data) -> MuscleKinematics:
