@@ -135,37 +135,41 @@ class MuscleGeometry:
         support = np.array([arm.support_mask(j) for j in joints], dtype=float)  # (P, n)
         self._seg_support = support[self._seg_b] - support[self._seg_a]
         self._used_joints = [int(j) for j in np.unique(self._point_joint)]
-        # World positions: each point's own joint placement [R | t] (gathered from one stacked
-        # array of the joints that carry points) times the point in homogeneous form, as one
-        # einsum over all points; the segments' two ends are kept as their own point list
+        # World positions come from one product: the stacked [R | t] rows of the joints that
+        # carry points (3K x 4) times all points in homogeneous form (4 x P). Entry (3 k + i, p)
+        # is coordinate i of point p moved by joint k; flat indices pick each point's own
+        # joint. The segments' two ends are picked as (S, 6) rows [x y z x y z], so that the
+        # cross product below needs only slices of them.
+        n_points = len(points)
         slot = {j: k for k, j in enumerate(self._used_joints)}
         k_of_point = np.array([slot[j] for j in joints])
-        local_h = np.hstack([self._points_local, np.ones((len(points), 1))])  # (P, 4)
-        ends = np.r_[self._seg_a, self._seg_b]
-        self._all_points = (k_of_point, local_h)
-        self._end_points = (k_of_point[ends], local_h[ends])  # (2S,), (2S, 4)
+        self._points_h = np.vstack([self._points_local.T, np.ones(n_points)])  # (4, P)
+        take = (3 * k_of_point[:, None] + np.arange(3)) * n_points \
+            + np.arange(n_points)[:, None]  # (P, 3)
+        self._take_all = take.ravel()
+        self._take_ends = np.hstack([take, take])[np.r_[self._seg_a, self._seg_b]]  # (2S, 6)
+        self._n_segments = len(seg_a)
         self._placements = np.zeros((len(self._used_joints), 4, 4))  # scratch: oMi
         self._screw = np.zeros((len(seg_a), 6))  # scratch: [u; p_b x u] per segment
+        self._half = np.full(6, 0.5)  # |d|^2 from the doubled [d d] rows
+        self._tiny = np.full(len(seg_a), 1e-12)  # guards a degenerate segment [m]
 
-    def _world(self, data: pin.Data, points: tuple[npt.NDArray[np.int_], FloatArray]
-               ) -> FloatArray:
-        """(Q, 3) world positions of the points (joint slot, homogeneous local position)."""
+    def _moved_points(self, data: pin.Data) -> FloatArray:
+        """(3K P,) every via-point moved by every joint that carries points (see __init__)."""
         placements = self._placements
         oMi = data.oMi
         for k, j in enumerate(self._used_joints):
             placements[k] = oMi[j].homogeneous
-        slots, local_h = points
-        return np.einsum("qij,qj->qi", placements[slots, :3, :], local_h)
+        return placements[:, :3, :].reshape(-1, 4).dot(self._points_h).reshape(-1)
 
     def point_positions(self, data: pin.Data) -> FloatArray:
         """(P, 3) world positions of all via-points, from joint placements in ``data``."""
-        return self._world(data, self._all_points)
+        return self._moved_points(data).take(self._take_all).reshape(-1, 3)
 
     def _segment_ends(self, data: pin.Data) -> tuple[FloatArray, FloatArray]:
-        """(S, 3) world positions of the start and end points of the length-changing segments."""
-        ends = self._world(data, self._end_points)
-        n_seg = len(self._seg_a)
-        return ends[:n_seg], ends[n_seg:]
+        """(S, 6) world positions [x y z x y z] of the start and end points of the segments."""
+        ends = self._moved_points(data).take(self._take_ends)
+        return ends[: self._n_segments], ends[self._n_segments:]
 
     def evaluate(self, data: pin.Data) -> MuscleKinematics:
         """Lengths and Jacobian from a ``data`` on which ``computeJointJacobians`` has run.
@@ -176,28 +180,28 @@ class MuscleGeometry:
         line (d is parallel to u), so a segment's row is ``[u; p_b x u]^T data.J`` masked by
         the difference of the two end points' supports.
         """
-        pa, pb = self._segment_ends(data)
-        d = pb - pa  # (S, 3)
-        seg_len = np.sqrt(np.einsum("ij,ij->i", d, d))
+        pa, pb = self._segment_ends(data)  # (S, 6) each, [x y z x y z]
+        d = pb - pa
+        seg_len = np.sqrt((d * d).dot(self._half))
+        u = d / np.maximum(seg_len, self._tiny)[:, None]  # [ux uy uz ux uy uz]
         screw = self._screw
-        u = np.divide(d, np.maximum(seg_len, 1e-12)[:, None],  # guard a degenerate segment
-                      out=screw[:, :3])
-        # moment of the segment's line about the world origin: p_b x u
-        screw[:, 3] = pb[:, 1] * u[:, 2] - pb[:, 2] * u[:, 1]
-        screw[:, 4] = pb[:, 2] * u[:, 0] - pb[:, 0] * u[:, 2]
-        screw[:, 5] = pb[:, 0] * u[:, 1] - pb[:, 1] * u[:, 0]
-        rows = screw @ data.J  # (S, n)
+        screw[:, :3] = u[:, :3]
+        # moment of the segment's line about the world origin: p_b x u, from shifted slices
+        moment = screw[:, 3:]
+        np.multiply(pb[:, 1:4], u[:, 2:5], out=moment)
+        moment -= pb[:, 2:5] * u[:, 1:4]
+        rows = screw.dot(data.J)  # (S, n)
         rows *= self._seg_support
-        length = self._sum @ seg_len
+        length = self._sum.dot(seg_len)
         length += self._const_length
-        return MuscleKinematics(length, self._sum @ rows)
+        return MuscleKinematics(length, self._sum.dot(rows))
 
     def lengths_at(self, q: FloatArray, data: pin.Data) -> FloatArray:
         """(m,) muscle lengths at ``q`` (forward kinematics only) [m]."""
         pin.forwardKinematics(self.arm.model, data, q)
         pa, pb = self._segment_ends(data)
         d = pb - pa
-        return self._sum @ np.sqrt(np.einsum("ij,ij->i", d, d)) + self._const_length
+        return self._sum.dot(np.sqrt((d * d).dot(self._half))) + self._const_length
 
     def kinematics_at(self, q: FloatArray, data: pin.Data) -> MuscleKinematics:
         """Lengths and Jacobian at ``q``."""
