@@ -50,6 +50,7 @@ import numpy as np
 import numpy.typing as npt
 import osqp
 import scipy.sparse as sp
+from scipy.linalg import lapack
 
 try:  # a required dependency; the import is guarded so that a broken install says what to do
     import daqp
@@ -448,8 +449,14 @@ class CondensedQP:
                                  f"{(n, n)}")
             if not all_finite(nullspace):
                 raise ValueError("non-finite nullspace projector N")
-            gram = nullspace.T @ nullspace + self.r * self._identity_n
-            self.neg_T[...] = -np.linalg.solve(gram, nullspace.T)
+            gram = nullspace.T.dot(nullspace)
+            gram += self.r * self._identity_n
+            # gram is symmetric positive definite (r > 0): LAPACK's Cholesky solve directly,
+            # without numpy.linalg's checks (several times the work of a 7 x 7 solve)
+            _, solution, info = lapack.dposv(gram, nullspace.T)
+            if info != 0:
+                raise ValueError(f"N^T N + r I not positive definite (LAPACK info {info})")
+            np.negative(solution, out=self.neg_T)
             w = self._identity_n + nullspace @ self.neg_T
             np.add(w, w.T, out=self.W)
             self.W *= 0.5  # symmetric to the last bit
