@@ -31,6 +31,7 @@ from musculo_control.model.config import load
 from musculo_control.model.robot import Robot, load_robot
 from musculo_control.paths import default_config_dir
 
+
 class PerPointJacobian:
     """Baseline: each via-point as a Pinocchio frame, one getFrameJacobian call per point."""
 

@@ -290,7 +290,7 @@ def time_ticks(case: str, controller: OSCController, ticks: list[Tick], warmup: 
     stats = summary_ms(times)
     return Timing(case, solver or getattr(controller.qp, "solver", "-"),
                   len(controller.robot.controlled_idx), controller.robot.arm.n_joints,
-                  stats["count"], stats["p50_ms"], stats["p99_ms"], stats["max_ms"],
+                  int(stats["count"]), stats["p50_ms"], stats["p99_ms"], stats["max_ms"],
                   float(np.mean(iters)), fails, np.array(acts))
 
 
@@ -307,7 +307,7 @@ def time_snapshots(estimator: DynamicsEstimator, ticks: list[Tick], warmup: int,
         times.append(clock() - t0)
     stats = summary_ms(times)
     return Timing("snapshot (M, g, J, Lambda, Jbar, N, l, Jm)", "-", muscles,
-                  estimator.robot.arm.n_joints, stats["count"], stats["p50_ms"],
+                  estimator.robot.arm.n_joints, int(stats["count"]), stats["p50_ms"],
                   stats["p99_ms"], stats["max_ms"], 0.0, 0, np.zeros((0, muscles)))
 
 

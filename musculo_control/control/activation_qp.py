@@ -421,6 +421,7 @@ class CondensedQP:
         self._H_diagonal = self.H.reshape(-1)[:: nv + 1]  # a view: adds k (and r) in place
         self._diagonal = np.r_[np.full(m, self.k), np.full(nv - m, self.r)]
         self._identity_n = np.eye(n)
+        self._r_identity = self.r * self._identity_n
         if formulation == "eq9":
             self.H[...] = np.eye(nv)  # ||a||^2, constant; the torque balance is in A
             self.B = self.A[:n]  # B is written straight into the equality rows
@@ -450,7 +451,7 @@ class CondensedQP:
             if not all_finite(nullspace):
                 raise ValueError("non-finite nullspace projector N")
             gram = nullspace.T.dot(nullspace)
-            gram += self.r * self._identity_n
+            gram += self._r_identity
             # gram is symmetric positive definite (r > 0): LAPACK's Cholesky solve directly,
             # without numpy.linalg's checks (several times the work of a 7 x 7 solve)
             _, solution, info = lapack.dposv(gram, nullspace.T)
