@@ -232,17 +232,26 @@ class QPResult(NamedTuple):
     build_time_s: float  # filling values + solver update (or the first set-up)
 
 
-class QPStructure:
+class _Problem:
+    """What both forms of the problem share: formulation, sizes and weights."""
+
+    def __init__(self, formulation: str, n_muscles: int, n_joints: int, k: float, r: float,
+                 n_limit_rows: int) -> None:
+        if formulation not in FORMULATIONS:
+            raise ValueError(f"unknown formulation {formulation!r}; valid: {list(FORMULATIONS)}")
+        self.formulation = formulation
+        self.n_muscles, self.n_joints, self.n_limit_rows = n_muscles, n_joints, n_limit_rows
+        self.k, self.r = float(k), float(r)
+        self.has_null = formulation == "eq11"
+
+
+class QPStructure(_Problem):
     """The fixed sparsity pattern of one formulation and the code that fills its values."""
 
     def __init__(self, formulation: str, n_muscles: int, n_joints: int, k: float, r: float,
                  n_limit_rows: int = 0, tau_null_max_nm: float | None = None) -> None:
-        if formulation not in FORMULATIONS:
-            raise ValueError(f"unknown formulation {formulation!r}; valid: {list(FORMULATIONS)}")
+        super().__init__(formulation, n_muscles, n_joints, k, r, n_limit_rows)
         m, n, p = n_muscles, n_joints, n_limit_rows
-        self.formulation = formulation
-        self.n_muscles, self.n_joints, self.n_limit_rows = m, n, p
-        self.has_null = formulation == "eq11"
         self.has_residual = formulation != "eq9"
         n_null = n if self.has_null else 0
         n_res = n if self.has_residual else 0
@@ -258,7 +267,6 @@ class QPStructure:
         self.bound_rows = slice(n, n + m)
         self.limit_rows = slice(n + m, n + m + p)
         self.null_bound_rows = slice(n + m + p, n + m + p + nb)
-        self.k, self.r = float(k), float(r)
         # P: constant diagonal
         diag = np.empty(self.n_variables)
         diag[self.a] = 2.0 if formulation == "eq9" else 2.0 * self.k
@@ -375,7 +383,7 @@ def paper_objective(structure: QPStructure, activations: FloatArray, tau_null: F
     return cost
 
 
-class CondensedQP:
+class CondensedQP(_Problem):
     """The problem condensed to the activations, for a dense solver (paper eq. 9-11).
 
     ``min 1/2 z^T H z + f^T z`` s.t. ``lower <= z <= upper`` (simple bounds, the first
@@ -393,13 +401,8 @@ class CondensedQP:
 
     def __init__(self, formulation: str, n_muscles: int, n_joints: int, k: float, r: float,
                  n_limit_rows: int = 0, tau_null_max_nm: float | None = None) -> None:
-        if formulation not in FORMULATIONS:
-            raise ValueError(f"unknown formulation {formulation!r}; valid: {list(FORMULATIONS)}")
+        super().__init__(formulation, n_muscles, n_joints, k, r, n_limit_rows)
         m, n, p = n_muscles, n_joints, n_limit_rows
-        self.formulation = formulation
-        self.n_muscles, self.n_joints, self.n_limit_rows = m, n, p
-        self.k, self.r = float(k), float(r)
-        self.has_null = formulation == "eq11"
         # with a box on tau_null it stays a variable; without, it is eliminated (closed form)
         box = tau_null_max_nm if self.has_null else None
         self.keeps_null = box is not None
