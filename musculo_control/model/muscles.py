@@ -150,6 +150,9 @@ class MuscleGeometry:
         self._take_ends = np.hstack([take, take])[np.r_[self._seg_a, self._seg_b]]  # (2S, 6)
         self._n_segments = len(seg_a)
         self._placements = np.zeros((len(self._used_joints), 4, 4))  # scratch: oMi
+        # the universe (joint 0) never moves: its identity placement is written once
+        self._moving = [(k, j) for k, j in enumerate(self._used_joints) if j != 0]
+        self._placements[:] = np.eye(4)
         self._screw = np.zeros((len(seg_a), 6))  # scratch: [u; p_b x u] per segment
         self._half = np.full(6, 0.5)  # |d|^2 from the doubled [d d] rows
         self._tiny = np.full(len(seg_a), 1e-12)  # guards a degenerate segment [m]
@@ -158,7 +161,7 @@ class MuscleGeometry:
         """(3K P,) every via-point moved by every joint that carries points (see __init__)."""
         placements = self._placements
         oMi = data.oMi
-        for k, j in enumerate(self._used_joints):
+        for k, j in self._moving:
             placements[k] = oMi[j].homogeneous
         return placements[:, :3, :].reshape(-1, 4).dot(self._points_h).reshape(-1)
 
