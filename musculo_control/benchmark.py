@@ -55,6 +55,9 @@ class BenchConfig:
     seed: int = spec(0, ge=0, doc="seed of the joint trajectory and poses")
     amplitude_rad: float = spec(0.15, gt=0.0, doc="amplitude of the seeded joint sinusoids [rad]")
     goal_lead_s: float = spec(0.05, ge=0.0, doc="the goal runs this far ahead on the path [s]")
+    gc_freeze: bool = spec(True, doc="gc.freeze() after each set-up, as the QP node does "
+                                     "(ros_params.yaml gc_freeze), so that a full collection "
+                                     "of the set-up's objects does not land in a timed tick")
     quiet_load_average: float = spec(
         0.5, gt=0.0, doc="1-min load average at the start above which no target is judged; "
                          "at the end the benchmark's own process may add 1")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import tempfile
 import time
 import warnings
@@ -352,6 +353,13 @@ def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
     log(f"arm: {m} muscles, {robot.arm.n_joints} joints; {ticks} ticks, formulation "
         f"{config.qp.formulation}, solver {config.qp.solver}")
 
+    def freeze() -> None:
+        if bench.gc_freeze:
+            gc.collect()
+            gc.freeze()
+
+    freeze()
+
     def show(t: Timing) -> Timing:
         log(f"  {t.case:<46} p50 {t.p50_ms:7.3f}  p99 {t.p99_ms:7.3f}  max {t.max_ms:7.3f} ms")
         return t
@@ -385,6 +393,7 @@ def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
                                              joints, config)
                 sticks = trajectory_ticks(r, est, warmup + bench.scaling_ticks, bench.seed,
                                           **rates)
+                freeze()
                 for solver in solvers:
                     tm = show(time_ticks(f"synthetic {muscles} muscles / {joints} joints "
                                          f"({solver})",
@@ -396,6 +405,8 @@ def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
                                       "p99_ms": round(tm.p99_ms, 4),
                                       "max_ms": round(tm.max_ms, 4)})
     machine.finish()
+    if bench.gc_freeze:
+        gc.unfreeze()
     log(f"load average (1 min) at the end: {machine.end}")
     result: dict[str, Any] = {
         "solver": config.qp.solver,
@@ -423,7 +434,7 @@ def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
         "failures": sum(t.failures for t in rows),
         "targets": dataclasses.asdict(bench.targets),
         "machine": {**machine.as_dict(), "osqp": osqp.__version__, "daqp": _daqp_version(),
-                    "numpy": np.__version__},
+                    "numpy": np.__version__, "gc_freeze": bench.gc_freeze},
         "rows": [t.row() for t in rows],
     }
     result["verdicts"] = verdicts(result, bench, machine)
@@ -480,7 +491,8 @@ def markdown(result: dict[str, Any]) -> str:
          f"average {mach['load_average_start']} at the start and {mach['load_average_end']} at "
          f"the end (judged when at most {mach['quiet_load_average']} at the start and "
          f"{mach['quiet_load_average'] + 1.0} at the end).{busy} Python {mach['python']}, "
-         f"numpy {mach['numpy']}, OSQP {mach['osqp']}, DAQP {mach['daqp']}."),
+         f"numpy {mach['numpy']}, OSQP {mach['osqp']}, DAQP {mach['daqp']}; gc.freeze() after "
+         f"set-up as in the QP node: {'yes' if mach['gc_freeze'] else 'no'}."),
         "",
         *markdown_table(result["rows"]),
         "",

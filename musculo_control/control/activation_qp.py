@@ -622,13 +622,14 @@ class _DAQPBackend:
             blower, bupper = lower, upper  # DAQP reads +-inf as no bound
         else:
             blower, bupper = pr.lower, pr.upper
+        # bounds the last update accepted need no second look (the usual tick: same bounds)
+        bounds_key = blower.tobytes() + bupper.tobytes()
         # one comparison finds both an empty interval and a NaN (which compares false)
-        if not (blower <= bupper).all():
+        if bounds_key != self._bounds_key and not (blower <= bupper).all():
             return "empty bound interval (or a NaN bound)"
         if pr.n_equalities and np.abs(pr.c).max() >= _DAQP_INF:
             # DAQP would take such an equality bound for "no bound" and drop the row
             return "QP input beyond the solver's range (|value| >= DAQP_INF)"
-        bounds_key = blower.tobytes() + bupper.tobytes()
         if self.model is None or not self.config.warm_starting:
             model = daqp.Model()
             flag, _ = model.setup(pr.H, pr.f, pr.A, bupper, blower, pr.sense)
