@@ -78,7 +78,10 @@ def run_faults(args: argparse.Namespace) -> int:
     cfg = load_fault_matrix_config(folder, setup.robot, reliability)
     if args.controller != cfg.controller:
         cfg = dataclasses.replace(cfg, controller=args.controller)
-    results, baseline = run_matrix(setup, cfg, safety, progress=True)
+    if getattr(args, "graph", False):
+        results, baseline = _graph_matrix(args, folder, safety, overrides, cfg)
+    else:
+        results, baseline = run_matrix(setup, cfg, safety, progress=True)
     print(matrix_markdown(results), end="")
     within = [r for r in results if r.meets_target]
     missed = [r for r in results if not r.meets_target]
@@ -94,12 +97,33 @@ def run_faults(args: argparse.Namespace) -> int:
            "target": {"detection_time_ms": cfg.detection_target_ms,
                       "max_command_N": results[0].limit_N if results else None},
            "fault_free_run": baseline, "controller": cfg.controller,
+           "loop": "node graph" if getattr(args, "graph", False) else "runner",
            "scenario": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "cases"}}
     out: Path = args.out
     _write_json(doc, out / "faults.json", args.json)
     (out / "faults.md").write_text(matrix_markdown(results))
     print(f"wrote {out / 'faults.json'} and {out / 'faults.md'}")
     return 0
+
+
+def _graph_matrix(args: argparse.Namespace, folder: Path, safety: dict[str, Any],
+                  overrides: Overrides, cfg: Any) -> tuple[list[Any], dict[str, Any]]:
+    """The matrix on the node graph; the nodes read the config folder, so only
+    ``reliability.faults`` overrides (the scenario, which the observer drives) apply."""
+    if safety or overrides.controller or overrides.experiments or overrides.mock_arm:
+        raise SystemExit("musculo simulate faults --graph: the nodes read the config folder "
+                         "itself; --set applies only to reliability.faults.* (copy the folder "
+                         "and edit it to change other values)")
+    if not args.real_time_factor > 0:
+        raise SystemExit(f"--real-time-factor must be > 0, got {args.real_time_factor}")
+    try:
+        from musculo_control.nodes.graph_faults import run_graph_matrix
+    except ImportError as exc:
+        raise SystemExit(f"--graph needs rclpy ({exc}); install with: pip install -e '.[ros]'")
+    from musculo_control.loop.build import load_parts
+
+    parts = load_parts(folder)
+    return run_graph_matrix(parts, cfg, args.out / "graph_runs", args.real_time_factor)
 
 
 # -- the soak -----------------------------------------------------------------------------------

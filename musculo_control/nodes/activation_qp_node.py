@@ -90,6 +90,9 @@ class ActivationQPNode(StageNode):
                                      parts.drivers.tendons.config.max_tension_n,
                                      CONTROLLER_FAULTS)
             controller = injector.wrap(controller)
+            self.offer_injection(injector, p.inject_for_s)
+            if p.inject_at_s == 0.0:
+                injector.start_now(float("inf"), 0.0)  # until the service is called
             self.get_logger().warning(f"fault injection: {p.inject_fault} at {p.inject_at_s} s "
                                       f"for {p.inject_for_s} s")
         self.step = build.control_step(parts, p.controller, with_controller=controller,

@@ -67,10 +67,12 @@ class CommonNodeParams:
 class FaultInjectionParams:
     """Fault injection for tests and the graph's fault matrix (off by default): the same
     injector as the ROS-free runner's (:mod:`musculo_control.sim.faults`), magnitudes from
-    ``reliability.yaml`` ``faults.injection``."""
+    ``reliability.yaml`` ``faults.injection``. It starts at ``inject_at_s``, or when the node's
+    ``~/inject_fault`` service (std_srvs/Trigger) is called."""
 
     inject_fault: str = spec("", doc="a fault to inject ('' none)")
-    inject_at_s: float = spec(0.0, ge=0.0, doc="when it starts, on the node's clock [s]")
+    inject_at_s: float = spec(0.0, ge=0.0, doc="when it starts, on the node's clock; 0: only "
+                                               "when the service is called [s]")
     inject_for_s: float = spec(0.1, gt=0.0, doc="how long it lasts [s]")
 
 
