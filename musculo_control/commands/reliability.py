@@ -119,7 +119,8 @@ def _graph_matrix(args: argparse.Namespace, folder: Path, safety: dict[str, Any]
     try:
         from musculo_control.nodes.graph_faults import run_graph_matrix
     except ImportError as exc:
-        raise SystemExit(f"--graph needs rclpy ({exc}); install with: pip install -e '.[ros]'")
+        raise SystemExit(f"--graph needs rclpy ({exc}); install with: "
+                         "pip install -e '.[ros]'") from exc
     from musculo_control.loop.build import load_parts
 
     parts = load_parts(folder)
