@@ -78,7 +78,8 @@ class _Case:
         with self.graph as graph, GraphObserver(self.parts, use_sim_time=True,
                                                 domain_id=self.domain) as obs:
             if not obs.wait_until(lambda: _released(obs), _START_TIMEOUT_S):
-                raise RuntimeError(f"the graph did not start ({name})")
+                raise RuntimeError(f"the graph did not start ({name}): node logs in "
+                                   f"{self.graph.workdir}")
             assert obs.wait_until(lambda: len(obs.goals_in_force) > 0, _START_TIMEOUT_S)
             x0, quat = obs.snapshot(obs.goals_in_force).values[-1]
             t0 = obs.now_s()
