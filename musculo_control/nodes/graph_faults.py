@@ -21,9 +21,7 @@ minimum-tension command, whichever is first; the times are simulated time from t
 
 from __future__ import annotations
 
-import itertools
 import math
-import os
 import signal
 import time
 from pathlib import Path
@@ -33,7 +31,7 @@ import numpy as np
 
 from musculo_control.loop.build import LoopParts
 from musculo_control.nodes.graph import GraphOptions
-from musculo_control.nodes.launcher import GraphProcesses
+from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
 from musculo_control.nodes.observer import GraphObserver
 from musculo_control.sim.experiments import minimum_jerk, start_pose
 from musculo_control.sim.fault_matrix import FaultMatrixConfig, FaultResult, fault_duration
@@ -69,7 +67,7 @@ class _Case:
             extra["activation_qp_node"] = {"inject_fault": name, "inject_for_s": duration}
         options = GraphOptions(parts.config_dir, controller=cfg.controller, use_sim_time=True,
                                real_time_factor=real_time_factor, goal_mode="none", extra=extra)
-        self.domain = _domain()
+        self.domain = private_domain_id()
         self.graph = GraphProcesses(options, workdir, domain_id=self.domain)
         self.duration = duration
 
@@ -120,14 +118,6 @@ class _Case:
 def _released(obs: GraphObserver) -> bool:
     mock = obs.diagnostics_of("mock_hardware_node")
     return bool(mock) and mock[-1].message == "running" and len(obs.commands) > 0
-
-
-_DOMAINS = itertools.count()
-
-
-def _domain() -> int:
-    """A ROS_DOMAIN_ID per case, apart from other runs on the machine (the pid)."""
-    return 1 + (os.getpid() * 7 + next(_DOMAINS)) % 100
 
 
 def _recordings(obs: GraphObserver) -> dict[str, Any]:
