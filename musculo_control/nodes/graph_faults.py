@@ -126,13 +126,16 @@ def _recordings(obs: GraphObserver) -> dict[str, Any]:
             "diagnostics": list(obs.diagnostics)}
 
 
-def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], f_min_n: float,
-             limit_n: float) -> FaultResult:
-    """One row of the graph's matrix (the fields of the runner's)."""
+def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[str, Any],
+             f_min_n: float, limit_n: float) -> FaultResult:
+    """One row of the graph's matrix, with the fields and meaning of the runner's; the hand is
+    compared with the fault-free run ``base`` at the same time of the scenario."""
     kind = fault_kind(name)
     rec = run["obs"]
     injected = run["onset"]  # when the observer injected it
-    onset = _reported_onset(rec["diagnostics"], name) or injected
+    reported = _injection_values(rec["diagnostics"], name)
+    onset = float(reported["injection onset [s]"]) if "injection onset [s]" in reported \
+        else injected
     nodes = {STAGE_NODES[s] for s in kind.stages} | {"activation_qp_node"}
     detect_t, rule, message = None, "", ""
     refused_before: dict[str, str] = {}
@@ -159,9 +162,9 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], f_min_n: fl
     sent = np.asarray([v for t, v in zip(rec["sent"].t, rec["sent"].values) if t >= onset])
     command_max = float(np.nanmax(sent)) if sent.size else 0.0
     any_nan = bool(sent.size and not np.isfinite(sent).all())
-    before = [f for t, f in zip(commands.t, commands.values)
-              if t < onset and np.all(np.abs(np.asarray(f) - f_min_n) < 1e-6)]
     t0 = run["t0"]
+    before = [f for t, f in zip(commands.t, commands.values)
+              if t0 <= t < onset and np.all(np.abs(np.asarray(f) - f_min_n) < 1e-6)]
     t_off = t0 + cfg.inject_at_s + fault_duration(cfg, name)
     states = rec["state"]
     back = None
@@ -172,12 +175,17 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], f_min_n: fl
             back = t
         elif v["supervisor_state"] != 0.0:
             back = None
-    hand = rec["hand"]
-    final = float(np.linalg.norm(np.asarray(hand.values[-1]) - run["end"])) if hand.values \
-        else math.inf
-    after = [np.linalg.norm(np.asarray(h) - run["end"]) for t, h in zip(hand.t, hand.values)
-             if t >= onset]
-    recovered = back is not None and final <= cfg.recovery_tolerance_m
+    # the hand against the fault-free run's at the same scenario time (as the runner's matrix)
+    hand_t, hand = _hand(run)
+    base_t, base_hand = _hand(base)
+    shared = (hand_t >= base_t[0]) & (hand_t <= base_t[-1])
+    at_base = np.column_stack([np.interp(hand_t[shared], base_t, base_hand[:, i])
+                               for i in range(3)])
+    deviation = np.linalg.norm(hand[shared] - at_base, axis=1)
+    # redundant arm: recovered means as close to the goal as the fault-free run, within tolerance
+    final_excess = float(np.linalg.norm(hand[-1] - run["end"])
+                         - np.linalg.norm(base_hand[-1] - base["end"]))
+    recovered = back is not None and final_excess <= cfg.recovery_tolerance_m
     return FaultResult(
         name=name, detected=detect_t is not None,
         detection_time_ms=None if detect_t is None else (detect_t - onset) * 1e3,
@@ -185,26 +193,33 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], f_min_n: fl
         message=message,
         injection_to_detection_ms=None if detect_t is None else (detect_t - injected) * 1e3,
         recovery_time_ms=None if back is None else (back - t_off) * 1e3,
-        max_deviation_m=float(max(after)) if after else 0.0, final_error_excess_m=final,
-        target="", alarms_before_injection=len(before), safe_ticks=len(safe), limit_N=limit_n,
+        max_deviation_m=float(deviation.max()) if deviation.size else math.nan,
+        final_error_excess_m=final_excess, target=reported.get("injection target", ""),
+        alarms_before_injection=len(before), safe_ticks=len(safe), limit_N=limit_n,
         target_ms=cfg.detection_target_ms)
 
 
-def _reported_onset(diagnostics: list[Any], name: str) -> float | None:
-    """When the injecting node says the fault first touched data (``injection onset [s]`` of
-    its diagnostics), or None (faults the observer makes: hangs and goals)."""
+def _hand(run: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(scenario time [s], the mock arm's true hand [m]) of a case."""
+    hand = run["obs"]["hand"]
+    return np.asarray(hand.t) - run["t0"], np.asarray(hand.values)
+
+
+def _injection_values(diagnostics: list[Any], name: str) -> dict[str, str]:
+    """What the injecting node says of its fault on /diagnostics (``injection onset [s]``:
+    when it first touched data; ``injection target``: the joint or tendon), once known; empty
+    for the faults the observer makes (hangs and goals)."""
     if name in MOCK_FAULTS:
         node = "mock_hardware_node"
     elif name in CONTROLLER_FAULTS:
         node = "activation_qp_node"
     else:
-        return None
+        return {}
     for d in reversed(diagnostics):
-        if d.name.removeprefix("musculo_control: ") == node:
-            value = d.values.get("injection onset [s]", "-")
-            if value != "-":
-                return float(value)
-    return None
+        if d.name.removeprefix("musculo_control: ") == node \
+                and d.values.get("injection onset [s]", "-") != "-":
+            return {k: v for k, v in d.values.items() if k.startswith("injection")}
+    return {}
 
 
 def run_graph_matrix(parts: LoopParts, cfg: FaultMatrixConfig, workdir: Path,
@@ -217,14 +232,15 @@ def run_graph_matrix(parts: LoopParts, cfg: FaultMatrixConfig, workdir: Path,
     limit = parts.drivers.tendons.config.max_tension_n
     base = _Case(parts, cfg, None, workdir / "fault_free", real_time_factor).run()
     base_commands = base["obs"]["commands"]
-    base_info = {"alarms": sum(1 for f in base_commands.values
-                               if np.all(np.abs(np.asarray(f) - f_min) < 1e-6)),
+    base_info = {"alarms": sum(1 for t, f in zip(base_commands.t, base_commands.values)
+                               if t >= base["t0"] and np.all(np.abs(np.asarray(f) - f_min)
+                                                             < 1e-6)),
                  "max_command_N": round(float(np.max(base["obs"]["sent"].values)), 3),
                  "limit_N": limit}
     results = []
     for name in cfg.cases:
         run = _Case(parts, cfg, name, workdir / name, real_time_factor).run()
-        result = evaluate(name, cfg, run, f_min, limit)
+        result = evaluate(name, cfg, run, base, f_min, limit)
         results.append(result)
         if progress:
             print(f"  {name}: detected={result.detected} t={result.detection_time_ms} ms "

@@ -345,7 +345,7 @@ class StageNode(Node):
             # the onset (when the fault first touched data), from which the graph's fault
             # matrix counts the detection time, as the runner's does
             onset = injector.onset_s
-            return {"injected fault": injector.name,
+            return {"injected fault": injector.name, "injection target": injector.target,
                     "injection onset [s]": "-" if onset is None
                     else f"{onset + injector.origin_s:.6f}"}
 
