@@ -43,6 +43,8 @@ STAGE_NODES = {"potentiometers": "potentiometer_node", "tendon actuators": "tend
                "mock arm": "mock_hardware_node"}
 #: Faults that hang a node instead of injecting data: (node, how).
 HANGS = {"stale_snapshot": "dynamics_node", "command_dropout": "activation_qp_node"}
+#: ... and the recording of the output that stops.
+HANG_OUTPUTS = {"stale_snapshot": "dynamics", "command_dropout": "commands"}
 #: Faults the observer sends as goals.
 GOAL_FAULTS = ("goal_outside_workspace", "goal_nan")
 #: Wall-clock bounds of one case [s].
@@ -59,7 +61,10 @@ class _Case:
         q0 = start_pose(robot, cfg.start_pose)
         extra: dict[str, dict[str, Any]] = {
             "mock_hardware_node": {"initial_pose_rad": [float(v) for v in q0],
-                                   "lockstep": True, "lockstep_timeout_s": 0.3}}
+                                   "lockstep": True,
+                                   # a hung node (SIGSTOP) is given up on after this; a loaded
+                                   # machine must not look like one
+                                   "lockstep_timeout_s": 2.0}}
         duration = fault_duration(cfg, name)
         if name in MOCK_FAULTS:
             extra["mock_hardware_node"].update(inject_fault=name, inject_for_s=duration)
@@ -122,20 +127,29 @@ def _released(obs: GraphObserver) -> bool:
 
 def _recordings(obs: GraphObserver) -> dict[str, Any]:
     return {"commands": obs.snapshot(obs.commands), "sent": obs.snapshot(obs.sent),
+            "dynamics": obs.snapshot(obs.dynamics),
             "hand": obs.snapshot(obs.hand), "state": obs.snapshot(obs.controller_state),
             "diagnostics": list(obs.diagnostics)}
 
 
 def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[str, Any],
-             f_min_n: float, limit_n: float) -> FaultResult:
+             f_min_n: float, limit_n: float, periods: dict[str, float]) -> FaultResult:
     """One row of the graph's matrix, with the fields and meaning of the runner's; the hand is
-    compared with the fault-free run ``base`` at the same time of the scenario."""
+    compared with the fault-free run ``base`` at the same time of the scenario. ``periods``:
+    the output period [s] of each node a fault hangs."""
     kind = fault_kind(name)
     rec = run["obs"]
     injected = run["onset"]  # when the observer injected it
     reported = _injection_values(rec["diagnostics"], name)
-    onset = float(reported["injection onset [s]"]) if "injection onset [s]" in reported \
-        else injected
+    if "injection onset [s]" in reported:
+        onset = float(reported["injection onset [s]"])
+    elif name in HANGS:
+        # as the runner counts it: from when the hung node's first missing output was due
+        outputs = rec[HANG_OUTPUTS[name]].stamp
+        last = max((t for t in outputs if t <= injected), default=injected)
+        onset = max(last + periods[HANGS[name]], injected)
+    else:
+        onset = injected
     nodes = {STAGE_NODES[s] for s in kind.stages} | {"activation_qp_node"}
     detect_t, rule, message = None, "", ""
     refused_before: dict[str, str] = {}
@@ -229,6 +243,9 @@ def run_graph_matrix(parts: LoopParts, cfg: FaultMatrixConfig, workdir: Path,
     import sys
 
     f_min = parts.robot.hill.f_min_n
+    loop = parts.controller.loop
+    periods = {"dynamics_node": 1.0 / loop.dynamics_rate_hz,
+               "activation_qp_node": 1.0 / loop.control_rate_hz}
     limit = parts.drivers.tendons.config.max_tension_n
     base = _Case(parts, cfg, None, workdir / "fault_free", real_time_factor).run()
     base_commands = base["obs"]["commands"]
@@ -240,7 +257,7 @@ def run_graph_matrix(parts: LoopParts, cfg: FaultMatrixConfig, workdir: Path,
     results = []
     for name in cfg.cases:
         run = _Case(parts, cfg, name, workdir / name, real_time_factor).run()
-        result = evaluate(name, cfg, run, base, f_min, limit)
+        result = evaluate(name, cfg, run, base, f_min, limit, periods)
         results.append(result)
         if progress:
             print(f"  {name}: detected={result.detected} t={result.detection_time_ms} ms "
