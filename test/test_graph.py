@@ -362,3 +362,30 @@ def test_the_graph_fault_matrix_detects_injected_faults_and_writes_the_runners_j
         assert row["recovered"], row
     assert rows["command_nan"]["rule"] == "command_invalid"
     assert doc["fault_free_run"]["alarms"] == 0
+
+
+# -- the other shipped robot -------------------------------------------------------------------------
+def test_the_planar_arm_runs_on_the_graph_and_reaches_a_goal(tmp_path):
+    """The second shipped robot (MJCF, wrapping tendons, 2 joints) through the same nodes: no
+    safe-state command after start-up, and a goal 5 cm away along its first task row reached
+    within 2 cm in 5 s."""
+    from musculo_control.paths import config_root
+
+    planar = load_parts(config_root() / "planar_arm")
+    f_min = planar.robot.hill.f_min_n
+    axis = {"vx": 0, "vy": 1, "vz": 2}[planar.controller.task.rows[0]]
+    with running_graph(planar, tmp_path) as (graph, obs):
+        t0 = wait_running(graph, obs)
+        assert obs.wait_until(lambda: len(obs.hand) > 0 and len(obs.goals_in_force) > 0, 30.0)
+        start = obs.snapshot(obs.hand).values[-1]
+        goal = np.array(start, dtype=float)
+        goal[axis] += 0.05
+        obs.send_goal_pose(goal)
+        t_goal = obs.now_s()
+        assert obs.wait_for(5.0, 120.0), logs(graph)
+        commands = obs.snapshot(obs.commands).since(t0)
+        unsafe = [t for t, f in zip(commands.t, commands.values) if minimum_tension(f, f_min)]
+        assert not unsafe, (unsafe[:5], _errors_after(obs, t0)[:5], logs(graph))
+        hand = obs.snapshot(obs.hand).since(t_goal)
+        dist = np.linalg.norm(np.asarray(hand.values) - goal, axis=1)
+        assert dist[-1] < 0.02, (dist[-1], logs(graph))
