@@ -389,3 +389,33 @@ def test_the_planar_arm_runs_on_the_graph_and_reaches_a_goal(tmp_path):
         hand = obs.snapshot(obs.hand).since(t_goal)
         dist = np.linalg.norm(np.asarray(hand.values) - goal, axis=1)
         assert dist[-1] < 0.02, (dist[-1], logs(graph))
+
+
+# -- musculo graph: the graph without ros2 launch -------------------------------------------------
+def test_musculo_graph_runs_the_nodes_and_stops_them_cleanly(tmp_path):
+    import subprocess
+    import sys
+
+    logs = tmp_path / "logs"
+    done = subprocess.run([sys.executable, "-m", "musculo_control.cli", "graph", "--sim-time",
+                           "--real-time-factor", "0.5", "--duration", "20", "--logs", str(logs)],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
+    import re
+
+    codes = re.findall(r"(\w+_node) (-?\d+)", done.stdout.split("exit codes:")[-1])
+    assert len(codes) == 6 and all(code == "0" for _, code in codes), done.stdout
+    qp = (logs / "activation_qp_node.log").read_text()
+    assert "running" in qp, qp[-2000:]  # the controller came to hold the arm
+
+
+def test_musculo_graph_refuses_a_bad_config_folder_before_starting_anything(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "musculo_control.cli", "graph", "--config",
+                           str(tmp_path / "missing"), "--logs", str(tmp_path / "logs")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "ros_params.yaml" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "logs" / "activation_qp_node.log").exists()
