@@ -48,6 +48,7 @@ from musculo_control.control.task_space import (
     GainsConfig,
     PositionIntegral,
     nullspace_damping_torque,
+    nullspace_posture_torque,
     reference_acceleration,
     reference_torque,
     task_rows,
@@ -241,6 +242,15 @@ class OSCController(_TickBase):
         self._upper = np.full(mc, np.inf if qp.activation_max is None else qp.activation_max)
         self._upper_tick = self._upper.copy()
         self._integral = PositionIntegral(config.gains)  # off unless gains.ki_s3 > 0
+        # the posture term in the nullspace (not in the paper; off when paper_nullspace)
+        posture = config.gains.nullspace_posture_s2
+        if posture and len(posture) != n:
+            raise ConfigError(file, "gains.nullspace_posture_s2",
+                              f"{n} values (one per joint) or an empty list", len(posture))
+        self._posture = (np.array(posture, dtype=float)
+                         if posture and any(posture) and not config.gains.paper_nullspace
+                         else None)
+        self._q_ref = robot.home_pose_rad.copy()
 
     def reset(self) -> None:
         super().reset()
@@ -271,10 +281,15 @@ class OSCController(_TickBase):
         coriolis = snapshot.coriolis_torque_nm if self.config.qp.coriolis else None
         tau_ref = reference_torque(snapshot.task_jacobian, snapshot.task_inertia, xdd,
                                    snapshot.gravity_torque_nm, coriolis)
-        kv = self.config.gains.nullspace_damping_s
-        if kv > 0.0:
+        gains = self.config.gains
+        if self._posture is not None:
+            tau_ref += nullspace_posture_torque(snapshot.nullspace_projector,
+                                                snapshot.mass_matrix, q, qd, self._q_ref,
+                                                self._posture, gains.nullspace_damping_s)
+        elif gains.nullspace_damping_s > 0.0 and not gains.paper_nullspace:
             tau_ref += nullspace_damping_torque(snapshot.nullspace_projector,
-                                                snapshot.mass_matrix, qd, kv)
+                                                snapshot.mass_matrix, qd,
+                                                gains.nullspace_damping_s)
         ci = self._ci
         active, passive = fresh.forces.active_n[ci], fresh.forces.passive_n[ci]
         balance = TorqueBalance(terms.jm_controlled, active, passive,
