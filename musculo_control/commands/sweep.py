@@ -33,15 +33,15 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def parse_params(items: list[str]) -> list[tuple[str, list[Any]]]:
+def parse_params(items: list[str], option: str = "--param") -> list[tuple[str, list[Any]]]:
     """'controller.qp.r=0.01,0.1' -> [('controller.qp.r', [0.01, 0.1])]."""
     out = []
     for item in items:
         key, sep, values = item.partition("=")
-        parsed = [parse_value(v, f"--param {key.strip()}") for v in values.split(",")
+        parsed = [parse_value(v, f"{option} {key.strip()}") for v in values.split(",")
                   if v.strip()]
         if not sep or not key or not parsed:
-            raise InputError("--param", "FILE.KEY=V1,V2,... e.g. controller.qp.r=0.01,0.1", item)
+            raise InputError(option, "FILE.KEY=V1,V2,... e.g. controller.qp.r=0.01,0.1", item)
         out.append((key.strip(), parsed))
     return out
 
