@@ -24,7 +24,7 @@ from musculo_control.commands.sweep import parse_params
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import InputError
 from musculo_control.paths import default_config_dir
-from musculo_control.sim.experiments import EXPERIMENT_NAMES, Overrides, load_setup
+from musculo_control.sim.experiments import Overrides, load_setup
 from musculo_control.sim.study import (
     Cache,
     ConditionConfig,

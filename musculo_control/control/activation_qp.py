@@ -112,6 +112,10 @@ class QPConfig:
     coriolis: bool = spec(False, doc="add the snapshot's C(q, qd) qd to tau_ref")
     tau_null_max_nm: float | None = spec(
         None, gt=0.0, doc="bound on every |tau_null_i| of eq. 11 [Nm]; null: none (the paper's)")
+    nullspace_step_rad: float | None = spec(
+        None, gt=0.0, doc="velocity-aware bound of eq. 11's nullspace torque: each |tau_null_i| "
+                          "<= 2 M_ii step / T^2, what would move joint i by at most this within "
+                          "one snapshot period T [rad]; null: none (the paper's)")
     predictive_joint_limits: PredictiveLimitsConfig = spec(PredictiveLimitsConfig(),
                                                            doc="SPEC section 9")
     accept_inaccurate: bool = spec(False, doc="use an answer OSQP marks 'solved inaccurate'")
@@ -232,10 +236,10 @@ class QPStructure:
         Ax[: self._a_end].reshape(m, n + 1 + p)[:, n] = 1.0  # bound rows: identity
         Ax[self._null_end:] = -1.0  # residual columns: -I
         l, u = np.zeros(self.n_constraints), np.zeros(self.n_constraints)
-        if self.tau_null_max_nm is not None:
+        if self.tau_null_max_nm is not None:  # (inf: rows whose bounds come per tick)
             Ax[self._a_end: self._null_end].reshape(n, self._per_null)[:, n] = 1.0
-            l[self.null_bound_rows] = -self.tau_null_max_nm
-            u[self.null_bound_rows] = self.tau_null_max_nm
+            l[self.null_bound_rows] = max(-self.tau_null_max_nm, -_OSQP_INFTY)
+            u[self.null_bound_rows] = min(self.tau_null_max_nm, _OSQP_INFTY)
         return Ax, l, u, np.zeros(n)
 
     def fill(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
@@ -367,14 +371,24 @@ class ActivationQP:
                         self._failed_n, 0.0, iterations, solve_time_s, build_time_s)
 
     def solve(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
-              rows: LinearRows | None = None) -> QPResult:
-        """Fill this tick's values, update OSQP (or set it up once) and solve warm-started."""
+              rows: LinearRows | None = None,
+              tau_null_bound: FloatArray | None = None) -> QPResult:
+        """Fill this tick's values, update OSQP (or set it up once) and solve warm-started.
+
+        ``tau_null_bound`` (n,): this tick's bounds |tau_null_i| <= bound_i [Nm], for a QP
+        built with ``tau_null_max_nm`` (which they replace; ``inf`` builds the rows for them).
+        """
         t0 = time.perf_counter()
         s = self.structure
         Ax, l, u, c = self._Ax, self._l, self._u, self._c
         try:
             with np.errstate(all="ignore"):  # NaN/inf inputs are caught just below, quietly
                 s.fill(balance, lower, upper, rows, Ax, l, u, c)
+                if tau_null_bound is not None:
+                    if s.tau_null_max_nm is None:
+                        raise ValueError("this QP was built without tau_null bound rows")
+                    np.minimum(tau_null_bound, _OSQP_INFTY, out=u[s.null_bound_rows])
+                    np.negative(u[s.null_bound_rows], out=l[s.null_bound_rows])
         except ValueError as exc:  # wrong shapes: a programming error upstream, reported
             return self._failure(f"bad QP input: {exc}")
         finite = all_finite(Ax, l, u)

@@ -18,6 +18,7 @@ minimum tension) with the reason.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +49,6 @@ from musculo_control.control.task_space import (
     GainsConfig,
     PositionIntegral,
     nullspace_damping_torque,
-    nullspace_posture_torque,
     reference_acceleration,
     reference_torque,
     task_rows,
@@ -233,24 +233,22 @@ class OSCController(_TickBase):
                                   f"less than half the smallest joint range ({half:.3f} rad)",
                                   self._limits.margin_rad)
         self._need_inverse = self._limits.enabled
+        # velocity-aware bound of tau_null (not in the paper): per tick from the snapshot's M
+        self._step = qp.nullspace_step_rad if self.formulation == "eq11" else None
+        self._step_gain = (2.0 * self._step * config.loop.dynamics_rate_hz ** 2
+                           if self._step is not None else 0.0)
+        bound = qp.tau_null_max_nm
+        if self._step is not None and bound is None:
+            bound = math.inf  # the rows, with this tick's bounds
         self.qp = ActivationQP(self.formulation, mc, n, k=qp.k, r=qp.r,
                                osqp_config=config.osqp,
                                n_limit_rows=n if self._limits.enabled else 0,
                                accept_inaccurate=qp.accept_inaccurate,
-                               tau_null_max_nm=qp.tau_null_max_nm)
+                               tau_null_max_nm=bound)
         self._lower = np.zeros(mc)
         self._upper = np.full(mc, np.inf if qp.activation_max is None else qp.activation_max)
         self._upper_tick = self._upper.copy()
         self._integral = PositionIntegral(config.gains)  # off unless gains.ki_s3 > 0
-        # the posture term in the nullspace (not in the paper; off when paper_nullspace)
-        posture = config.gains.nullspace_posture_s2
-        if posture and len(posture) != n:
-            raise ConfigError(file, "gains.nullspace_posture_s2",
-                              f"{n} values (one per joint) or an empty list", len(posture))
-        self._posture = (np.array(posture, dtype=float)
-                         if posture and any(posture) and not config.gains.paper_nullspace
-                         else None)
-        self._q_ref = robot.home_pose_rad.copy()
 
     def reset(self) -> None:
         super().reset()
@@ -281,15 +279,10 @@ class OSCController(_TickBase):
         coriolis = snapshot.coriolis_torque_nm if self.config.qp.coriolis else None
         tau_ref = reference_torque(snapshot.task_jacobian, snapshot.task_inertia, xdd,
                                    snapshot.gravity_torque_nm, coriolis)
-        gains = self.config.gains
-        if self._posture is not None:
-            tau_ref += nullspace_posture_torque(snapshot.nullspace_projector,
-                                                snapshot.mass_matrix, q, qd, self._q_ref,
-                                                self._posture, gains.nullspace_damping_s)
-        elif gains.nullspace_damping_s > 0.0 and not gains.paper_nullspace:
+        kv = self.config.gains.nullspace_damping_s
+        if kv > 0.0:
             tau_ref += nullspace_damping_torque(snapshot.nullspace_projector,
-                                                snapshot.mass_matrix, qd,
-                                                gains.nullspace_damping_s)
+                                                snapshot.mass_matrix, qd, kv)
         ci = self._ci
         active, passive = fresh.forces.active_n[ci], fresh.forces.passive_n[ci]
         balance = TorqueBalance(terms.jm_controlled, active, passive,
@@ -305,8 +298,15 @@ class OSCController(_TickBase):
                 snapshot.gravity_torque_nm + snapshot.coriolis_torque_nm, q, qd,
                 self.robot.arm.lower_rad, self.robot.arm.upper_rad, self._limits.horizon_s,
                 self._limits.margin_rad)
+        null_bound = None
+        if self._step is not None:
+            # |tau_null_i| <= 2 M_ii step / T^2: alone it moves joint i by at most `step` in a
+            # snapshot period, so the nullspace drifts no faster than the model follows
+            null_bound = self._step_gain * np.diagonal(snapshot.mass_matrix)
+            if self.config.qp.tau_null_max_nm is not None:
+                null_bound = np.minimum(null_bound, self.config.qp.tau_null_max_nm)
         res: QPResult = self.qp.solve(balance, self._lower, self._activation_upper(active, passive),
-                                      rows)
+                                      rows, null_bound)
         if not res.found:
             out = self._fail(f"QP {self.formulation} not solved: {res.status}", age, t0,
                              res.status)

@@ -51,15 +51,7 @@ class GainsConfig:
                         doc="orientation damping [1/s]; not in the paper, 0 keeps eq. 15 as is")
     nullspace_damping_s: float = spec(
         0.0, ge=0.0, doc="damping of joint velocity inside the task nullspace, kv in "
-                         "N M (Kq (q_ref - q) - kv qd) [1/s]; not in the paper, 0 keeps eq. 11 "
-                         "as is")
-    nullspace_posture_s2: tuple[float, ...] = spec(
-        (), ge=0.0, doc="posture stiffness Kq per joint in robot.yaml order, the diagonal of "
-                        "N M (Kq (q_ref - q) - (2 sqrt(Kq) + kv) qd), q_ref the robot's home "
-                        "pose [1/s^2]; not in the paper; empty: none")
-    paper_nullspace: bool = spec(
-        False, doc="true: eq. 11 exactly as the paper states it (nullspace_damping_s and "
-                   "nullspace_posture_s2 ignored)")
+                         "-N M kv qd [1/s]; not in the paper, 0 keeps eq. 11 as is")
     ki_s3: float = spec(
         0.0, ge=0.0, doc="integral gain on the hand position error [1/s^3]; not in the paper, "
                          "0 (off) keeps eq. 14 as is; stable for ki < kp kd")
@@ -187,18 +179,3 @@ def nullspace_damping_torque(projector: FloatArray, mass_matrix: FloatArray, qd:
     """
     return -damping_s * (projector @ (mass_matrix @ qd))
 
-
-def nullspace_posture_torque(projector: FloatArray, mass_matrix: FloatArray, q: FloatArray,
-                             qd: FloatArray, q_ref: FloatArray, stiffness_s2: FloatArray,
-                             damping_s: float) -> FloatArray:
-    """(n,) N M (Kq (q_ref - q) - (2 sqrt(Kq) + kv) qd) [Nm]: a critically damped joint-space
-    posture spring that acts only in the task's nullspace, plus the nullspace damping kv (see
-    :func:`nullspace_damping_torque` for N and M).
-
-    Not in the paper. Eq. 11 lets the arm drift wherever the nullspace leads, including
-    directions no muscle effort is saved in (a 5-D hand task leaves the roll about the gripping
-    axis free, and the forearm and wrist then swing between their stops); ``Kq`` holds chosen
-    joints near ``q_ref`` while eq. 11 still lowers the activations along the others.
-    """
-    acc = stiffness_s2 * (q_ref - q) - (2.0 * np.sqrt(stiffness_s2) + damping_s) * qd
-    return projector @ (mass_matrix @ acc)

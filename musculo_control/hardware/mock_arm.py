@@ -12,11 +12,12 @@ Built in code from the robot's description, URDF and muscles file or MJCF
   out), ``f`` the tension the module's load cell measures. ``theta`` is the wire's fixed routing
   inside the bone plus its path's bends, from MuJoCo's own path every step (:class:`PathBends`).
   The band's middle, ``f cosh(mu theta)``, is the actuator force; its half width
-  ``b = f0 + f sinh(mu theta)`` (``f0`` a load-independent part) is a friction force ``-b sat(v / v_s)`` on the tendon's lengthening
-  speed ``v``, Coulomb above the creep speed ``v_s`` and viscous below it (a wire under a load
-  inside its band creeps at ``v_s`` times the load's share of the band). It is set, each step,
-  as the tendon's MuJoCo damping ``b / max(|v|, v_s)``, which the ``implicitfast`` integrator
-  treats implicitly: stable at 1 kHz however steep the friction law (an explicit force of
+  ``b = f0 + f sinh(mu theta)`` (``f0`` a load-independent part) is a friction force
+  ``-b sat(v / v_s)`` on the tendon's lengthening speed ``v``, Coulomb above the creep speed
+  ``v_s`` and viscous below it (a wire under a load inside its band creeps at ``v_s`` times the
+  load's share of the band). It is set, each step, as the tendon's MuJoCo damping
+  ``b / max(|v|, v_s)``, which the ``implicitfast`` integrator treats implicitly: stable at
+  1 kHz however steep the friction law (an explicit force of
   slope ``b / v_s`` of 10^5 N s/m would need steps of microseconds). MuJoCo's own tendon
   ``frictionloss`` is load-independent (its documentation says so);
 - per tendon a tension actuator with a first-order lag (time constant ``tau``, discretised
