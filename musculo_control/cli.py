@@ -25,6 +25,7 @@ COMMANDS = (
     "musculo_control.commands.study",
     "musculo_control.commands.operating_point",
     "musculo_control.commands.reliability",
+    "musculo_control.commands.graph",
 )
 
 
