@@ -5,6 +5,8 @@ from glob import glob
 from setuptools import find_packages, setup
 
 PACKAGE = "musculo_control"
+#: musculo study --engine dask
+CLUSTER = ["dask[distributed]>=2024.1"]
 #: rclpy with Fast DDS and the message packages the nodes use, from PyPI (ROS 2 Kilted wheels)
 ROS_WHEELS = ["ros-rclpy", "ros-rmw-fastrtps-cpp", "ros-sensor-msgs", "ros-geometry-msgs",
               "ros-std-msgs", "ros-std-srvs", "ros-diagnostic-msgs", "ros-visualization-msgs",
@@ -36,16 +38,20 @@ setup(
     ],
     python_requires=">=3.10",
     # rosbags writes every run's ROS 2 bag (musculo simulate / report); daqp is the default QP
-    # solver (qp.solver, README "The QP solvers"): run-time dependencies
+    # solver (qp.solver, README "The QP solvers"); tqdm draws musculo study's progress bar (rate,
+    # ETA, terminal width, plain lines in CI logs): run-time dependencies
     install_requires=["numpy", "pin", "osqp>=1.0", "daqp>=0.11", "pyyaml", "mujoco>=3.1",
-                      "scipy", "matplotlib", "rosbags>=0.10"],
+                      "scipy", "matplotlib", "rosbags>=0.10", "tqdm"],
     # ros: rclpy and the message packages of the node graph, as ROS 2 wheels from PyPI (for a
     # machine without a ROS 2 distribution; a colcon build uses the distribution's instead).
     # test: mcap + mcap-ros2-support read those bags independently; the node-graph tests run
     # the real nodes on the ros wheels; pytest-timeout ends a hung graph test instead of CI.
+    # cluster: musculo study --engine dask (Dask's distributed scheduler; the tests run it on a
+    # LocalCluster, so the test extra has it too)
     extras_require={"ros": ROS_WHEELS,
+                    "cluster": CLUSTER,
                     "test": ["pytest", "pytest-timeout", "hypothesis", "mcap",
-                             "mcap-ros2-support", *ROS_WHEELS]},
+                             "mcap-ros2-support", *ROS_WHEELS, *CLUSTER]},
     zip_safe=True,
     maintainer="musculo_control team",
     maintainer_email="musculo-control@example.org",

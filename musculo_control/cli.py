@@ -22,6 +22,7 @@ COMMANDS = (
     "musculo_control.commands.report",
     "musculo_control.commands.publish",
     "musculo_control.commands.sweep",
+    "musculo_control.commands.study",
     "musculo_control.commands.operating_point",
     "musculo_control.commands.reliability",
     "musculo_control.commands.graph",

@@ -7,6 +7,7 @@ on the lifted one), on the same seeded problems and against the same oracles.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -398,6 +399,33 @@ def test_tau_null_bound_is_respected_and_exact(robot, estimator, new_qp):
         assert np.allclose(res.tau_null, tn_ref, atol=1e-5)
         binding += np.abs(solve(free, b).tau_null).max() > bound
     assert binding > 0  # the bound was active somewhere, so the test can fail
+
+
+def test_per_tick_tau_null_bounds_are_respected_and_exact(robot, estimator, new_qp):
+    """The velocity-aware bounds (one per joint, new every tick) against BVLS."""
+    qp = new_qp("eq11", tau_null_max_nm=math.inf)
+    rng = np.random.default_rng(5)
+    binding = 0
+    for s, tau_ref in random_problems(robot, estimator, 30, seed=23, goal_scale=2.0):
+        b = balance_at(robot, s, tau_ref, True)
+        bound = rng.uniform(0.02, 1.0, 7)
+        res = qp.solve(b, np.zeros(15), np.full(15, INF), None, bound)
+        assert res.found, res.status
+        assert np.all(np.abs(res.tau_null) <= bound + 1e-6)
+        B, c = torque_terms(b)
+        A = np.block([[B, b.nullspace], [np.sqrt(K) * np.eye(15), np.zeros((15, 7))],
+                      [np.zeros((7, 15)), np.sqrt(R) * np.eye(7)]])
+        ref = lsq_linear(A, np.r_[-c, np.zeros(22)], bounds=(np.r_[np.zeros(15), -bound],
+                                                            np.r_[np.full(15, INF), bound]),
+                         method="bvls", tol=1e-15, max_iter=10000)
+        assert res.objective == pytest.approx(2.0 * ref.cost, rel=1e-6)
+        assert np.allclose(res.tau_null, ref.x[15:], atol=1e-5)
+        binding += np.any(np.abs(ref.x[15:]) > bound - 1e-9)
+    assert binding > 0
+    # a QP built without the rows refuses bounds instead of ignoring them
+    plain = new_qp("eq11")
+    res = plain.solve(b, np.zeros(15), np.full(15, INF), None, np.ones(7))
+    assert not res.found and "bound rows" in res.status
 
 
 def test_predictive_joint_limits_keep_the_prediction_inside(robot, estimator, new_qp):

@@ -4,6 +4,7 @@ depend on the machine's load, never on a wall-clock assertion here."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import subprocess
 import sys
@@ -103,7 +104,9 @@ def test_baseline_without_qpsolvers_solves_the_same_problem(monkeypatch, robot, 
     from musculo_control.control.controller import OSCController, load_controller_config
 
     monkeypatch.setitem(sys.modules, "qpsolvers", None)  # import now raises ImportError
+    # eq. 11 as the paper states it, the problem the baseline solves (no per-tick tau_null bounds)
     config = load_controller_config(config_dir)
+    config = dataclasses.replace(config, qp=dataclasses.replace(config.qp, nullspace_step_rad=None))
     ours = OSCController(robot, config)
     theirs = OSCController(robot, config)
     theirs.qp = CondensedFreshQP(theirs.qp.structure, config.osqp)

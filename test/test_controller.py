@@ -8,6 +8,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
+from conftest import random_poses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -378,3 +379,30 @@ def test_options_reach_the_qp(robot, config_dir, hold):
         make_controller("osc", robot, load_controller_config(
             config_dir, {"qp.predictive_joint_limits.enabled": True,
                          "qp.predictive_joint_limits.margin_rad": 5.0}))
+
+
+def test_velocity_aware_nullspace_bound_follows_the_inertia(robot, config_dir, estimator):
+    """With qp.nullspace_step_rad every |tau_null_i| stays within 2 M_ii step f_dyn^2 of its
+    snapshot, and binds on the light forearm and wrist; null is eq. 11 as the paper states it."""
+    cfg = load_controller_config(config_dir)
+    step = cfg.qp.nullspace_step_rad
+    assert step is not None  # the shipped controller bounds the nullspace
+    bounded = make_controller("osc", robot, cfg)
+    paper = make_controller("osc", robot, load_controller_config(
+        config_dir, {"qp.nullspace_step_rad": None}))
+    assert paper.qp.structure.tau_null_max_nm is None
+    assert make_controller("osc-no-nullspace", robot, cfg).qp.structure.tau_null_max_nm is None
+    binding = 0
+    for q in random_poses(robot, 10, seed=31):
+        s = estimator.compute(q, np.zeros(7), 0.0)
+        # a goal 3 cm off: a task that leaves room to trade in the nullspace
+        goal = HandGoal.hold(s.hand_position_m + 0.03, s.hand_rotation)
+        out = bounded.tick(s, q, np.zeros(7), goal, 0.0)
+        free = paper.tick(s, q, np.zeros(7), goal, 0.0)
+        bounded.reset()
+        paper.reset()
+        assert out.ok and free.ok, (out.reason, free.reason)
+        limit = 2.0 * step * cfg.loop.dynamics_rate_hz ** 2 * np.diag(s.mass_matrix)
+        assert np.all(np.abs(out.tau_null_nm) <= limit + 1e-6)
+        binding += np.any(np.abs(free.tau_null_nm) > limit + 1e-6)
+    assert binding > 0

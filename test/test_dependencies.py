@@ -29,7 +29,8 @@ PACKAGE = REPO / "musculo_control"
 ROSDEP_KEYS = {"numpy": "python3-numpy", "pin": "pinocchio", "osqp": "python3-osqp-pip",
                "pyyaml": "python3-yaml", "mujoco": "python3-mujoco-pip",
                "scipy": "python3-scipy", "matplotlib": "python3-matplotlib",
-               "rosbags": "python3-rosbags-pip", "daqp": "python3-daqp-pip"}
+               "rosbags": "python3-rosbags-pip", "daqp": "python3-daqp-pip",
+               "tqdm": "python3-tqdm"}
 
 
 def _install_requires() -> set[str]:
@@ -44,7 +45,9 @@ def _install_requires() -> set[str]:
 #: modules whose distribution importlib.metadata cannot see (pin installs through cmeel's prefix)
 MODULE_DISTRIBUTION = {"pinocchio": "pin"}
 #: optional modules, used only when installed (each with its fallback)
-OPTIONAL = {"qpsolvers": "musculo bench's baseline; without it the same through osqp"}
+OPTIONAL = {"qpsolvers": "musculo bench's baseline; without it the same through osqp",
+            "distributed": "musculo study --engine dask (extra 'cluster'); without it a clear "
+                           "error naming the extra"}
 
 
 def _optional(tree: ast.AST) -> set[int]:

@@ -1,6 +1,6 @@
 """The mock arm: MuJoCo physics behind raw sensors and driver units, with actuator lag, the
-DC-motor tension envelope, model error on by default, a push-only force gauge, and determinism
-per seed."""
+DC-motor tension envelope, tension-dependent (capstan) tendon friction, elastic wires, model
+error on by default, a push-only force gauge, and determinism per seed."""
 
 from __future__ import annotations
 
@@ -13,8 +13,13 @@ import pytest
 
 from musculo_control.errors import InputError
 from musculo_control.hardware.calibration import load_calibration
-from musculo_control.hardware.mock_arm import MockArm, load_mock_arm, load_mock_config
-from musculo_control.hardware.mujoco_arm import ModelErrorConfig
+from musculo_control.hardware.mock_arm import (
+    MockArm,
+    TendonConfig,
+    load_mock_arm,
+    load_mock_config,
+)
+from musculo_control.hardware.mujoco_arm import ModelErrorConfig, tendon_jacobian
 from musculo_control.hardware.potentiometer import (
     PotentiometerReader,
     PotentiometerReaderConfig,
@@ -147,7 +152,8 @@ def test_tension_envelope_falls_with_winding_speed(robot, cal, mock_cfg):
 
 
 def test_positive_command_shortens_the_tendon(robot, cal, mock_cfg):
-    arm = MockArm(robot, cal, mock_cfg)
+    # without the wire's friction, which holds a 150 N pull against 5 N antagonists for a while
+    arm = MockArm(robot, cal, replace(mock_cfg, tendon=TendonConfig()))
     arm.reset(robot.home_pose_rad, 5.0)
     cmd = np.full(arm.m, 5.0)
     i = robot.muscle_names.index("biceps") if "biceps" in robot.muscle_names else 0
@@ -343,3 +349,119 @@ def test_joint_stops_hold_against_full_tension(robot, cal, mock_cfg):
                                          + np.maximum(robot.arm.lower_rad - q, 0.0))))
         assert arm.warnings() == {}
     assert worst < 0.05
+
+
+def _bends_from_the_model(robot, q):
+    """Each muscle path's total bend from the controller's via-point polylines [rad]."""
+    out = []
+    for path in robot.geometry.paths_at(q):
+        seg = np.diff(np.asarray(path), axis=0)
+        u = seg / np.linalg.norm(seg, axis=1, keepdims=True)
+        out.append(float(np.arccos(np.clip((u[:-1] * u[1:]).sum(axis=1), -1.0, 1.0)).sum()))
+    return np.array(out)
+
+
+def test_capstan_band_follows_tension_and_the_paths_bends(robot, cal, mock_cfg):
+    """The friction band is f0 + f sinh(mu theta) and the actuator force f cosh(mu theta), with
+    theta the routing plus the path's bends, which match the via-point geometry's own."""
+    cfg = _exact_cfg(mock_cfg)
+    ten = cfg.tendon
+    assert ten.friction_coefficient > 0.0
+    arm = MockArm(robot, cal, cfg)
+    q = robot.home_pose_rad
+    arm.reset(q, np.linspace(5.0, 400.0, arm.m))
+    theta = ten.routing_wrap_angle_rad + _bends_from_the_model(robot, q)
+    assert np.any(theta > ten.routing_wrap_angle_rad + 0.3)  # some paths bend
+    np.testing.assert_allclose(arm.wrap_angle_rad, theta, atol=1e-9)
+    f = arm.tendon_tension_n
+    mt = ten.friction_coefficient * theta
+    np.testing.assert_allclose(arm.friction_band_n, ten.constant_friction_n + f * np.sinh(mt))
+    np.testing.assert_allclose(arm.data.ctrl, f * np.cosh(mt))
+    # the band's ends are the capstan equation's tensions beyond the guides
+    np.testing.assert_allclose(arm.data.ctrl + arm.friction_band_n - ten.constant_friction_n,
+                               f * np.exp(mt))
+
+
+@pytest.fixture(scope="module")
+def planar():
+    """The two-joint MJCF arm, whose six muscles can hold it anywhere: (robot, calibration,
+    mock config with model error off and the wire's friction on)."""
+    from musculo_control.model.robot import load_robot
+    from musculo_control.paths import default_config_dir
+
+    folder = default_config_dir().parent / "planar_arm"
+    robot = load_robot(folder)
+    cfg = load_mock_config(robot, folder / "mock_arm.yaml")
+    cfg = replace(_exact_cfg(cfg), tendon=TendonConfig(
+        friction_coefficient=0.16, routing_wrap_angle_rad=1.5, creep_speed_m_s=1e-3))
+    return robot, load_calibration(robot, folder / "hardware.yaml"), cfg
+
+
+def _push_hand(planar, tendon, steps=500):
+    """Hold the arm with tensions of at least 100 N that balance gravity (bounded least squares
+    on the mock's own tendon Jacobian), push the hand with 10 N; the hand's travel [m]."""
+    from scipy.optimize import lsq_linear
+
+    robot, cal, cfg = planar
+    arm = MockArm(robot, cal, replace(cfg, tendon=tendon))
+    q = 0.5 * (robot.arm.lower_rad + robot.arm.upper_rad)
+    arm.reset(q, 100.0)
+    mujoco.mj_forward(arm.model, arm.data)
+    jac = tendon_jacobian(arm.model, arm.data)[arm.arm.tendon_ids][:, arm.arm.dof_adr]
+    gravity = np.array(arm.data.qfrc_bias[arm.arm.dof_adr])
+    hold = lsq_linear(-jac.T, gravity, bounds=(100.0, 600.0))  # tau = -Jm^T h holds gravity
+    assert hold.cost < 1e-9
+    command = hold.x / np.cosh(tendon.friction_coefficient * arm.wrap_angle_rad)  # f cosh(.)
+    arm.reset(q, command)
+    x0 = arm.hand_position_m
+    for _ in range(steps):
+        _hold(arm, command)
+        arm.data.qfrc_applied[:] = 0.0
+        mujoco.mj_applyFT(arm.model, arm.data, np.array([10.0, 0.0, 10.0]), np.zeros(3),
+                          arm.hand_position_m, arm.arm.task_body_id, arm.data.qfrc_applied)
+        arm.step()
+    assert arm.warnings() == {}
+    return float(np.linalg.norm(arm.hand_position_m - x0))
+
+
+def test_capstan_friction_holds_then_creeps_in_proportion_to_the_creep_speed(planar):
+    """Under the same push, tensioned wires with friction let the hand move far less than
+    without, and inside the band the creep scales with the creep speed."""
+    tendon = planar[2].tendon
+    free = _push_hand(planar, TendonConfig())
+    slow = _push_hand(planar, replace(tendon, creep_speed_m_s=1e-4))
+    fast = _push_hand(planar, replace(tendon, creep_speed_m_s=4e-4))
+    assert free > 0.01 and slow < 0.1 * free
+    assert 2.0 < fast / slow < 6.0
+
+
+def test_elastic_wire_tension_rises_no_faster_than_the_winch_winds(robot, cal, mock_cfg):
+    """A held arm, a big tension step: the tension rises at k times the winch's top speed at
+    that tension (the motor line), slower than the lag asks for; it still gets there."""
+    cfg = _exact_cfg(mock_cfg)
+    act, ten = cfg.actuator, cfg.tendon
+    assert ten.axial_stiffness_n is not None
+    arm = MockArm(robot, cal, cfg)
+    arm.reset(robot.home_pose_rad, 20.0)
+    arm.held = True
+    i = 6
+    # k = EA / free length, the wire's length at the calibration pose (where it was cut)
+    length = robot.geometry.lengths_at(cal.calibration_pose_rad)[i]
+    k = ten.axial_stiffness_n / (ten.routing_length_m + length)
+    target = np.full(arm.m, 20.0)
+    target[i] = 1200.0
+    f = [arm.tendon_tension_n[i]]
+    for _ in range(300):
+        _hold(arm, target)
+        arm.step()
+        f.append(arm.tendon_tension_n[i])
+    f = np.array(f)
+    r = cal.winch_radius_m[i]
+    k_f = act.gear_efficiency * act.gear_ratio * act.torque_constant_nm_a / r
+    v_max = r / (act.gear_ratio * act.torque_constant_nm_a) * (
+        act.supply_voltage_v - act.terminal_resistance_ohm * f[:-1] / k_f)
+    rate_limit = k * arm.dt_s * v_max
+    lag = (1.0 - math.exp(-arm.dt_s / act.time_constant_s)) * (1200.0 - f[:-1])
+    np.testing.assert_allclose(np.diff(f), np.minimum(lag, rate_limit), rtol=1e-9, atol=1e-9)
+    assert np.any(rate_limit < 0.8 * lag)  # the winch's speed did bind
+    assert f[-1] == pytest.approx(1200.0, abs=1.0)

@@ -340,7 +340,10 @@ def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
     machine = MachineLoad(bench.quiet_load_average)
     log(f"load average (1 min) at the start: {machine.start} on {machine.cpus} CPUs")
     robot = load_robot(config_dir)
+    # eq. 11 as the paper states it: the baselines solve that problem, without the velocity-aware
+    # tau_null bounds of qp.nullspace_step_rad
     config = load_controller_config(config_dir)
+    config = dataclasses.replace(config, qp=dataclasses.replace(config.qp, nullspace_step_rad=None))
     rates = {"rate_hz": config.loop.control_rate_hz, "snapshot_hz": config.loop.dynamics_rate_hz,
              "amplitude_rad": bench.amplitude_rad, "lead_s": bench.goal_lead_s}
     estimator = DynamicsEstimator(robot, config.task)

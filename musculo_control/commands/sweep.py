@@ -33,16 +33,29 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def parse_params(items: list[str]) -> list[tuple[str, list[Any]]]:
+def parse_params(items: list[str], option: str = "--param") -> list[tuple[str, list[Any]]]:
     """'controller.qp.r=0.01,0.1' -> [('controller.qp.r', [0.01, 0.1])]."""
     out = []
     for item in items:
         key, sep, values = item.partition("=")
-        parsed = [parse_value(v, f"--param {key.strip()}") for v in values.split(",")
+        parsed = [parse_value(v, f"{option} {key.strip()}") for v in _split_values(values)
                   if v.strip()]
         if not sep or not key or not parsed:
-            raise InputError("--param", "FILE.KEY=V1,V2,... e.g. controller.qp.r=0.01,0.1", item)
+            raise InputError(option, "FILE.KEY=V1,V2,... e.g. controller.qp.r=0.01,0.1", item)
         out.append((key.strip(), parsed))
+    return out
+
+
+def _split_values(text: str) -> list[str]:
+    """'0.1,[1, 2],3' -> ['0.1', '[1, 2]', '3']: commas inside brackets belong to a list."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "[{"
+        depth -= ch in "]}"
+        if ch == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
     return out
 
 

@@ -164,6 +164,10 @@ class QPConfig:
     coriolis: bool = spec(False, doc="add the snapshot's C(q, qd) qd to tau_ref")
     tau_null_max_nm: float | None = spec(
         None, gt=0.0, doc="bound on every |tau_null_i| of eq. 11 [Nm]; null: none (the paper's)")
+    nullspace_step_rad: float | None = spec(
+        None, gt=0.0, doc="velocity-aware bound of eq. 11's nullspace torque: each |tau_null_i| "
+                          "<= 2 M_ii step / T^2, what would move joint i by at most this within "
+                          "one snapshot period T [rad]; null: none (the paper's)")
     predictive_joint_limits: PredictiveLimitsConfig = spec(PredictiveLimitsConfig(),
                                                            doc="SPEC section 9")
     accept_inaccurate: bool = spec(False, doc="use an answer OSQP marks 'solved inaccurate'")
@@ -301,8 +305,9 @@ class QPStructure(_Problem):
         l, u = np.zeros(self.n_constraints), np.zeros(self.n_constraints)
         if self.tau_null_max_nm is not None:
             Ax[self._a_end: self._null_end].reshape(n, self._per_null)[:, n] = 1.0
-            l[self.null_bound_rows] = -self.tau_null_max_nm
-            u[self.null_bound_rows] = self.tau_null_max_nm
+            # (inf: rows whose bounds come with each tick, see ActivationQP.solve)
+            l[self.null_bound_rows] = max(-self.tau_null_max_nm, -_OSQP_INFTY)
+            u[self.null_bound_rows] = min(self.tau_null_max_nm, _OSQP_INFTY)
         return Ax, l, u, np.zeros(n)
 
     def fill(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
@@ -542,10 +547,13 @@ class _OSQPBackend:
             self.solver.update_settings(max_iter=limit)
 
     def load(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
-             rows: LinearRows | None) -> str:
+             rows: LinearRows | None, null_bound: FloatArray | None = None) -> str:
         """Fill and hand the values to OSQP; a non-empty string says why they were refused."""
         s, Ax, l, u = self.structure, self.Ax, self.l, self.u
         s.fill(balance, lower, upper, rows, Ax, l, u, self.c)
+        if null_bound is not None:  # this tick's |tau_null_i| <= bound_i
+            np.minimum(null_bound, _OSQP_INFTY, out=u[s.null_bound_rows])
+            np.negative(u[s.null_bound_rows], out=l[s.null_bound_rows])
         if not all_finite(Ax, l, u):
             return "non-finite QP input"
         if (l > u).any():
@@ -610,9 +618,13 @@ class _DAQPBackend:
         return out
 
     def load(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
-             rows: LinearRows | None) -> str:
+             rows: LinearRows | None, null_bound: FloatArray | None = None) -> str:
         pr = self.problem
         pr.fill(balance, lower, upper, rows)
+        if null_bound is not None:  # this tick's |tau_null_i| <= bound_i (DAQP: inf = none)
+            m = pr.n_muscles
+            np.copyto(pr.upper[m:pr.n_variables], null_bound)
+            np.negative(null_bound, out=pr.lower[m:pr.n_variables])
         # H and f carry every input but the bounds and the rows (B, c, N all enter them)
         if not all_finite(pr.H, pr.f) or (len(pr.A) and not all_finite(pr.A)):
             return "non-finite QP input"
@@ -737,13 +749,20 @@ class ActivationQP:
                         self._failed_n, 0.0, iterations, solve_time_s, build_time_s)
 
     def solve(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
-              rows: LinearRows | None = None) -> QPResult:
-        """Fill this tick's values, update the solver (or set it up once) and solve."""
+              rows: LinearRows | None = None,
+              tau_null_bound: FloatArray | None = None) -> QPResult:
+        """Fill this tick's values, update the solver (or set it up once) and solve.
+
+        ``tau_null_bound`` (n,): this tick's bounds |tau_null_i| <= bound_i [Nm], for a QP
+        built with ``tau_null_max_nm`` (which they replace; ``inf`` builds the box for them).
+        """
         t0 = time.perf_counter()
         backend = self._backend
         try:
             with np.errstate(all="ignore"):  # NaN/inf inputs are caught by load, quietly
-                refused = backend.load(balance, lower, upper, rows)
+                if tau_null_bound is not None and self.structure.tau_null_max_nm is None:
+                    raise ValueError("this QP was built without tau_null bound rows")
+                refused = backend.load(balance, lower, upper, rows, tau_null_bound)
         except ValueError as exc:  # wrong shapes: a programming error upstream, reported
             return self._failure(f"bad QP input: {exc}")
         build = time.perf_counter() - t0

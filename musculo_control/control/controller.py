@@ -237,12 +237,19 @@ class OSCController(_TickBase):
                                   f"less than half the smallest joint range ({half:.3f} rad)",
                                   self._limits.margin_rad)
         self._need_inverse = self._limits.enabled
+        # velocity-aware bound of tau_null (not in the paper): per tick from the snapshot's M
+        self._step = qp.nullspace_step_rad if self.formulation == "eq11" else None
+        self._step_gain = (2.0 * self._step * config.loop.dynamics_rate_hz ** 2
+                           if self._step is not None else 0.0)
+        bound = qp.tau_null_max_nm
+        if self._step is not None and bound is None:
+            bound = math.inf  # the rows, with this tick's bounds
         self.qp = ActivationQP(self.formulation, mc, n, k=qp.k, r=qp.r,
                                solver=qp.solver, osqp_config=config.osqp,
                                daqp_config=config.daqp,
                                n_limit_rows=n if self._limits.enabled else 0,
                                accept_inaccurate=qp.accept_inaccurate,
-                               tau_null_max_nm=qp.tau_null_max_nm)
+                               tau_null_max_nm=bound)
         self._lower = np.zeros(mc)
         self._upper = np.full(mc, np.inf if qp.activation_max is None else qp.activation_max)
         self._upper_tick = self._upper.copy()
@@ -296,8 +303,15 @@ class OSCController(_TickBase):
                 snapshot.gravity_torque_nm + snapshot.coriolis_torque_nm, q, qd,
                 self.robot.arm.lower_rad, self.robot.arm.upper_rad, self._limits.horizon_s,
                 self._limits.margin_rad)
+        null_bound = None
+        if self._step is not None:
+            # |tau_null_i| <= 2 M_ii step / T^2: alone it moves joint i by at most `step` in a
+            # snapshot period, so the nullspace drifts no faster than the model follows
+            null_bound = self._step_gain * np.diagonal(snapshot.mass_matrix)
+            if self.config.qp.tau_null_max_nm is not None:
+                null_bound = np.minimum(null_bound, self.config.qp.tau_null_max_nm)
         res: QPResult = self.qp.solve(balance, self._lower, self._activation_upper(active, passive),
-                                      rows)
+                                      rows, null_bound)
         if not res.found:
             out = self._fail(f"QP {self.formulation} not solved: {res.status}", age, t0,
                              res.status)

@@ -178,3 +178,4 @@ def nullspace_damping_torque(projector: FloatArray, mass_matrix: FloatArray, qd:
     weighting by M gives every joint the same damping rate kv whatever its inertia.
     """
     return -damping_s * (projector @ (mass_matrix @ qd))
+

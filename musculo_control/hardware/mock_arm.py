@@ -6,12 +6,31 @@ Built in code from the robot's description, URDF and muscles file or MJCF
 - a model error on by default: link masses and via-points (MJCF: muscle sites, optionally wrap
   radii) off by seeded random amounts;
 - joint damping, dry friction (MuJoCo ``frictionloss``) and limits;
+- tension-dependent tendon friction (the capstan effect, ``tendon`` in mock_arm.yaml): a wire
+  that turns through ``theta`` over guides with friction coefficient ``mu`` delivers, beyond
+  them, a tension between ``f exp(-mu theta)`` (winding in) and ``f exp(mu theta)`` (pulled
+  out), ``f`` the tension the module's load cell measures. ``theta`` is the wire's fixed routing
+  inside the bone plus its path's bends, from MuJoCo's own path every step (:class:`PathBends`).
+  The band's middle, ``f cosh(mu theta)``, is the actuator force; its half width
+  ``b = f0 + f sinh(mu theta)`` (``f0`` a load-independent part) is a friction force
+  ``-b sat(v / v_s)`` on the tendon's lengthening speed ``v``, Coulomb above the creep speed
+  ``v_s`` and viscous below it (a wire under a load inside its band creeps at ``v_s`` times the
+  load's share of the band). It is set, each step, as the tendon's MuJoCo damping
+  ``b / max(|v|, v_s)``, which the ``implicitfast`` integrator treats implicitly: stable at
+  1 kHz however steep the friction law (an explicit force of
+  slope ``b / v_s`` of 10^5 N s/m would need steps of microseconds). MuJoCo's own tendon
+  ``frictionloss`` is load-independent (its documentation says so);
 - per tendon a tension actuator with a first-order lag (time constant ``tau``, discretised
   exactly: ``f <- f + (1 - exp(-dt/tau)) (f_cmd - f)``) inside a DC-motor envelope
   (SPEC section 9): the winch motor's current is limited by the driver to ``I_max`` and by the
   supply voltage against the back-EMF, ``I <= (V - k_t w) / R`` with motor speed
-  ``w = gear v_short / r`` (``v_short`` the tendon's shortening speed), so the deliverable
-  tension ``f <= eta gear k_t I / r`` falls along a straight line as the winch winds in faster;
+  ``w = gear v_in / r``, so the deliverable tension ``f <= eta gear k_t I / r`` falls along a
+  straight line as the winch winds in faster. With an elastic wire (``tendon.axial_stiffness_n``
+  EA, stiffness ``k = EA / (routing length + path length)``) the tension changes as
+  ``df/dt = k (v_path + v_in)``: the winch speed ``v_in`` (winding in) the lag asks for is held
+  within the motor's speed line at the present tension, ``-(V + R I) <= k_t w <= V - R I``, so a
+  path that moves faster than the winch can follow stretches or slackens the wire. Without it
+  (inextensible wire) the winch speed is the path's and the envelope clamps the tension;
 - sensors in raw units: potentiometer ADC counts (offset, Gaussian noise, quantisation, seeded),
   winch encoder counts (zeroed at the calibration pose on the mock's own, erroneous geometry),
   load-cell counts (Gaussian noise, quantisation);
@@ -44,6 +63,7 @@ from musculo_control.hardware.calibration import Calibration, load_calibration
 from musculo_control.hardware.mujoco_arm import (
     ModelErrorConfig,
     MujocoArm,
+    PathBends,
     PhysicsConfig,
     build_mujoco_arm,
     draw_model_error,
@@ -72,6 +92,28 @@ class ActuatorConfig:
                                                 "longer -> it holds timeout_tension_n [s]")
     timeout_tension_n: float = spec(ge=0.0, doc="tension a module holds after its watchdog "
                                                 "fired [N]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TendonConfig:
+    """The muscle wire from the winch to the insertion (``mock_arm.yaml`` key ``tendon``)."""
+
+    friction_coefficient: float = spec(
+        0.0, ge=0.0, doc="capstan friction coefficient mu of the wire on its guides [-]; 0: no "
+                         "tension-dependent friction")
+    routing_wrap_angle_rad: float = spec(
+        0.0, ge=0.0, doc="angle the wire turns through between the winch's load cell and the "
+                         "muscle's first point, inside the bone (not in the muscle's path) [rad]")
+    constant_friction_n: float = spec(
+        0.0, ge=0.0, doc="load-independent part of the wire's friction band [N] (bending a stiff "
+                         "braid over its guides)")
+    creep_speed_m_s: float = spec(
+        0.001, gt=0.0, doc="below this sliding speed the friction is viscous, above it Coulomb: "
+                           "a wire loaded inside its friction band creeps [m/s]")
+    axial_stiffness_n: float | None = spec(
+        None, gt=0.0, doc="EA of the wire [N] (stiffness = EA / length); null: inextensible")
+    routing_length_m: float = spec(
+        0.0, ge=0.0, doc="wire length from the winch to the muscle's first point [m]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +152,7 @@ class MockArmConfig:
 
     physics: PhysicsConfig = spec(doc="MuJoCo step, integrator, joint damping and friction")
     actuator: ActuatorConfig = spec(doc="tension actuator lag and motor envelope")
+    tendon: TendonConfig = spec(TendonConfig(), doc="capstan friction and elasticity of the wire")
     sensors: SensorConfig = spec(SensorConfig(), doc="sensor noise and calibration error")
     model_error: ModelErrorConfig = spec(ModelErrorConfig(), doc="mass and via-point errors")
     elbow_link: str = spec(doc="link (URDF) or body, site or joint (MJCF) that carries the "
@@ -187,12 +230,25 @@ class MockArm:
             act.terminal_resistance_ohm * r)
         self._cap_hi = k_f * act.current_limit_a
         self.max_tension_n: FloatArray = np.minimum(self._cap_a, self._cap_hi)  # at rest [N]
+        # the motor's speed line as winch speeds: v_in <= v_per_volt (V - R I), I = f amp_per_n
+        self._v_per_volt = r / (act.gear_ratio * act.torque_constant_nm_a)  # [m/s / V]
+        self._amp_per_n = 1.0 / k_f  # [A/N]
+        # capstan friction of the wire and its elasticity (mock_arm.yaml tendon)
+        ten = config.tendon
+        self._mu = ten.friction_coefficient
+        self._bends = PathBends(self._tids) if self._mu > 0.0 else None
+        self._wrap = np.zeros(self.m)  # the wire's total turn this step [rad]
+        self._band = np.zeros(self.m)  # half width of the friction band this step [N]
+        self._stiffness: FloatArray | None = None  # k per tendon [N/m]; None: inextensible
         # sensors
         sens = config.sensors
         e = sens.potentiometer_offset_error_counts
         self._pot_offset_error = np.random.default_rng(offset_seq).uniform(-e, e, self.n)
         self._noise = np.random.default_rng(noise_seq)
         self._true_cal_length = self._lengths_at(calibration.calibration_pose_rad)
+        if ten.axial_stiffness_n is not None:  # k = EA / free length, at the calibration pose
+            self._stiffness = ten.axial_stiffness_n / (ten.routing_length_m
+                                                      + self._true_cal_length)
         # tendon length the mock's encoders add to report the model's reference at the pose
         self._encoder_shift = calibration.reference_length_m - self._true_cal_length
         # per-step scratch
@@ -255,6 +311,10 @@ class MockArm:
         self.clear_gauge()
         self.data.ctrl[:] = self._f
         mujoco.mj_step1(self.model, self.data)  # positions and velocities of the new state
+        if self._bends is not None:  # the friction band of the new state's tensions
+            if not self._tendons_in_order:
+                np.take(self._ten_velocity_all, self._tids, out=self._ten_velocity)
+            self._capstan()
         self._steps = 0
         self._cmd_time_s = self.time_s
         self.watchdog_fired = False
@@ -286,20 +346,16 @@ class MockArm:
             self.watchdog_fired = True
         if not self._tendons_in_order:
             np.take(self._ten_velocity_all, self._tids, out=self._ten_velocity)
-        # deliverable tension at the current winch speed (the motor envelope) [N]
-        # (np.minimum/np.maximum: np.clip costs twice as much on short arrays)
-        np.multiply(self._ten_velocity, self._cap_b, out=self._cap)
-        self._cap += self._cap_a
-        np.minimum(self._cap, self._cap_hi, out=self._cap)
-        # first-order lag towards the command, then the envelope; never below 0 [N]
-        np.subtract(self._cmd, self._f, out=self._tmp)
-        self._tmp *= self._alpha
-        self._f += self._tmp
-        np.minimum(self._f, self._cap, out=self._f)
-        np.maximum(self._f, 0.0, out=self._f)
+        if self._stiffness is None:
+            self._inextensible_tension()
+        else:
+            self._elastic_tension(self._stiffness)
         if self.fault_hook is not None:
             self.fault_hook.actuators(self._f, self.time_s)
-        np.copyto(self._ctrl, self._f)
+        if self._bends is None:
+            np.copyto(self._ctrl, self._f)
+        else:
+            self._capstan()
         if self.held:
             self._steps += 1
             return
@@ -308,6 +364,49 @@ class MockArm:
         mujoco.mj_step2(self.model, d)  # forces, acceleration, integration
         mujoco.mj_step1(self.model, d)  # positions and velocities of the new state
         self._steps += 1
+
+    def _inextensible_tension(self) -> None:
+        """The lag towards the command, then the motor envelope at the winch speed, which is
+        the tendon's shortening speed; never below 0 [N]."""
+        # (np.minimum/np.maximum: np.clip costs twice as much on short arrays)
+        np.multiply(self._ten_velocity, self._cap_b, out=self._cap)
+        self._cap += self._cap_a
+        np.minimum(self._cap, self._cap_hi, out=self._cap)
+        np.subtract(self._cmd, self._f, out=self._tmp)
+        self._tmp *= self._alpha
+        self._f += self._tmp
+        np.minimum(self._f, self._cap, out=self._f)
+        np.maximum(self._f, 0.0, out=self._f)
+
+    def _elastic_tension(self, k: FloatArray) -> None:
+        """The lag's change, within what the winch's speed line lets the wire's stretch do this
+        step: ``df = k dt (v_path + v_in)`` with ``-v_per_volt (V + R I) <= v_in <=
+        v_per_volt (V - R I)`` at the present current; then the current limit (beyond it the
+        load back-drives the winch) and a slack wire's 0 [N]."""
+        act = self.config.actuator
+        dt = self.dt_s
+        change = self._alpha * (self._cmd - self._f)
+        drop = act.terminal_resistance_ohm * self._f * self._amp_per_n  # R I [V]
+        v = self._ten_velocity
+        upper = k * dt * (v + self._v_per_volt * (act.supply_voltage_v - drop))
+        lower = k * dt * (v - self._v_per_volt * (act.supply_voltage_v + drop))
+        self._f += np.maximum(np.minimum(change, upper), lower)
+        np.minimum(self._f, self._cap_hi, out=self._f)
+        np.maximum(self._f, 0.0, out=self._f)
+
+    def _capstan(self) -> None:
+        """Actuator force and tendon friction of this step from the measured tension (module
+        docstring): ``f cosh(mu theta)`` and damping ``(f0 + f sinh(mu theta)) / max(|v|,
+        v_s)``, ``f0`` the band's load-independent part."""
+        assert self._bends is not None
+        np.add(self._bends(self.data), self.config.tendon.routing_wrap_angle_rad,
+               out=self._wrap)
+        mt = self._mu * self._wrap
+        np.multiply(self._f, np.cosh(mt), out=self._ctrl)
+        np.multiply(self._f, np.sinh(mt), out=self._band)
+        self._band += self.config.tendon.constant_friction_n
+        speed = np.maximum(np.abs(self._ten_velocity), self.config.tendon.creep_speed_m_s)
+        self.model.tendon_damping[self._tids] = self._band / speed
 
     @property
     def steps(self) -> int:
@@ -424,8 +523,20 @@ class MockArm:
         """(m,) true lengthening speeds [m/s]."""
         return np.array(self._ten_velocity_all[self._tids])
 
+    @property
+    def wrap_angle_rad(self) -> FloatArray:
+        """(m,) each wire's total turn at the last step, routing included [rad] (0 without
+        capstan friction)."""
+        return self._wrap.copy()
+
+    @property
+    def friction_band_n(self) -> FloatArray:
+        """(m,) half width of each tendon's capstan friction band at the last step [N]."""
+        return self._band.copy()
+
     def tension_capacity_n(self) -> FloatArray:
-        """(m,) deliverable tension at the current winch speeds (the motor envelope) [N]."""
+        """(m,) deliverable tension of an inextensible wire at the current winch speeds (the
+        motor envelope) [N]."""
         return np.clip(self._cap_a + self._cap_b * self._ten_velocity_all[self._tids], 0.0,
                        self._cap_hi)
 

@@ -41,9 +41,9 @@ from musculo_control.model.mujoco_tendons import (
 )
 from musculo_control.model.robot import Robot
 
-__all__ = ["INTEGRATORS", "ModelError", "ModelErrorConfig", "MujocoArm", "PhysicsConfig",
-           "build_mujoco_arm", "draw_model_error", "muscle_sites", "point_on_body", "site_name",
-           "tendon_jacobian", "warning_counts"]
+__all__ = ["INTEGRATORS", "ModelError", "ModelErrorConfig", "MujocoArm", "PathBends",
+           "PhysicsConfig", "build_mujoco_arm", "draw_model_error", "muscle_sites", "point_on_body",
+           "site_name", "tendon_jacobian", "warning_counts"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -74,8 +74,9 @@ class PhysicsConfig:
     joint_armature_kg_m2: tuple[float, ...] = spec(
         (), ge=0.0, doc="reflected rotor inertia per joint [kg m^2]; empty = none")
     tendon_frictionloss_n: float = spec(
-        0.0, ge=0.0, doc="dry (Coulomb) friction of every tendon along its path, MuJoCo tendon "
-                         "frictionloss [N]: the tendon sliding over pulleys and through sheaths")
+        0.0, ge=0.0, doc="load-independent dry friction of every tendon along its path, MuJoCo "
+                         "tendon frictionloss [N]; the tension-dependent (capstan) part is the "
+                         "mock's (mock_arm.yaml tendon)")
     joint_limit_time_constant_s: float = spec(
         0.005, gt=0.0, doc="time constant of MuJoCo's soft joint-limit constraint [s] (MuJoCo's "
                            "default 0.02 s lets a 300 N tendon push a wrist 0.25 rad past its "
@@ -414,3 +415,55 @@ def warning_counts(data: mujoco.MjData) -> dict[str, int]:
         if count:
             out[w.name] = count
     return out
+
+
+class PathBends:
+    """Each tendon's total bend along its MuJoCo path [rad], from the current ``mjData``.
+
+    The sum, over the path's interior points (sites, wrap tangent points), of the angle between
+    the incoming and the outgoing segment: the angle the wire turns through as it passes its
+    guides, which sets its capstan friction. A wrap over a cylinder or sphere turns the path by
+    the angle between its two tangent segments, which the bends at its two tangent points add
+    up to. Pulleys (``wrap_obj`` -2) split a path into branches. The index arrays are rebuilt
+    only when MuJoCo's wrap points change (a wrap surface engaging or letting go).
+    """
+
+    def __init__(self, tendon_ids: IntArray) -> None:
+        self.tendon_ids = np.asarray(tendon_ids, dtype=int)
+        self._layout: tuple[IntArray, IntArray, IntArray] | None = None
+        self._a = self._b = self._c = self._owner = np.zeros(0, dtype=int)
+
+    def _build(self, data: mujoco.MjData) -> None:
+        objects = data.wrap_obj.reshape(-1)
+        a, b, c, owner = [], [], [], []
+        for i, t in enumerate(self.tendon_ids):
+            start, n = int(data.ten_wrapadr[t]), int(data.ten_wrapnum[t])
+            branch: list[int] = []
+            for k in range(start, start + n + 1):
+                if k == start + n or objects[k] == -2:  # end of a branch
+                    for j in range(1, len(branch) - 1):
+                        a.append(branch[j - 1])
+                        b.append(branch[j])
+                        c.append(branch[j + 1])
+                        owner.append(i)
+                    branch = []
+                else:
+                    branch.append(k)
+        self._a, self._b, self._c = (np.array(x, dtype=int) for x in (a, b, c))
+        self._owner = np.array(owner, dtype=int)
+
+    def __call__(self, data: mujoco.MjData) -> FloatArray:
+        """(m,) total bend of each tendon's path [rad]."""
+        layout = (data.ten_wrapadr[self.tendon_ids], data.ten_wrapnum[self.tendon_ids],
+                  data.wrap_obj.reshape(-1).copy())
+        if self._layout is None or not all(np.array_equal(x, y)
+                                           for x, y in zip(layout, self._layout)):
+            self._build(data)
+            self._layout = layout
+        points = data.wrap_xpos.reshape(-1, 3)
+        u = points[self._b] - points[self._a]
+        w = points[self._c] - points[self._b]
+        norms = np.sqrt(np.einsum("ij,ij->i", u, u) * np.einsum("ij,ij->i", w, w))
+        cos = np.einsum("ij,ij->i", u, w) / np.maximum(norms, 1e-18)
+        bends = np.arccos(np.clip(cos, -1.0, 1.0))
+        return np.bincount(self._owner, bends, minlength=len(self.tendon_ids))

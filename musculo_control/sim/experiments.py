@@ -46,6 +46,7 @@ from musculo_control.sim.scoring import (
     trajectory_metrics,
 )
 from musculo_control.sim.signals import RunSignals
+from musculo_control.sim.study import StudyConfig
 from musculo_control.sim.supervised_loop import check_start_pose
 
 FloatArray = npt.NDArray[np.float64]
@@ -120,6 +121,7 @@ class ExperimentsConfig:
     nullspace: NullspaceConfig | None = spec(
         None, doc="experiment C; absent: not run (it needs fewer task rows than joints)")
     targets: tuple[Target, ...] = spec((), doc="what the results are judged against")
+    studies: tuple[StudyConfig, ...] = spec((), doc="named studies of `musculo study`")
 
     def configured(self) -> tuple[str, ...]:
         """The experiments this robot's file sets up, in EXPERIMENT_NAMES order."""

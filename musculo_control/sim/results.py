@@ -191,13 +191,15 @@ def readme_block(doc: Mapping[str, Any], figures_dir: str) -> str:
     return "\n".join(lines)
 
 
-def replace_block(text: str, block: str, what: str = "README.md") -> str:
-    """``text`` with the part between the results markers replaced by ``block``."""
-    start = text.find(BEGIN)
-    stop = text.find(END)
+def replace_block(text: str, block: str, what: str = "README.md", *, begin: str = BEGIN,
+                  end: str = END) -> str:
+    """``text`` with the part between two markers (default: the results block's) replaced by
+    ``block``."""
+    start = text.find(begin)
+    stop = text.find(end)
     if start < 0 or stop < start:
-        raise InputError(what, f"the markers {BEGIN!r} ... {END!r} around the results block")
-    return text[:start] + block + text[stop + len(END):]
+        raise InputError(what, f"the markers {begin!r} ... {end!r} around the generated block")
+    return text[:start] + block + text[stop + len(end):]
 
 
 def current_block(text: str) -> str | None:

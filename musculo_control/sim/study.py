@@ -1,0 +1,482 @@
+"""Studies: the paper's experiments over controllers, seeds and config grids, run in parallel,
+cached on disk, summarised as min / median / max per metric and condition (ROS-free).
+
+A study is a list of :class:`RunSpec`: one experiment with one controller on one config folder
+with a set of ``--set`` overrides (the seed is one of them), labelled with its *condition* (a
+named set of overrides, e.g. "model error x2"). :func:`run_study` executes the runs that are not
+in the cache yet through an :class:`Engine` (in this process, on local cores, or on a Dask
+cluster), stores each result as it arrives (an interrupted study resumes where it stopped), and
+:func:`summarise` reduces the results.
+
+**The cache key is the run's full parameters**: the bytes of every file of the config folder,
+the overrides (parsed, so ``1e-2`` and ``0.01`` are one key), the experiment, the controller,
+and a fingerprint of the package's source code (a change of code reruns everything; a change of
+nothing reruns nothing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.errors import ConfigError, InputError
+from musculo_control.model.config import parse_override, spec
+
+#: The package's own folder: its source files make the code fingerprint.
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConditionConfig:
+    """One condition of a study: a name, the seeds, and the overrides every run gets."""
+
+    name: str = spec(doc="label in the tables (e.g. 'model error x2')")
+    seeds: tuple[int, ...] = spec(min_length=1, doc="mock_arm.seed values, one run each")
+    set: tuple[str, ...] = spec((), doc="FILE.KEY=VALUE overrides, as --set takes them")
+
+    def check(self, file: str, key: str) -> None:
+        for i, item in enumerate(self.set):
+            try:
+                parse_override(item, f"{key}.set[{i}]")
+            except InputError as exc:
+                raise ConfigError(file, f"{key}.set[{i}]", "FILE.KEY=VALUE", item) from exc
+        if any(s < 0 for s in self.seeds):
+            raise ConfigError(file, f"{key}.seeds", "seeds >= 0", list(self.seeds))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudyConfig:
+    """A named study of ``experiments.yaml`` ``studies`` (run by ``musculo study NAME``)."""
+
+    name: str = spec(doc="the study's name on the command line")
+    experiments: tuple[str, ...] = spec(min_length=1, doc="experiments to run")
+    controllers: tuple[str, ...] = spec(min_length=1, doc="controllers to run")
+    conditions: tuple[ConditionConfig, ...] = spec(min_length=1, doc="the table's columns")
+    doc: str = spec("", doc="what the study shows (the README's caption)")
+
+    def check(self, file: str, key: str) -> None:
+        for i, c in enumerate(self.controllers):
+            if c not in CONTROLLER_NAMES:
+                raise ConfigError(file, f"{key}.controllers[{i}]",
+                                  f"one of {list(CONTROLLER_NAMES)}", c)
+        names = [c.name for c in self.conditions]
+        if len(set(names)) != len(names):
+            raise ConfigError(file, f"{key}.conditions", "distinct names", names)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a study (picklable: it crosses process and machine boundaries)."""
+
+    config_dir: str
+    experiment: str
+    controller: str
+    condition: str  # label only, not part of the cache key
+    seed: int
+    overrides: tuple[str, ...]  # the condition's and the user's, without the seed
+
+
+@dataclass
+class StudyResult:
+    """Every run's record (see :func:`execute`), in study order."""
+
+    specs: list[RunSpec]
+    records: list[dict[str, Any]]
+    executed: int  # runs simulated now (the others came from the cache)
+    wall_s: float
+    keys: list[str] = field(default_factory=list)
+
+
+# -- keys and cache ------------------------------------------------------------------------------
+def _folder_digest(folder: Path) -> str:
+    """sha256 over every file of ``folder`` (relative path and bytes), in path order."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(path.relative_to(folder).as_posix().encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def code_fingerprint() -> str:
+    """sha256 over the package's Python source files: results depend on the code."""
+    h = hashlib.sha256()
+    for path in sorted(_PACKAGE.rglob("*.py")):
+        h.update(path.relative_to(_PACKAGE).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def run_key(spec_: RunSpec, folder_digest: str, code: str) -> str:
+    """The cache key of one run: a hash of its full parameters (module docstring)."""
+    parsed = sorted((k, json.dumps(v, sort_keys=True)) for k, v in
+                    (parse_override(o) for o in spec_.overrides))
+    doc = {"config": folder_digest, "experiment": spec_.experiment,
+           "controller": spec_.controller, "seed": spec_.seed, "overrides": parsed,
+           "code": code}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
+
+
+class Cache:
+    """One JSON file per finished run under ``folder``, written atomically."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def path(self, key: str) -> Path:
+        return self.folder / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        try:
+            return dict(json.loads(self.path(key).read_text()))
+        except (OSError, ValueError):
+            return None  # absent or half-written by a killed study: run it again
+
+    def put(self, key: str, record: dict[str, Any]) -> None:
+        tmp = self.path(key).with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(record, indent=1, default=_jsonable))
+        tmp.replace(self.path(key))
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+# -- one run -------------------------------------------------------------------------------------
+def execute(spec_: RunSpec) -> dict[str, Any]:
+    """Run one spec and return its record: metrics (trajectory: per pose), the verdict against
+    the targets, problems, wall and simulated time. Used by every engine (top-level, so that
+    worker processes and Dask workers can import it)."""
+    from musculo_control.commands.simulate import metrics_json
+    from musculo_control.sim.experiments import Overrides, load_setup, run_experiment
+    from musculo_control.sim.scoring import judge
+
+    items = [*spec_.overrides, f"mock_arm.seed={spec_.seed}"]
+    setup = load_setup(Path(spec_.config_dir), Overrides.parse(items))
+    t0 = time.perf_counter()
+    runs = run_experiment(setup, spec_.experiment, spec_.controller, progress=False)
+    metrics = metrics_json(spec_.experiment, runs)
+    verdict = judge(spec_.experiment, spec_.controller, metrics, setup.experiments.targets)
+    return {"experiment": spec_.experiment, "controller": spec_.controller,
+            "condition": spec_.condition, "seed": spec_.seed,
+            "overrides": list(spec_.overrides), "metrics": metrics, "verdict": verdict,
+            "wall_s": time.perf_counter() - t0,
+            "simulated_s": sum(r.simulated_s for r in runs)}
+
+
+# -- engines -------------------------------------------------------------------------------------
+class Engine(Protocol):
+    """Runs specs somewhere and yields (index, record) as each finishes."""
+
+    def map_unordered(self, specs: Sequence[RunSpec]) -> Iterator[tuple[int, dict[str, Any]]]:
+        ...
+
+
+class SerialEngine:
+    """In this process, one after the other (debugging, tests, ``--workers 1``)."""
+
+    def map_unordered(self, specs: Sequence[RunSpec]) -> Iterator[tuple[int, dict[str, Any]]]:
+        for i, s in enumerate(specs):
+            yield i, execute(s)
+
+
+class LocalEngine:
+    """Worker processes on this machine (``concurrent.futures``; spawned, so that no worker
+    inherits the parent's MuJoCo or OSQP state)."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = workers or os.cpu_count() or 1
+
+    def map_unordered(self, specs: Sequence[RunSpec]) -> Iterator[tuple[int, dict[str, Any]]]:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(self.workers, max(len(specs), 1)),
+                                 mp_context=ctx) as pool:
+            futures = {pool.submit(execute, s): i for i, s in enumerate(specs)}
+            try:
+                for fut in as_completed(futures):
+                    yield futures[fut], fut.result()
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                raise
+
+
+class DaskEngine:
+    """A Dask cluster (the optional extra ``cluster``): ``address`` of its scheduler, or a
+    ``distributed.Client`` already made (a test's LocalCluster); None starts a LocalCluster of
+    ``workers`` single-threaded worker processes here."""
+
+    def __init__(self, address: str | None = None, workers: int | None = None,
+                 client: Any = None) -> None:
+        try:
+            import distributed
+        except ImportError as exc:  # the optional extra is not installed
+            raise InputError("--engine dask", "Dask's distributed scheduler: pip install "
+                             "'musculo_control[cluster]'", "not installed") from exc
+        self._distributed = distributed
+        self.address, self.workers, self.client = address, workers, client
+
+    def map_unordered(self, specs: Sequence[RunSpec]) -> Iterator[tuple[int, dict[str, Any]]]:
+        distributed = self._distributed
+        own = None
+        client = self.client
+        if client is None:
+            if self.address:
+                client = own = distributed.Client(self.address)
+            else:
+                cluster = distributed.LocalCluster(
+                    n_workers=self.workers or os.cpu_count() or 1, threads_per_worker=1,
+                    processes=True, dashboard_address=None)
+                client = own = distributed.Client(cluster)
+        try:
+            # pure=False: a run is cheap to describe but its key is ours, not Dask's hash
+            futures = [client.submit(execute, s, pure=False) for s in specs]
+            index = {f.key: i for i, f in enumerate(futures)}
+            for fut in distributed.as_completed(futures):
+                yield index[fut.key], fut.result()
+        finally:
+            if own is not None:
+                cluster = own.cluster
+                own.close()
+                if cluster is not None:
+                    cluster.close()
+
+
+# -- the study -----------------------------------------------------------------------------------
+def expand(config_dir: Path, experiments: Sequence[str], controllers: Sequence[str],
+           conditions: Sequence[ConditionConfig],
+           extra: Sequence[str] = ()) -> list[RunSpec]:
+    """Every (condition, seed, experiment, controller) as a spec; ``extra`` overrides apply to
+    all (e.g. shorter experiments while exploring)."""
+    out = []
+    for cond, exp, ctrl in itertools.product(conditions, experiments, controllers):
+        for seed in cond.seeds:
+            out.append(RunSpec(str(config_dir), exp, ctrl, cond.name, int(seed),
+                               (*cond.set, *extra)))
+    return out
+
+
+def grid_conditions(params: Sequence[tuple[str, Sequence[Any]]],
+                    seeds: Sequence[int]) -> list[ConditionConfig]:
+    """One condition per combination of ``params`` values (``musculo study --grid``)."""
+    if not params:
+        return [ConditionConfig(name="nominal", seeds=tuple(seeds))]
+    out = []
+    for combo in itertools.product(*[values for _, values in params]):
+        items = tuple(f"{key}={_text(v)}" for (key, _), v in zip(params, combo))
+        out.append(ConditionConfig(name=", ".join(items), seeds=tuple(seeds), set=items))
+    return out
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+
+
+def run_study(specs: Sequence[RunSpec], cache: Cache, engine: Engine, *,
+              progress: Callable[[int, int], None] | None = None) -> StudyResult:
+    """Run what the cache lacks through ``engine``; every result is cached as it arrives."""
+    t0 = time.perf_counter()
+    code = code_fingerprint()
+    digests: dict[str, str] = {}
+    keys = []
+    for s in specs:
+        if s.config_dir not in digests:
+            digests[s.config_dir] = _folder_digest(Path(s.config_dir))
+        keys.append(run_key(s, digests[s.config_dir], code))
+    records: list[dict[str, Any] | None] = [cache.get(k) for k in keys]
+    todo = [i for i, r in enumerate(records) if r is None]
+    done = len(specs) - len(todo)
+    if progress is not None:
+        progress(done, len(specs))
+    for j, record in engine.map_unordered([specs[i] for i in todo]):
+        i = todo[j]
+        cache.put(keys[i], record)
+        records[i] = record
+        done += 1
+        if progress is not None:
+            progress(done, len(specs))
+    return StudyResult(list(specs), [r for r in records if r is not None], len(todo),
+                       time.perf_counter() - t0, keys)
+
+
+class ProgressBar:
+    """A progress bar on stderr (tqdm), counting cached runs as done."""
+
+    def __init__(self, label: str, enabled: bool = True) -> None:
+        self.label, self.enabled = label, enabled
+        self._bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, initial=done, desc=self.label, unit="run",
+                             file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
+        else:
+            self._bar.update(done - self._bar.n)
+        if done >= total:
+            self._bar.close()
+
+
+# -- summary -------------------------------------------------------------------------------------
+def _values(record: dict[str, Any], metric: str) -> list[float]:
+    """A record's value(s) of ``metric`` (one per start pose for the trajectory)."""
+    value = record["metrics"].get(metric)
+    items = value.values() if isinstance(value, dict) else [value]
+    return [float(v) for v in items if isinstance(v, (int, float)) and not isinstance(v, bool)
+            and math.isfinite(float(v))]
+
+
+def summarise(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (experiment, controller, condition, metric): n, min, median, max over the
+    seeds (and start poses), and how many runs met their row's targets."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault((r["experiment"], r["controller"], r["condition"]), []).append(r)
+    rows = []
+    for (exp, ctrl, cond), recs in groups.items():
+        metrics = sorted({m for r in recs for m in r["metrics"]})
+        met = sum(1 for r in recs if r["verdict"]["status"] == "met")
+        targeted = sum(1 for r in recs if r["verdict"]["status"] != "no target")
+        for metric in metrics:
+            vals = [v for r in recs for v in _values(r, metric)]
+            if not vals:
+                continue
+            rows.append({"experiment": exp, "controller": ctrl, "condition": cond,
+                         "metric": metric, "n": len(vals), "min": min(vals),
+                         "median": statistics.median(vals), "max": max(vals),
+                         "runs": len(recs), "runs_met": met, "runs_targeted": targeted})
+    return rows
+
+
+def _cell(values: list[float], metric: str) -> str:
+    from musculo_control.sim.results import fmt
+
+    if not values:
+        return "n/a"
+    lo, hi = fmt(metric, min(values)), fmt(metric, max(values))
+    if lo == hi:
+        return lo
+    unit = lo.rpartition(" ")[2] if " " in lo else ""
+    if unit and hi.endswith(" " + unit):
+        return f"{lo[:-len(unit) - 1]} to {hi}"
+    return f"{lo} to {hi}"
+
+
+def robustness_table(records: Sequence[dict[str, Any]], conditions: Sequence[str],
+                     targets: Sequence[Any]) -> list[str]:
+    """The issue's table: one row per target (experiment, controller, metric), one column per
+    condition, each cell the range over its runs (seeds and start poses); **bold** where a run
+    missed that target or did not count (start pose not held, contact lost, minimum tension),
+    with the count of such runs."""
+    from musculo_control.sim.results import fmt
+
+    header = ["experiment (controller): metric", *conditions, "target"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for t in targets:
+        recs = [r for r in records if r["experiment"] == t.experiment
+                and r["controller"] == t.controller]
+        if not recs:
+            continue
+        cells = []
+        for cond in conditions:
+            mine = [r for r in recs if r["condition"] == cond]
+            if not mine:
+                cells.append("")
+                continue
+            values = [v for r in mine for v in _values(r, t.metric)]
+            missed = sum(1 for r in mine if r["verdict"]["problems"] or not all(
+                c["met"] for c in r["verdict"]["checks"] if c["metric"] == t.metric))
+            text = _cell(values, t.metric)
+            cells.append(f"**{text}** ({missed}/{len(mine)} missed)" if missed else text)
+        label = f"{t.experiment} (`{t.controller}`): {t.metric}"
+        bound = f"{'<' if t.below is not None else '>'} " + fmt(
+            t.metric, t.below if t.below is not None else t.above)
+        lines.append("| " + " | ".join([label, *cells, f"{bound} ({t.source})"]) + " |")
+    return lines
+
+
+def summary_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Every metric: min / median / max per condition (Markdown)."""
+    from musculo_control.sim.results import fmt
+
+    lines = ["| experiment | controller | condition | metric | runs met | min | median | max |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["experiment"], r["controller"], r["metric"],
+                                         r["condition"])):
+        met = f"{r['runs_met']}/{r['runs']}" if r["runs_targeted"] else "-"
+        lines.append(f"| {r['experiment']} | `{r['controller']}` | {r['condition']} | "
+                     f"{r['metric']} | {met} | {fmt(r['metric'], r['min'])} | "
+                     f"{fmt(r['metric'], r['median'])} | {fmt(r['metric'], r['max'])} |")
+    return lines
+
+
+def plot_study(records: Sequence[dict[str, Any]], conditions: Sequence[str],
+               targets: Sequence[Any], folder: Path, stem: str) -> list[Path]:
+    """One figure per experiment: a panel per targeted metric, every run a dot per condition
+    (start poses side by side), the target dotted. Returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = []
+    for exp in sorted({r["experiment"] for r in records}):
+        mine = [t for t in targets if t.experiment == exp
+                and any(r["experiment"] == exp and r["controller"] == t.controller
+                        for r in records)]
+        if not mine:
+            continue
+        fig, axes = plt.subplots(1, len(mine), figsize=(4.2 * len(mine), 3.6), squeeze=False)
+        for ax, t in zip(axes[0], mine):
+            scale, unit = (100.0, "cm") if t.metric.endswith("_m") else (
+                (100.0, "%") if "fraction" in t.metric else (1.0, ""))
+            for x, cond in enumerate(conditions):
+                recs = [r for r in records if r["experiment"] == exp and r["condition"] == cond
+                        and r["controller"] == t.controller]
+                for r in recs:
+                    value = r["metrics"].get(t.metric)
+                    items = list(value.items()) if isinstance(value, dict) else [("", value)]
+                    for k, (_pose, v) in enumerate(items):
+                        if isinstance(v, (int, float)) and math.isfinite(float(v)):
+                            bad = bool(r["verdict"]["problems"]) or not all(
+                                c["met"] for c in r["verdict"]["checks"]
+                                if c["metric"] == t.metric)
+                            ax.plot(x + 0.12 * (k - (len(items) - 1) / 2), scale * float(v),
+                                    "x" if bad else "o", color="tab:red" if bad else "tab:blue",
+                                    alpha=0.7)
+            bound = t.below if t.below is not None else t.above
+            ax.axhline(scale * bound, ls=":", color="k", label=f"target {t.bound}")
+            ax.set_xticks(range(len(conditions)))
+            ax.set_xticklabels(conditions, rotation=20, ha="right", fontsize=7)
+            ax.set_ylabel(f"{t.metric} [{unit}]" if unit else t.metric, fontsize=8)
+            ax.set_title(f"{exp} / {t.controller}", fontsize=9)
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = folder / f"{stem}_{exp}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        out.append(path)
+    return out

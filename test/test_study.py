@@ -1,0 +1,163 @@
+"""``musculo study``: cache keys are the runs' full parameters, finished runs are not rerun, an
+interrupted study resumes, the local and Dask engines give the serial engine's results, and the
+summaries are what the runs say."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from musculo_control.cli import main
+from musculo_control.sim.scoring import Target
+from musculo_control.sim.study import (
+    Cache,
+    ConditionConfig,
+    DaskEngine,
+    LocalEngine,
+    RunSpec,
+    SerialEngine,
+    _folder_digest,
+    code_fingerprint,
+    expand,
+    robustness_table,
+    run_key,
+    run_study,
+    summarise,
+)
+
+#: a nullspace run of 0.4 s: long enough for its windows, short enough for a test
+SHORT = ("experiments.nullspace.duration_s=0.4", "experiments.nullspace.window_s=0.1")
+
+
+def _specs(config_dir, seeds=(0, 1)):
+    cond = ConditionConfig(name="short", seeds=tuple(seeds))
+    return expand(config_dir, ["nullspace"], ["osc"], [cond], SHORT)
+
+
+def test_the_key_is_the_runs_parameters(config_dir, tmp_path):
+    code = code_fingerprint()
+    digest = _folder_digest(config_dir)
+    a = RunSpec(str(config_dir), "nullspace", "osc", "x", 0, ("controller.qp.r=0.01",))
+    same = RunSpec(str(config_dir), "nullspace", "osc", "another label", 0,
+                   ("controller.qp.r=1e-2",))
+    assert run_key(a, digest, code) == run_key(same, digest, code)
+    for other in (RunSpec(str(config_dir), "nullspace", "osc", "x", 1, a.overrides),
+                  RunSpec(str(config_dir), "nullspace", "osc", "x", 0, ("controller.qp.r=0.02",)),
+                  RunSpec(str(config_dir), "disturbance", "osc", "x", 0, a.overrides),
+                  RunSpec(str(config_dir), "nullspace", "osc-no-nullspace", "x", 0, a.overrides)):
+        assert run_key(other, digest, code) != run_key(a, digest, code)
+    assert run_key(a, digest, code + "0") != run_key(a, digest, code)
+    # one byte of one config file changes the key
+    copy = tmp_path / "robot"
+    shutil.copytree(config_dir, copy)
+    assert _folder_digest(copy) == digest
+    path = copy / "controller.yaml"
+    path.write_text(path.read_text() + "\n")
+    assert _folder_digest(copy) != digest
+
+
+class _Counting(SerialEngine):
+    def __init__(self, fail_after=None):
+        self.ran, self.fail_after = 0, fail_after
+
+    def map_unordered(self, specs):
+        for i, record in super().map_unordered(specs):
+            self.ran += 1
+            yield i, record
+            if self.fail_after is not None and self.ran >= self.fail_after:
+                raise KeyboardInterrupt
+
+
+def test_finished_runs_are_not_rerun_and_an_interrupted_study_resumes(config_dir, tmp_path):
+    specs = _specs(config_dir, seeds=(0, 1, 2))
+    cache = Cache(tmp_path / "cache")
+    engine = _Counting(fail_after=1)
+    with pytest.raises(KeyboardInterrupt):
+        run_study(specs, cache, engine)
+    assert len(list(cache.folder.glob("*.json"))) == 1
+    engine = _Counting()
+    first = run_study(specs, cache, engine)
+    assert engine.ran == 2 and first.executed == 2 and len(first.records) == 3
+    again = _Counting()
+    second = run_study(specs, cache, again)
+    assert again.ran == 0 and second.executed == 0
+    assert [r["metrics"] for r in second.records] == [r["metrics"] for r in first.records]
+    assert [r["seed"] for r in second.records] == [0, 1, 2]
+    # a half-written cache file (a killed study) is run again
+    cache.path(first.keys[1]).write_text('{"metrics": ')
+    third = _Counting()
+    run_study(specs, cache, third)
+    assert third.ran == 1
+
+
+def test_local_processes_and_a_dask_local_cluster_give_the_serial_results(config_dir, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    specs = _specs(config_dir)
+    serial = run_study(specs, Cache(tmp_path / "serial"), SerialEngine())
+    local = run_study(specs, Cache(tmp_path / "local"), LocalEngine(workers=2))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        dask = run_study(specs, Cache(tmp_path / "dask"), DaskEngine(client=client))
+        assert len(client.scheduler_info()["workers"]) == 2
+    for other in (local, dask):
+        assert other.executed == 2
+        assert [r["metrics"] for r in other.records] == [r["metrics"] for r in serial.records]
+
+
+def _record(cond, seed, drift, met=True, problems=()):
+    return {"experiment": "nullspace", "controller": "osc", "condition": cond, "seed": seed,
+            "metrics": {"hand_drift_m": drift, "activation_drop_fraction": 0.5},
+            "verdict": {"status": "met" if met and not problems else "missed",
+                        "problems": list(problems),
+                        "checks": [{"metric": "hand_drift_m", "met": met},
+                                   {"metric": "activation_drop_fraction", "met": True}]}}
+
+
+def test_summary_and_robustness_table_say_what_the_runs_say():
+    records = [_record("a", 0, 0.010), _record("a", 1, 0.030, met=False),
+               _record("a", 2, 0.012), _record("b", 0, 0.005),
+               _record("b", 1, 0.006, problems=("start pose not held",))]
+    rows = {(r["condition"], r["metric"]): r for r in summarise(records)}
+    a = rows[("a", "hand_drift_m")]
+    assert (a["n"], a["min"], a["median"], a["max"]) == (3, 0.010, 0.012, 0.030)
+    assert (a["runs"], a["runs_met"]) == (3, 2)
+    targets = [Target(experiment="nullspace", controller="osc", metric="hand_drift_m",
+                      below=0.02, source="s")]
+    table = robustness_table(records, ["a", "b"], targets)
+    row = table[2]
+    assert "**1.00 to 3.00 cm** (1/3 missed)" in row
+    assert "**0.50 to 0.60 cm** (1/2 missed)" in row  # a problem misses the row too
+    assert "< 2.00 cm" in row
+
+
+def test_study_command_writes_the_table_and_reruns_nothing(config_dir, tmp_path, capsys):
+    args = ["study", "--experiments", "nullspace", "--seeds", "0", "--workers", "1",
+            "--quiet", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
+            *[x for item in SHORT for x in ("--set", item)]]
+    assert main(args) == 0
+    assert "(1 simulated now)" in capsys.readouterr().out
+    text = (tmp_path / "out" / "study.md").read_text()
+    assert "nullspace (`osc`): hand_drift_m" in text and "min / median / max" in text
+    assert (tmp_path / "out" / "study_grid_nullspace.png").is_file()
+    assert main(args) == 0
+    assert "(0 simulated now)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["study", "--seeds", "3-x"], "--seeds"),
+    (["study", "no-such-study"], "robustness"),
+    (["study", "--workers", "0"], "--workers"),
+    (["study", "--grid", "controller.qp.r"], "--grid"),
+    (["study", "--scheduler", "tcp://127.0.0.1:1"], "--engine dask"),
+])
+def test_study_command_mistakes_are_named(argv, said, tmp_path, capsys):
+    assert main([*argv, "--out", str(tmp_path / "o"), "--cache", str(tmp_path / "c")]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_the_readme_block_of_the_robustness_study_exists():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert "<!-- study:robustness:begin" in readme and "<!-- study:robustness:end -->" in readme
