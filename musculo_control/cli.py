@@ -26,6 +26,7 @@ COMMANDS = (
     "musculo_control.commands.reliability",
     "musculo_control.commands.record_mapping",
     "musculo_control.commands.learn_mapping",
+    "musculo_control.commands.mapping_from_bag",
 )
 
 
