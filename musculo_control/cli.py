@@ -27,6 +27,7 @@ COMMANDS = (
     "musculo_control.commands.record_mapping",
     "musculo_control.commands.learn_mapping",
     "musculo_control.commands.mapping_from_bag",
+    "musculo_control.commands.mapping_accuracy",
 )
 
 

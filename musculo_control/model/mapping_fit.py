@@ -33,7 +33,6 @@ import math
 import sys
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -317,10 +316,10 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
         # 1. drop candidates the held-out error does not need, smallest moment arm first
         joints = candidates
 
-        def judged(subset: tuple[int, ...]) -> float:
+        def judged(subset: tuple[int, ...], target: FloatArray = y[:, i]) -> float:
             d = _largest_degree(config.degrees, len(subset), n_sessions,
                                 min(budget, config.selection_max_terms + n_sessions))
-            return math.inf if d is None else design.held_out_rms(subset, subset, d, y[:, i])
+            return math.inf if d is None else design.held_out_rms(subset, subset, d, target)
 
         if len(joints) > 1:
             best = judged(joints)
