@@ -19,10 +19,15 @@ a slow recording are nearly the same pose). Then, per muscle:
    ``selection_max_terms`` (so dropping a joint the data does not need buys the others a higher
    degree; a wrist muscle then has no shoulder terms to pick up noise with, while a 1 mm/rad
    moment arm that the data does show is kept).
-2. **Its degree**: each degree of ``degrees`` (up to ``max_terms`` coefficients) is fitted
-   without the held-out blocks; the lowest degree whose held-out RMS error is within
-   ``degree_tolerance`` of the best wins (fewer terms: a cheaper and smoother l(q)).
-3. **The final fit** on every sample at that degree.
+2. **Additive splits**: joints are merged into groups strongest interaction first (the RMS
+   cross derivative d2l/dq_j dq_k of a fit, single linkage), and each partition on the way is
+   a candidate l = sum of one polynomial per group (a biarticular muscle whose path has one
+   segment per joint: far fewer terms for the same degree).
+3. **Its structure and degree**: each degree of ``degrees`` (up to ``max_terms``
+   coefficients), for the full polynomial and the additive one, is fitted without the
+   held-out blocks; of those within ``degree_tolerance`` of the best held-out RMS error, the
+   one with the fewest terms wins (a cheaper and smoother l(q)).
+4. **The final fit** on every sample with that choice.
 
 l_min and l_max (paper eq. 2-4) are the fitted lengths' extremes over the recorded poses.
 """
@@ -56,7 +61,7 @@ IntArray = npt.NDArray[np.int64]
 class FitConfig:
     """``mapping.yaml`` key ``fit``: how ``musculo learn-mapping`` fits l(q)."""
 
-    degrees: tuple[int, ...] = spec((2, 3, 4, 5, 6, 7), min_length=1,
+    degrees: tuple[int, ...] = spec((2, 3, 4, 5, 6, 7, 8, 9), min_length=1,
                                     doc="polynomial degrees tried per muscle [-]")
     screening_degree: int = spec(3, ge=1, doc="degree of the all-joint fit that finds the "
                                               "joints each muscle spans [-]")
@@ -107,6 +112,7 @@ class MuscleFit:
     validation_rms_m: float  # on the held-out blocks, fitted without them [m]
     validation_max_m: float
     validation_by_degree_m: dict[int, float]  # held-out RMS per degree tried [m]
+    groups: tuple[tuple[str, ...], ...] = ()  # additive groups: l = sum of one polynomial each
 
 
 def distinct_poses(q: FloatArray, spacing_rad: float) -> int:
@@ -195,24 +201,38 @@ def _largest_degree(degrees: tuple[int, ...], joints: int, sessions: int,
     return max(usable) if usable else None
 
 
+Groups = tuple[tuple[int, ...], ...]
+
+
+def _group_exponents(n: int, groups: Groups, degree: int) -> IntArray:
+    """(K, n) exponents of a sum of one total-degree polynomial per joint group (a single
+    group: the full polynomial), constant term once, ordered by degree."""
+    rows = np.unique(np.vstack([_subset_exponents(n, g, degree) for g in groups]), axis=0)
+    return rows[np.lexsort(np.vstack([rows[:, ::-1].T, rows.sum(axis=1)]))]
+
+
+def _group_terms(groups: Groups, degree: int) -> int:
+    return 1 + sum(math.comb(len(g) + degree, degree) - 1 for g in groups)
+
+
 class _Design:
-    """Basis columns over joint subsets, their normal matrices cached per (subset, degree), so
-    a smaller subset or a lower degree is a block of a bigger one."""
+    """Basis columns over joint groups, their normal matrices cached per (groups, degree), so
+    fewer joints or a lower degree is a block of a bigger one."""
 
     def __init__(self, x: FloatArray, sessions: FloatArray, train: npt.NDArray[np.bool_],
                  held: npt.NDArray[np.bool_], ridge: float) -> None:
         self.x, self.sessions, self.train, self.held, self.ridge = x, sessions, train, held, ridge
-        self._cache: dict[tuple[tuple[int, ...], int], tuple[IntArray, FloatArray, FloatArray,
-                                                               FloatArray]] = {}
+        self._cache: dict[tuple[Groups, int], tuple[IntArray, FloatArray, FloatArray,
+                                                    FloatArray]] = {}
         self.last_held_max = math.nan
 
-    def _block(self, joints: tuple[int, ...],
+    def _block(self, groups: Groups,
                degree: int) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
-        key = (joints, degree)
+        key = (groups, degree)
         if key not in self._cache:
             if len(self._cache) > 8:  # bounded memory: (N, K) blocks are large
                 self._cache.pop(next(iter(self._cache)))
-            ex = _subset_exponents(self.x.shape[1], joints, degree)
+            ex = _group_exponents(self.x.shape[1], groups, degree)
             big = np.hstack([basis_features(self.x, ex), self.sessions])
             gram_train = big[self.train].T @ big[self.train]
             # all samples = the training rows plus the held-out rows
@@ -226,29 +246,66 @@ class _Design:
         return np.concatenate([np.flatnonzero(keep),
                                ex.shape[0] + np.arange(self.sessions.shape[1])])
 
-    def held_out_rms(self, within: tuple[int, ...], joints: tuple[int, ...], degree: int,
-                     y: FloatArray, top_degree: int | None = None) -> float:
-        """RMS error on the held-out blocks of the fit over ``joints`` at ``degree``, fitted
-        without them (``within``/``top_degree``: the cached block it is taken from)."""
-        ex, big, gram_train, _ = self._block(within, top_degree or degree)
+    def train_fit(self, groups: Groups, joints: tuple[int, ...], degree: int, y: FloatArray,
+                  top_degree: int | None = None) -> tuple[IntArray, FloatArray, float]:
+        """(exponent rows, coefficients then session offsets, held-out RMS error) of the fit
+        over ``joints`` at ``degree`` without the held-out blocks (``groups``/``top_degree``:
+        the cached block it is taken from)."""
+        ex, big, gram_train, _ = self._block(groups, top_degree or degree)
         cols = self._columns(ex, joints, degree)
         sub = big[:, cols]
         w = _solve(gram_train[np.ix_(cols, cols)], sub[self.train].T @ y[self.train], self.ridge)
         err = sub[self.held] @ w - y[self.held]
         self.last_held_max = float(np.abs(err).max())
-        return float(np.sqrt(np.mean(err**2)))
+        n_terms = len(cols) - self.sessions.shape[1]
+        return ex[cols[:n_terms]], w, float(np.sqrt(np.mean(err**2)))
 
-    def fit_all(self, joints: tuple[int, ...], degree: int, y: FloatArray,
+    def held_out_rms(self, groups: Groups, joints: tuple[int, ...], degree: int, y: FloatArray,
+                     top_degree: int | None = None) -> float:
+        """RMS error on the held-out blocks of :meth:`train_fit`."""
+        return self.train_fit(groups, joints, degree, y, top_degree)[2]
+
+    def fit_all(self, groups: Groups, degree: int, y: FloatArray,
                 top_degree: int) -> tuple[IntArray, FloatArray, FloatArray]:
         """(exponent rows, coefficients then session offsets, residuals) on every sample;
         :attr:`last_held_max` is then the largest held-out error at this degree."""
-        self.held_out_rms(joints, joints, degree, y, top_degree)
-        ex, big, _, gram_all = self._block(joints, top_degree)
+        joints = tuple(sorted(j for g in groups for j in g))
+        self.held_out_rms(groups, joints, degree, y, top_degree)
+        ex, big, _, gram_all = self._block(groups, top_degree)
         cols = self._columns(ex, joints, degree)
         sub = big[:, cols]
         w = _solve(gram_all[np.ix_(cols, cols)], sub.T @ y, self.ridge)
         n_terms = len(cols) - self.sessions.shape[1]
         return ex[cols[:n_terms]], w, sub @ w - y
+
+    def interaction_groups(self, joints: tuple[int, ...], degree: int, y: FloatArray,
+                           half: FloatArray) -> list[Groups]:
+        """Candidate additive splits of ``joints``: with the RMS cross derivatives
+        d2l/dq_j dq_k of a fit over the training poses as link strengths, joints are merged
+        strongest link first (single linkage); every partition on the way with more than one
+        group is a candidate (the validation decides)."""
+        ex, w, _ = self.train_fit((joints,), joints, degree, y)
+        coef = w[None, :ex.shape[0]]
+        first = derivative_coefficients(coef, ex)
+        phi = basis_features(self.x[self.train], ex)
+        links = []
+        for a, j in enumerate(joints):
+            second = derivative_coefficients(first[j], ex)
+            for k in joints[a + 1:]:
+                strength = float(np.sqrt(np.mean((phi @ second[k][0]) ** 2))) \
+                    / (half[j] * half[k])
+                links.append((strength, j, k))
+        groups = [{j} for j in joints]
+        splits: list[Groups] = []
+        for _, j, k in sorted(links, reverse=True):
+            gj = next(g for g in groups if j in g)
+            gk = next(g for g in groups if k in g)
+            if gj is gk:
+                continue
+            groups = [g for g in groups if g is not gj and g is not gk] + [gj | gk]
+            if len(groups) > 1:
+                splits.append(tuple(sorted(tuple(sorted(g)) for g in groups)))
+        return splits
 
 
 def versions() -> dict[str, str]:
@@ -319,7 +376,7 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
         def judged(subset: tuple[int, ...], target: FloatArray = y[:, i]) -> float:
             d = _largest_degree(config.degrees, len(subset), n_sessions,
                                 min(budget, config.selection_max_terms + n_sessions))
-            return math.inf if d is None else design.held_out_rms(subset, subset, d, target)
+            return math.inf if d is None else design.held_out_rms((subset,), subset, d, target)
 
         if len(joints) > 1:
             best = judged(joints)
@@ -330,30 +387,45 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
                 err = judged(trial)
                 if err <= best * (1.0 + config.drop_tolerance):
                     joints, best = trial, min(best, err)
-        # 2. the degree, by the held-out blocks
-        usable = [d for d in sorted(set(config.degrees))
-                  if math.comb(len(joints) + d, d) + n_sessions <= budget
-                  and math.comb(len(joints) + d, d) <= config.max_terms]
-        if not usable:
+        # 2. an additive split into joint groups that do not interact, if the data shows one
+        structures: list[Groups] = [(joints,)]
+        sel = _largest_degree(config.degrees, len(joints), n_sessions,
+                              min(budget, config.selection_max_terms + n_sessions))
+        if len(joints) > 1 and sel is not None:
+            structures += design.interaction_groups(joints, sel, y[:, i], half)
+        # 3. structure and degree, by the held-out blocks
+        by_choice: dict[tuple[Groups, int], float] = {}
+        for groups in structures:
+            usable = [d for d in sorted(set(config.degrees))
+                      if _group_terms(groups, d) + n_sessions <= budget
+                      and _group_terms(groups, d) <= config.max_terms]
+            for d in usable:
+                by_choice[(groups, d)] = design.held_out_rms(groups, joints, d, y[:, i],
+                                                             max(usable))
+        if not by_choice:
             raise InputError(f"recording {rec.path}: q_rad",
                              f"enough distinct poses for degree {min(config.degrees)} over the "
                              f"{len(joints)} joints muscle '{name}' spans "
                              f"({config.samples_per_unknown} per coefficient)", poses)
-        by_degree = {d: design.held_out_rms(joints, joints, d, y[:, i], max(usable))
-                     for d in usable}
-        lowest = min(by_degree.values())
-        d = min(k for k in usable if by_degree[k] <= lowest * (1.0 + config.degree_tolerance))
-        # 3. the final fit on every sample
-        terms, w, res = design.fit_all(joints, d, y[:, i], max(usable))
+        lowest = min(by_choice.values())
+        groups, d = min((k for k, v in by_choice.items()
+                         if v <= lowest * (1.0 + config.degree_tolerance)),
+                        key=lambda k: (_group_terms(*k), k[1]))
+        top = max(k[1] for k in by_choice if k[0] == groups)
+        by_degree = {k[1]: v for k, v in by_choice.items() if k[0] == groups}
+        # 4. the final fit on every sample
+        terms, w, res = design.fit_all(groups, d, y[:, i], top)
         rows_of.append(terms)
         coefs.append(w[:terms.shape[0]])
         offsets[1:, i] = w[terms.shape[0]:]
         fits.append(MuscleFit(tuple(rec.joint_names[j] for j in joints), d, terms.shape[0],
                               float(np.sqrt(np.mean(res**2))), float(np.abs(res).max()),
-                              by_degree[d], design.last_held_max, by_degree))
+                              by_degree[d], design.last_held_max, by_degree,
+                              tuple(tuple(rec.joint_names[j] for j in g) for g in groups)))
         if progress:
             f = fits[-1]
-            print(f"  {name:<24} joints {','.join(f.joints):<40} degree {d} "
+            shown = " + ".join("(" + ",".join(g) + ")" for g in f.groups)
+            print(f"  {name:<24} joints {shown:<44} degree {d} "
                   f"({f.terms} terms): rms {1e3 * f.rms_m:.3f} mm, held-out rms "
                   f"{1e3 * f.validation_rms_m:.3f} mm", file=sys.stderr, flush=True)
 
@@ -378,6 +450,7 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
         "fit": {"config": {k: getattr(config, k) for k in config.__dataclass_fields__},
                 "held_out_fraction": float(held.mean()),
                 "muscles": {name: {"joints": list(f.joints), "degree": f.degree,
+                                   "groups": [list(g) for g in f.groups],
                                    "terms": f.terms, "rms_m": f.rms_m, "max_m": f.max_m,
                                    "validation_rms_m": f.validation_rms_m,
                                    "validation_max_m": f.validation_max_m,
