@@ -307,3 +307,17 @@ def test_record_on_the_mock_through_the_loop(tmp_path, planar):
     assert np.abs(rec.q_rad - cal).max(axis=1).min() < 0.05
     path = save_recording(rec, tmp_path / "rec.npz")
     assert load_recording(path).meta["mock_seed"] == setup.mock_config.seed
+
+
+def test_additive_groups_are_found_where_joints_do_not_interact(planar):
+    """l0 = f(shoulder) + g(elbow) splits into two groups; l1 = h(shoulder + elbow) does not."""
+    rec = synthetic_recording(planar, samples=1500, sessions=1)
+    q = rec.q_rad
+    lengths = rec.length_m.copy()
+    lengths[:, 0] = 0.1 + 0.02 * np.sin(1.3 * q[:, 0]) + 0.01 * np.cos(2.0 * q[:, 1])
+    lengths[:, 1] = 0.2 + 0.02 * np.sin(q[:, 0] + q[:, 1])
+    rec = dataclasses.replace(rec, length_m=lengths)
+    _, fits = fit_mapping(rec, FitConfig(), joint_names=planar.arm.joint_names,
+                          muscle_names=planar.muscle_names)
+    assert fits[0].groups == (("shoulder",), ("elbow",))
+    assert fits[1].groups == (("shoulder", "elbow"),)

@@ -282,8 +282,8 @@ class _Design:
                            half: FloatArray) -> list[Groups]:
         """Candidate additive splits of ``joints``: with the RMS cross derivatives
         d2l/dq_j dq_k of a fit over the training poses as link strengths, joints are merged
-        strongest link first (single linkage); every partition on the way with more than one
-        group is a candidate (the validation decides)."""
+        strongest link first (single linkage), from one group per joint; every partition on
+        the way with more than one group is a candidate (the validation decides)."""
         ex, w, _ = self.train_fit((joints,), joints, degree, y)
         coef = w[None, :ex.shape[0]]
         first = derivative_coefficients(coef, ex)
@@ -296,7 +296,7 @@ class _Design:
                     / (half[j] * half[k])
                 links.append((strength, j, k))
         groups = [{j} for j in joints]
-        splits: list[Groups] = []
+        splits: list[Groups] = [tuple((j,) for j in joints)]  # fully additive, to start
         for _, j, k in sorted(links, reverse=True):
             gj = next(g for g in groups if j in g)
             gk = next(g for g in groups if k in g)
