@@ -27,7 +27,9 @@ test: install
 	$(PY) -m pytest -q -rs test
 
 bench: install
+	$(PY) benchmarks/bench_tick.py --out $(OUT)/bench
 	$(PY) benchmarks/bench_dynamics.py --out $(OUT)/bench
+	$(PY) benchmarks/bench_mock_arm.py --out $(OUT)/bench
 
 lint: install
 	$(PY) -m pip install --quiet mypy ruff

@@ -35,9 +35,10 @@ setup(
         *tree("config"),
     ],
     python_requires=">=3.10",
-    # rosbags writes every run's ROS 2 bag (musculo simulate / report): a run-time dependency
-    install_requires=["numpy", "pin", "osqp>=1.0", "pyyaml", "mujoco>=3.1", "scipy", "matplotlib",
-                      "rosbags>=0.10"],
+    # rosbags writes every run's ROS 2 bag (musculo simulate / report); daqp is the default QP
+    # solver (qp.solver, README "The QP solvers"): run-time dependencies
+    install_requires=["numpy", "pin", "osqp>=1.0", "daqp>=0.11", "pyyaml", "mujoco>=3.1",
+                      "scipy", "matplotlib", "rosbags>=0.10"],
     # ros: rclpy and the message packages of the node graph, as ROS 2 wheels from PyPI (for a
     # machine without a ROS 2 distribution; a colcon build uses the distribution's instead).
     # test: mcap + mcap-ros2-support read those bags independently; the node-graph tests run

@@ -2,8 +2,8 @@
 
 Prints p50 / p99 / max per call and, measured in the same run, the same muscle Jacobian computed
 the way a straightforward user would (Pinocchio: one frame Jacobian per via-point; an MJCF
-robot: MuJoCo's whole position stage), with the ratio. Target (issue 2): snapshot p99 <= 0.2 ms
-on a quiet 2-core machine.
+robot: MuJoCo's whole position stage), with the ratio, and the load average before and after.
+Target (bench.yaml, issue 11): snapshot p99 <= 0.2 ms, judged only when the machine was quiet.
 
     python benchmarks/bench_dynamics.py [--config DIR] [--count N] [--out DIR]
 """
@@ -17,15 +17,19 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import summary_ms, time_calls, write_outputs
-
+from musculo_control.benchmark import (
+    MachineLoad,
+    load_bench_config,
+    markdown_table,
+    positive_int,
+    summary_ms,
+    time_calls,
+    write_reports,
+)
 from musculo_control.estimation.snapshot import DynamicsEstimator, TaskConfig
 from musculo_control.model.config import load
 from musculo_control.model.robot import Robot, load_robot
 from musculo_control.paths import default_config_dir
-
-SNAPSHOT_TARGET_P99_MS = 0.2
 
 
 class PerPointJacobian:
@@ -85,14 +89,20 @@ class FullPositionPass:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=default_config_dir())
-    parser.add_argument("--count", type=int, default=5000, help="timed calls per case")
+    parser.add_argument("--count", type=positive_int, default=None,
+                        help="timed calls per case (default: bench.yaml calls)")
     parser.add_argument("--out", type=Path, default=Path("out/bench"))
     args = parser.parse_args()
+    bench = load_bench_config(args.config)
+    count = args.count or bench.calls
+    target_ms = bench.targets.snapshot_p99_ms
+    machine = MachineLoad(bench.quiet_load_average)
+    print(f"load average (1 min) at the start: {machine.start}")
 
     robot = load_robot(args.config)
     task = load(TaskConfig, args.config / "controller.yaml", "task")
     est = DynamicsEstimator(robot, task)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(bench.seed)
     lo, hi = robot.arm.lower_rad, robot.arm.upper_rad
     poses = lo + (hi - lo) * rng.random((256, robot.arm.n_joints))
     qd = np.zeros(robot.arm.n_joints)
@@ -110,22 +120,27 @@ def main() -> int:
     }
     rows = []
     for name, fn in cases.items():
-        stats = summary_ms(time_calls(fn, args.count))
+        stats = summary_ms(time_calls(fn, count))
         rows.append({"case": name, **stats})
         print(f"{name:<36} p50 {stats['p50_ms']:.4f} ms  p99 {stats['p99_ms']:.4f} ms  "
               f"max {stats['max_ms']:.3f} ms")
+    machine.finish()
     speedup = rows[2]["p50_ms"] / rows[1]["p50_ms"]
-    ok = rows[0]["p99_ms"] <= SNAPSHOT_TARGET_P99_MS
-    print(f"l + Jm vs the {type(baseline).__name__} baseline: {speedup:.1f}x faster (p50)")
-    print(f"snapshot p99 target {SNAPSHOT_TARGET_P99_MS} ms: {'met' if ok else 'MISSED'}")
-    write_outputs(rows, "Dynamics snapshot benchmark",
-                  [f"l + Jm is {speedup:.1f}x faster than the {type(baseline).__name__} baseline "
-                   f"(p50)",
-                   f"snapshot p99 target {SNAPSHOT_TARGET_P99_MS} ms: {'met' if ok else 'missed'}",
-                   f"{robot.n_muscles} muscles, {robot.arm.n_joints} joints, {args.count} calls"],
-                  args.out, "bench_dynamics",
-                  {"snapshot_p99_ms": rows[0]["p99_ms"], "muscle_speedup_vs_baseline": speedup})
-    print(f"wrote {args.out}/bench_dynamics.{{csv,md,json}}")
+    verdict = machine.verdict(rows[0]["p99_ms"] <= target_ms)
+    notes = [f"l + Jm is {speedup:.1f}x faster than the {type(baseline).__name__} baseline (p50, "
+             f"same run)",
+             f"snapshot p99 {rows[0]['p99_ms']:.4f} ms, target <= {target_ms} ms: {verdict}",
+             f"{robot.n_muscles} muscles, {robot.arm.n_joints} joints, {count} calls; "
+             f"{machine.describe()}"]
+    for note in notes:
+        print(note)
+    text = "\n".join(["# Dynamics snapshot benchmark", "", *markdown_table(rows), "",
+                      *[f"- {n}" for n in notes], ""])
+    paths = write_reports(args.out, "bench_dynamics", rows, text,
+                          {"rows": rows, "snapshot_p99_ms": rows[0]["p99_ms"],
+                           "muscle_speedup_vs_baseline": speedup, "verdict": verdict,
+                           "machine": machine.as_dict()})
+    print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 
 

@@ -9,6 +9,7 @@ the same run as a baseline:
 - the hardware loop of one simulated second (1000 steps + 500 sensor ticks), as a real-time factor.
 
 The ROS-free runner needs the whole loop (this plus dynamics and QP) >= 10x faster than real time.
+Prints the load average before and after; the figures are only comparable on a quiet machine.
 
     python benchmarks/bench_mock_arm.py [--config DIR] [--count N] [--out DIR]
 """
@@ -23,9 +24,15 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import summary_ms, time_calls, write_outputs
-
+from musculo_control.benchmark import (
+    MachineLoad,
+    load_bench_config,
+    markdown_table,
+    positive_int,
+    summary_ms,
+    time_calls,
+    write_reports,
+)
 from musculo_control.hardware.mock_arm import load_mock_arm
 from musculo_control.hardware.potentiometer import (
     PotentiometerReader,
@@ -40,9 +47,11 @@ from musculo_control.paths import default_config_dir
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=default_config_dir())
-    parser.add_argument("--count", type=int, default=20000, help="timed calls per case")
+    parser.add_argument("--count", type=positive_int, default=20000, help="timed calls per case")
     parser.add_argument("--out", type=Path, default=Path("out/bench"))
     args = parser.parse_args()
+    machine = MachineLoad(load_bench_config(args.config).quiet_load_average)
+    print(f"load average (1 min) at the start: {machine.start}")
 
     robot = load_robot(args.config)
     arm = load_mock_arm(robot)
@@ -95,16 +104,21 @@ def main() -> int:
     steps_per_s = seconds * 1000 / wall
     print(f"hardware loop (1 kHz physics + 500 Hz sensors/driver): {steps_per_s:.0f} steps/s, "
           f"{factor:.1f}x real time")
+    machine.finish()
     overhead = rows[0]["p50_ms"] / rows[2]["p50_ms"]
-    print(f"MockArm.step / bare mj_step (p50): {overhead:.2f}")
-    write_outputs(rows, "Mock arm benchmark",
-                  [(f"hardware loop: {steps_per_s:.0f} steps/s = {factor:.1f}x real time "
-                    f"(1 kHz physics, 500 Hz sensor tick and driver)"),
-                   f"MockArm.step costs {overhead:.2f}x a bare mj_step (p50)",
-                   f"{robot.n_muscles} tendons, {robot.arm.n_joints} joints, {args.count} calls"],
-                  args.out, "bench_mock_arm",
-                  {"steps_per_s": steps_per_s, "real_time_factor": factor})
-    print(f"wrote {args.out}/bench_mock_arm.{{csv,md,json}}")
+    notes = [(f"hardware loop: {steps_per_s:.0f} steps/s = {factor:.1f}x real time "
+              f"(1 kHz physics, 500 Hz sensor tick and driver)"),
+             f"MockArm.step costs {overhead:.2f}x a bare mj_step (p50, same run)",
+             f"{robot.n_muscles} tendons, {robot.arm.n_joints} joints, {args.count} calls; "
+             f"{machine.describe()}"]
+    for note in notes[1:]:
+        print(note)
+    text = "\n".join(["# Mock arm benchmark", "", *markdown_table(rows), "",
+                      *[f"- {n}" for n in notes], ""])
+    paths = write_reports(args.out, "bench_mock_arm", rows, text,
+                          {"rows": rows, "steps_per_s": steps_per_s, "real_time_factor": factor,
+                           "machine": machine.as_dict()})
+    print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 
 

@@ -1,4 +1,8 @@
-"""The activation QP (paper eq. 9-11): structure, exact oracle (SciPy BVLS), KKT, safety."""
+"""The activation QP (paper eq. 9-11): structure, exact oracle (SciPy BVLS), KKT, safety.
+
+Every test that solves runs once per solver (``qp.solver``: DAQP on the condensed problem, OSQP
+on the lifted one), on the same seeded problems and against the same oracles.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,10 @@ from conftest import random_poses
 from scipy.optimize import lsq_linear
 
 from musculo_control.control.activation_qp import (
+    SOLVERS,
     ActivationQP,
+    CondensedQP,
+    DAQPConfig,
     LinearRows,
     OSQPConfig,
     QPConfig,
@@ -30,6 +37,23 @@ INF = np.inf
 def osqp_config(config_dir) -> OSQPConfig:
     """The shipped settings: the oracle tests check what the robot runs."""
     return load_controller_config(config_dir).osqp
+
+
+@pytest.fixture(params=SOLVERS)
+def new_qp(request, config_dir):
+    """``new_qp(formulation, m=15, n=7, **options)``: an ActivationQP with the shipped settings of
+    one solver (the test runs once per solver); ``new_qp.solver`` names it."""
+    config = load_controller_config(config_dir)
+
+    def make(formulation, m=15, n=7, **options):
+        options.setdefault("k", K)
+        options.setdefault("r", R)
+        options.setdefault("osqp_config", config.osqp)
+        options.setdefault("daqp_config", config.daqp)
+        return ActivationQP(formulation, m, n, solver=request.param, **options)
+
+    make.solver = request.param
+    return make
 
 
 def balance_at(robot, snapshot, tau_ref, with_null: bool) -> TorqueBalance:
@@ -110,6 +134,43 @@ def test_sparsity_pattern_is_fixed_whatever_the_values(robot, estimator):
     assert np.array_equal(first.indptr, second.indptr)
 
 
+@pytest.mark.parametrize("box", [None, 0.5])
+def test_condensed_problem_is_the_papers_cost(robot, estimator, box):
+    """DAQP's condensed cost, doubled, plus c^T W c is eq. 11's cost minimised over tau_null.
+
+    Without a box tau_null is eliminated by its closed form: checked against a least squares
+    over tau_null for random a (no solver of ours involved). With a box it stays a variable and
+    z^T H z + 2 f^T z + c^T c is the cost itself.
+    """
+    s = estimator.compute(robot.home_pose_rad, np.zeros(7))
+    b = balance_at(robot, s, s.gravity_torque_nm, True)
+    B, c = torque_terms(b)
+    qp = CondensedQP("eq11", 15, 7, K, R, tau_null_max_nm=box)
+    qp.fill(b, np.zeros(15), np.full(15, INF), None)
+    assert qp.eliminates_null == (box is None) and qp.n_variables == (15 if box is None else 22)
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        a = rng.uniform(0.0, 3.0, 15)
+        # min over t of ||B a + c + N t||^2 + r ||t||^2, as an ordinary least squares
+        v = B @ a + c
+        stacked = np.vstack([b.nullspace, np.sqrt(R) * np.eye(7)])
+        t = np.linalg.lstsq(stacked, np.r_[-v, np.zeros(7)], rcond=None)[0]
+        cost = K * a @ a + np.sum((v + b.nullspace @ t) ** 2) + R * t @ t
+        if box is None:
+            z = a
+            constant = c @ (np.eye(7) - b.nullspace @ np.linalg.solve(
+                b.nullspace.T @ b.nullspace + R * np.eye(7), b.nullspace.T)) @ c
+            tau_null, residual = qp.residual_terms(v)
+            assert np.allclose(tau_null, t, atol=1e-12)
+            assert np.allclose(residual, v + b.nullspace @ t, atol=1e-12)
+        else:
+            z, constant = np.r_[a, t], c @ c
+        assert z @ qp.H @ z + 2 * qp.f @ z + constant == pytest.approx(cost, rel=1e-12)
+    assert np.abs(qp.H - qp.H.T).max() <= 1e-14 * np.abs(qp.H).max()  # symmetric to rounding
+    if box is not None:
+        assert np.all(qp.lower[15:22] == -box) and np.all(qp.upper[15:22] == box)
+
+
 @pytest.mark.parametrize("formulation, n_var", [("eq9", 15), ("eq10", 22), ("eq11", 29)])
 def test_each_formulation_has_its_variables(robot, estimator, formulation, n_var):
     s = estimator.compute(robot.home_pose_rad, np.zeros(7))
@@ -120,9 +181,9 @@ def test_each_formulation_has_its_variables(robot, estimator, formulation, n_var
 
 # -- against the exact oracle -----------------------------------------------------------------
 @pytest.mark.parametrize("formulation", ["eq10", "eq11"])
-def test_osqp_matches_bvls_at_random_poses_and_goals(robot, estimator, osqp_config, formulation):
+def test_osqp_matches_bvls_at_random_poses_and_goals(robot, estimator, new_qp, formulation):
     """200 seeded poses and goals, one QP object warm-started across unrelated problems."""
-    qp = ActivationQP(formulation, 15, 7, k=K, r=R, osqp_config=osqp_config)
+    qp = new_qp(formulation)
     gaps, worst_da = [], 0.0
     for s, tau_ref in random_problems(robot, estimator, 200, seed=11):
         b = balance_at(robot, s, tau_ref, formulation == "eq11")
@@ -140,9 +201,9 @@ def test_osqp_matches_bvls_at_random_poses_and_goals(robot, estimator, osqp_conf
 
 
 @pytest.mark.parametrize("formulation", ["eq10", "eq11"])
-def test_kkt_conditions_hold(robot, estimator, osqp_config, formulation):
+def test_kkt_conditions_hold(robot, estimator, new_qp, formulation):
     """Stationarity, a >= 0 and complementarity of the returned point (eq. 10 / 11)."""
-    qp = ActivationQP(formulation, 15, 7, k=K, r=R, osqp_config=osqp_config)
+    qp = new_qp(formulation)
     active_seen = 0
     for s, tau_ref in random_problems(robot, estimator, 60, seed=12):
         b = balance_at(robot, s, tau_ref, formulation == "eq11")
@@ -166,14 +227,16 @@ def test_kkt_conditions_hold(robot, estimator, osqp_config, formulation):
     assert active_seen > 0  # bounds were active somewhere: complementarity was tested
 
 
-def test_eq9_holds_the_torque_exactly_or_reports_infeasible(robot, estimator, osqp_config):
+def test_eq9_holds_the_torque_exactly_or_reports_infeasible(robot, estimator, new_qp):
     """Found: the torque balance holds to 1e-6 Nm with minimal ||a||. Not found: infeasible.
 
-    ADMM cannot always settle a feasible hard problem whose feasible set has no interior (a
-    joint held by exactly one muscle): it then stops at max_iter, which is also a failure
-    (safe tension), never a wrong command. That must stay rare.
+    ADMM (OSQP) cannot always settle a feasible hard problem whose feasible set has no interior
+    (a joint held by exactly one muscle): it then stops at max_iter, which is also a failure
+    (safe tension), never a wrong command. That must stay rare. The minimal norm is checked
+    against a least squares that weighs the torque balance 1e8 times the norm: its answer
+    approaches the hard problem's from below (it may leave a little torque unheld), to ~1e-11.
     """
-    qp = ActivationQP("eq9", 15, 7, k=K, r=R, osqp_config=osqp_config)
+    qp = new_qp("eq9")
     found = infeasible = unsettled = feasible = 0
     for s, tau_ref in random_problems(robot, estimator, 80, seed=13, goal_scale=0.2):
         b = balance_at(robot, s, tau_ref, False)
@@ -188,9 +251,9 @@ def test_eq9_holds_the_torque_exactly_or_reports_infeasible(robot, estimator, os
             assert oracle_feasible
             assert np.abs(B @ res.activations + c).max() < 1e-6
             # minimal norm: a heavily weighted exact least squares finds no smaller hold
-            ref = lsq_linear(np.vstack([B * 1e4, np.eye(15)]), np.r_[-c * 1e4, np.zeros(15)],
+            ref = lsq_linear(np.vstack([B * 1e8, np.eye(15)]), np.r_[-c * 1e8, np.zeros(15)],
                              bounds=(0, INF), method="bvls", tol=1e-15)
-            assert np.linalg.norm(res.activations) <= np.linalg.norm(ref.x) * (1 + 1e-4)
+            assert np.linalg.norm(res.activations) <= np.linalg.norm(ref.x) * (1 + 1e-8)
         elif "infeasible" in res.status:
             infeasible += 1
             assert not oracle_feasible
@@ -206,7 +269,7 @@ def test_eq9_holds_the_torque_exactly_or_reports_infeasible(robot, estimator, os
     assert unsettled <= 0.2 * feasible
 
 
-def test_eq11_needs_less_activation_than_eq10(robot, estimator, osqp_config):
+def test_eq11_needs_less_activation_than_eq10(robot, estimator, new_qp):
     """Holding still (tau_ref = g) at the same pose, where the arm can hold itself (eq. 9 feasible).
 
     eq. 11's optimal cost never exceeds eq. 10's (tau_null = 0 is allowed). Its ||a|| is not
@@ -215,7 +278,7 @@ def test_eq11_needs_less_activation_than_eq10(robot, estimator, osqp_config):
     Where no non-negative activation holds gravity at all, eq. 11 spends more activation about
     half the time, so the comparison is made where the static hold exists, as in the paper.
     """
-    qps = {f: ActivationQP(f, 15, 7, k=K, r=R, osqp_config=osqp_config)
+    qps = {f: new_qp(f)
            for f in ("eq9", "eq10", "eq11")}
     ratios = []
     for q in [robot.home_pose_rad, *random_poses(robot, 300, seed=14)]:
@@ -232,14 +295,14 @@ def test_eq11_needs_less_activation_than_eq10(robot, estimator, osqp_config):
     assert np.median(ratios) < 0.95
 
 
-def test_static_hold_cancels_gravity(robot, estimator, osqp_config):
+def test_static_hold_cancels_gravity(robot, estimator, new_qp):
     """Zero task error and velocity: tau_ref = g.
 
     eq. 9 cancels g to 1e-6 Nm where feasible. eq. 10 and 11 trade torque for activation: since
     eq. 10's optimum costs no more than the exact hold a9, its unheld torque is at most
     sqrt(k) ||a9||; eq. 11's muscle torque equals g + N tau_null to the same bound.
     """
-    qps = {f: ActivationQP(f, 15, 7, k=K, r=R, osqp_config=osqp_config)
+    qps = {f: new_qp(f)
            for f in ("eq9", "eq10", "eq11")}
     fixed = robot.fixed_idx
     held = 0
@@ -266,7 +329,7 @@ def test_static_hold_cancels_gravity(robot, estimator, osqp_config):
     assert held >= 10
 
 
-def test_static_hold_within_one_percent_on_a_well_conditioned_arm(osqp_config):
+def test_static_hold_within_one_percent_on_a_well_conditioned_arm(new_qp):
     """Named problem: 14 muscles, 7 joints, every joint pulled both ways by a strong muscle.
 
     There the soft formulations must hold gravity to 1 % of its norm (the trade of eq. 10/11 is
@@ -280,7 +343,7 @@ def test_static_hold_within_one_percent_on_a_well_conditioned_arm(osqp_config):
     g = np.array([-4.0, 1.5, 1.2, -1.8, 0.1, 0.05, 0.2])
     b = TorqueBalance(jm, np.full(m, 200.0), np.full(m, 5.0), g, np.eye(n) * 0.5)
     for form in ("eq9", "eq10", "eq11"):
-        qp = ActivationQP(form, m, n, k=K, r=R, osqp_config=osqp_config)
+        qp = new_qp(form, m, n)
         res = solve(qp, b if form == "eq11" else b._replace(nullspace=None), m=m)
         tau = -jm.T @ res.tension_n
         target = g + (b.nullspace @ res.tau_null if form == "eq11" else 0.0)
@@ -289,8 +352,8 @@ def test_static_hold_within_one_percent_on_a_well_conditioned_arm(osqp_config):
 
 
 # -- options ----------------------------------------------------------------------------------
-def test_activation_upper_bound_is_respected(robot, estimator, osqp_config):
-    qp = ActivationQP("eq11", 15, 7, k=K, r=R, osqp_config=osqp_config)
+def test_activation_upper_bound_is_respected(robot, estimator, new_qp):
+    qp = new_qp("eq11")
     for s, tau_ref in random_problems(robot, estimator, 20, seed=16, goal_scale=3.0):
         b = balance_at(robot, s, tau_ref, True)
         res = solve(qp, b, upper=np.full(15, 0.5))
@@ -300,11 +363,30 @@ def test_activation_upper_bound_is_respected(robot, estimator, osqp_config):
         assert res.objective == pytest.approx(cost, rel=1e-6)
 
 
-def test_tau_null_bound_is_respected_and_exact(robot, estimator, osqp_config):
+def test_bounds_may_change_every_tick(robot, estimator, new_qp):
+    """Per-tick bounds lower <= a <= upper (the controller's tension cap) on one warm QP object."""
+    qp = new_qp("eq11")
+    rng = np.random.default_rng(22)
+    capped = 0
+    for s, tau_ref in random_problems(robot, estimator, 40, seed=22, goal_scale=2.0):
+        b = balance_at(robot, s, tau_ref, True)
+        upper = np.where(rng.random(15) < 0.5, rng.uniform(0.2, 2.0, 15), INF)
+        lower = np.where(rng.random(15) < 0.2, rng.uniform(0.0, 0.1, 15), 0.0)
+        res = qp.solve(b, lower, upper)
+        assert res.found, res.status
+        assert np.all(res.activations <= upper) and np.all(res.activations >= lower)
+        a_ref, _, cost = bvls("eq11", b, lower, upper)
+        assert res.objective == pytest.approx(cost, rel=1e-6)
+        assert np.allclose(res.activations, a_ref, atol=1e-5 * max(1.0, np.abs(a_ref).max()))
+        capped += int(np.any(np.isclose(res.activations, upper)))
+    assert capped > 0  # an upper bound was active somewhere
+
+
+def test_tau_null_bound_is_respected_and_exact(robot, estimator, new_qp):
     """The optional box on tau_null (a remedy for a runaway nullspace) against BVLS."""
     bound = 0.2
-    qp = ActivationQP("eq11", 15, 7, k=K, r=R, osqp_config=osqp_config, tau_null_max_nm=bound)
-    free = ActivationQP("eq11", 15, 7, k=K, r=R, osqp_config=osqp_config)
+    qp = new_qp("eq11", tau_null_max_nm=bound)
+    free = new_qp("eq11")
     binding = 0
     for s, tau_ref in random_problems(robot, estimator, 30, seed=17, goal_scale=2.0):
         b = balance_at(robot, s, tau_ref, True)
@@ -318,7 +400,7 @@ def test_tau_null_bound_is_respected_and_exact(robot, estimator, osqp_config):
     assert binding > 0  # the bound was active somewhere, so the test can fail
 
 
-def test_predictive_joint_limits_keep_the_prediction_inside(robot, estimator, osqp_config):
+def test_predictive_joint_limits_keep_the_prediction_inside(robot, estimator, new_qp):
     """Elbow near its upper limit (0 rad) and moving towards it: the rows must brake it."""
     h = 0.1
     q = robot.home_pose_rad.copy()
@@ -340,9 +422,9 @@ def test_predictive_joint_limits_keep_the_prediction_inside(robot, estimator, os
         qdd = np.linalg.solve(s.mass_matrix, tau - s.gravity_torque_nm - s.coriolis_torque_nm)
         return q + h * qd + 0.5 * h * h * qdd
 
-    free = solve(ActivationQP("eq11", 15, 7, k=K, r=R, osqp_config=osqp_config), b)
+    free = solve(new_qp("eq11"), b)
     assert predicted(free)[3] > hi[3]  # without the rows the elbow would pass its limit
-    limited_qp = ActivationQP("eq11", 15, 7, k=K, r=R, osqp_config=osqp_config, n_limit_rows=7)
+    limited_qp = new_qp("eq11", n_limit_rows=7)
     res = limited_qp.solve(b, np.zeros(15), np.full(15, INF), rows)
     assert res.found, res.status
     p = predicted(res)
@@ -354,6 +436,15 @@ def test_qp_config_checks():
         parse(QPConfig, {"formulation": "eq12"}, "controller.yaml", "qp")
     with pytest.raises(ConfigError, match="qp.k"):
         parse(QPConfig, {"formulation": "eq10", "k": 0.0}, "controller.yaml", "qp")
+    with pytest.raises(ConfigError, match="qp.k.*solver daqp"):
+        parse(QPConfig, {"k": 0.0, "activation_max": 2.0}, "controller.yaml", "qp")
+    osqp_ok = parse(QPConfig, {"k": 0.0, "activation_max": 2.0, "solver": "osqp"},
+                    "controller.yaml", "qp")
+    assert osqp_ok.solver == "osqp"
+    with pytest.raises(ConfigError, match="qp.solver"):
+        parse(QPConfig, {"solver": "quadprog"}, "controller.yaml", "qp")
+    with pytest.raises(ConfigError, match="daqp.iter_limit"):
+        parse(DAQPConfig, {"iter_limit": 1}, "controller.yaml", "daqp")
     with pytest.raises(ConfigError, match="osqp.alpha"):
         parse(OSQPConfig, {"alpha": 2.5}, "controller.yaml", "osqp")
     settings = OSQPConfig(time_limit_s=0.002).settings()
@@ -364,10 +455,10 @@ def test_qp_config_checks():
 @pytest.mark.parametrize("field", ["muscle_jacobian", "active_n", "passive_n", "offset_nm",
                                    "nullspace"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
-def test_non_finite_input_gives_failure_then_recovers(robot, estimator, osqp_config, field, bad):
+def test_non_finite_input_gives_failure_then_recovers(robot, estimator, new_qp, field, bad):
     s = estimator.compute(robot.home_pose_rad, np.zeros(7))
     good = balance_at(robot, s, s.gravity_torque_nm, True)
-    qp = ActivationQP("eq11", 15, 7, k=K, r=R, osqp_config=osqp_config)
+    qp = new_qp("eq11")
     first = solve(qp, good)
     poisoned = np.array(getattr(good, field), dtype=float)
     poisoned.flat[3] = bad
@@ -378,9 +469,9 @@ def test_non_finite_input_gives_failure_then_recovers(robot, estimator, osqp_con
     assert again.found and np.allclose(again.activations, first.activations, atol=1e-6)
 
 
-def test_nan_bounds_give_failure(robot, estimator, osqp_config):
+def test_nan_bounds_give_failure(robot, estimator, new_qp):
     s = estimator.compute(robot.home_pose_rad, np.zeros(7))
-    qp = ActivationQP("eq10", 15, 7, k=K, r=R, osqp_config=osqp_config)
+    qp = new_qp("eq10")
     upper = np.full(15, INF)
     upper[0] = np.nan
     res = qp.solve(balance_at(robot, s, s.gravity_torque_nm, False), np.zeros(15), upper)
@@ -388,9 +479,9 @@ def test_nan_bounds_give_failure(robot, estimator, osqp_config):
 
 
 @pytest.mark.parametrize("formulation", ["eq10", "eq11"])
-def test_soft_formulations_answer_however_far_the_goal(robot, estimator, osqp_config,
+def test_soft_formulations_answer_however_far_the_goal(robot, estimator, new_qp,
                                                        formulation):
-    qp = ActivationQP(formulation, 15, 7, k=K, r=R, osqp_config=osqp_config)
+    qp = new_qp(formulation)
     for s, tau_ref in random_problems(robot, estimator, 20, seed=17, goal_scale=1e4):
         res = solve(qp, balance_at(robot, s, tau_ref, formulation == "eq11"))
         assert res.found, res.status
@@ -398,8 +489,8 @@ def test_soft_formulations_answer_however_far_the_goal(robot, estimator, osqp_co
         assert np.all(res.tension_n >= robot.hill.f_min_n)
 
 
-def test_eq9_far_goal_is_infeasible_not_nan(robot, estimator, osqp_config):
-    qp = ActivationQP("eq9", 15, 7, k=K, r=R, osqp_config=osqp_config)
+def test_eq9_far_goal_is_infeasible_not_nan(robot, estimator, new_qp):
+    qp = new_qp("eq9")
     s = estimator.compute(robot.home_pose_rad, np.zeros(7))
     b = balance_at(robot, s, s.gravity_torque_nm, False)
     res = qp.solve(b, np.zeros(15), np.full(15, 1.0))  # bounded activations, large torque
@@ -409,23 +500,44 @@ def test_eq9_far_goal_is_infeasible_not_nan(robot, estimator, osqp_config):
     assert np.all(res.tension_n == 0.0)
 
 
-def test_solver_limits_give_failure(robot, estimator, osqp_config):
+def test_solver_limits_give_failure(robot, estimator, new_qp, osqp_config):
     """An iteration budget too small to converge is a failure, not a half-solved command."""
-    tiny = dataclasses.replace(osqp_config, max_iter=3, polishing=False)
-    qp = ActivationQP("eq11", 15, 7, k=K, r=R, osqp_config=tiny)
+    if new_qp.solver == "osqp":
+        qp = new_qp("eq11", osqp_config=dataclasses.replace(osqp_config, max_iter=3,
+                                                            polishing=False))
+    else:
+        qp = new_qp("eq11", daqp_config=DAQPConfig(iter_limit=2))
     s = estimator.compute(robot.home_pose_rad, np.zeros(7))
     res = solve(qp, balance_at(robot, s, s.gravity_torque_nm, True))
     assert not res.found and "maximum iterations" in res.status
-    assert res.iterations == 3
+    assert res.iterations == (3 if new_qp.solver == "osqp" else 2)
 
 
-def test_wrong_shapes_give_failure(robot, estimator, osqp_config):
+def test_iteration_cap_of_fault_injection_fails_every_solve_then_recovers(robot, estimator,
+                                                                         new_qp):
+    """``limit_iterations(1)`` (the qp_failure fault) fails even warm-started solves."""
+    qp = new_qp("eq11")
+    problems = [balance_at(robot, s, tau, True)
+                for s, tau in random_problems(robot, estimator, 6, seed=21)]
+    before = [solve(qp, b) for b in problems[:3]]
+    assert all(r.found for r in before)
+    qp.limit_iterations(1)
+    capped = [solve(qp, b) for b in [*problems[:3], problems[2]]]  # the last one repeats
+    assert not any(r.found for r in capped)
+    assert all("maximum iterations" in r.status for r in capped)
+    qp.limit_iterations(None)
+    after = [solve(qp, b) for b in problems[:3]]
+    for a, b in zip(before, after):
+        assert b.found and np.allclose(a.activations, b.activations, atol=1e-6)
+
+
+def test_wrong_shapes_give_failure(robot, estimator, new_qp):
     s = estimator.compute(robot.home_pose_rad, np.zeros(7))
-    qp = ActivationQP("eq11", 15, 7, k=K, r=R, osqp_config=osqp_config)
+    qp = new_qp("eq11")
     b = balance_at(robot, s, s.gravity_torque_nm, False)  # eq11 without N
     res = solve(qp, b)
     assert not res.found and "nullspace" in res.status
-    limited = ActivationQP("eq10", 15, 7, k=K, r=R, osqp_config=osqp_config, n_limit_rows=7)
+    limited = new_qp("eq10", n_limit_rows=7)
     res = solve(limited, b)
     assert not res.found and "limit rows" in res.status
     bad_rows = LinearRows(np.zeros((7, 15)), np.ones(7), np.zeros(7))
@@ -433,15 +545,19 @@ def test_wrong_shapes_give_failure(robot, estimator, osqp_config):
     assert not res.found and "empty bound" in res.status
 
 
-def test_first_solve_sets_up_later_solves_only_update(robot, estimator, osqp_config):
-    qp = ActivationQP("eq11", 15, 7, k=K, r=R, osqp_config=osqp_config)
+def test_first_solve_sets_up_later_solves_only_update(robot, estimator, new_qp):
+    qp = new_qp("eq11")
     assert not qp.is_set_up
     s = estimator.compute(robot.home_pose_rad, np.zeros(7))
     b = balance_at(robot, s, s.gravity_torque_nm, True)
     solve(qp, b)
-    solver = qp._solver
+
+    def instance():
+        return qp._backend.solver if new_qp.solver == "osqp" else qp._backend.model
+
+    solver = instance()
     cold = solve(qp, b._replace(offset_nm=b.offset_nm + 0.01))
-    assert qp._solver is solver  # the same OSQP instance: updated, not set up again
+    assert instance() is solver  # the same solver instance: updated, not set up again
     qp.reset()
     again = solve(qp, b._replace(offset_nm=b.offset_nm + 0.01))
     assert again.found and np.allclose(again.activations, cold.activations, atol=1e-6)

@@ -29,7 +29,7 @@ PACKAGE = REPO / "musculo_control"
 ROSDEP_KEYS = {"numpy": "python3-numpy", "pin": "pinocchio", "osqp": "python3-osqp-pip",
                "pyyaml": "python3-yaml", "mujoco": "python3-mujoco-pip",
                "scipy": "python3-scipy", "matplotlib": "python3-matplotlib",
-               "rosbags": "python3-rosbags-pip"}
+               "rosbags": "python3-rosbags-pip", "daqp": "python3-daqp-pip"}
 
 
 def _install_requires() -> set[str]:

@@ -229,3 +229,136 @@ def test_a_malformed_parameter_file_stops_the_whole_graph_before_any_node(tmp_pa
         GraphProcesses(GraphOptions(parts.config_dir, params_file=path), tmp_path)
     assert err.value.file == str(path)
     assert err.value.key == "dynamics_node.ros__parameters.warn_throttle_s"
+
+
+# -- a snapped tendon: detected, latched, acknowledged over the service, resumed -----------------
+def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts, tmp_path):
+    f_min = parts.robot.hill.f_min_n
+    inject_at, lasts = 2.5, 0.3  # simulated time of the mock's clock (it starts at 1 s) [s]
+    extra = {"mock_hardware_node": {"inject_fault": "tendon_snap", "inject_at_s": inject_at,
+                                    "inject_for_s": lasts}}
+    with running_graph(parts, tmp_path, extra=extra) as (graph, obs):
+        wait_running(graph, obs)
+        assert obs.wait_until(lambda: obs.now_s() > inject_at + lasts + 0.5, 180.0), logs(graph)
+        tendon_rules = ("tendon_snapped", "tendon_runaway", "tendon_slack", "actuator_tracking",
+                        "consistency")
+        fault = next((d for d in obs.diagnostics_of("activation_qp_node")
+                      if d.t >= inject_at and d.level >= 2
+                      and any(r in d.message for r in tendon_rules)), None)
+        assert fault is not None and fault.t - inject_at <= 0.024 + 0.008, \
+            (fault, obs.diagnostics[-10:])
+        commands = obs.snapshot(obs.commands)
+        safe = _first(commands, inject_at, lambda f: minimum_tension(f, f_min))
+        assert safe is not None and safe - inject_at <= 0.03
+        # the tendon is mended, but the fault stays latched: minimum tension until acknowledged
+        states = obs.snapshot(obs.controller_state)
+        latched = [v for t, v in zip(states.t, states.values) if t > inject_at + lasts + 0.2]
+        assert latched and all(v["supervisor_state"] == 3.0 for v in latched[-10:]), \
+            [v["supervisor_state"] for v in latched[-10:]]
+        assert all(minimum_tension(f, f_min) for f in commands.since(inject_at + lasts).values)
+        ok, message = obs.acknowledge()
+        assert ok and "tendon_runaway" in message, message
+        t_ack = obs.now_s()
+        assert obs.wait_for(2.0, 120.0), logs(graph)
+        after = obs.snapshot(obs.controller_state).since(t_ack + 0.2)
+        assert after.values and after.values[-1]["supervisor_state"] == 0.0
+        resumed = _first(obs.snapshot(obs.commands), t_ack,
+                         lambda f: not minimum_tension(f, f_min))
+        assert resumed is not None and resumed - t_ack < 0.2
+        # on the ramp from where the hand was, back to the goal
+        goal = obs.snapshot(obs.goals_in_force).values[-1][0]
+        hand = obs.snapshot(obs.hand).values[-1]
+        assert np.linalg.norm(hand - goal) < 0.03, np.linalg.norm(hand - goal)
+
+
+# -- a late snapshot degrades gracefully -----------------------------------------------------------
+def test_a_late_snapshot_is_reported_and_nothing_stops(parts, tmp_path):
+    """The dynamics node freezes long enough for its snapshot to pass snapshot_late_s but not
+    snapshot_timeout_s: a warning on /diagnostics, control goes on (a fifth of real time and a
+    short lockstep timeout, so that the freeze shows in simulated time)."""
+    f_min = parts.robot.hill.f_min_n
+    extra = {"mock_hardware_node": {"lockstep_timeout_s": 0.3}}
+    with running_graph(parts, tmp_path, rtf=0.2, extra=extra) as (graph, obs):
+        t0 = wait_running(graph, obs)
+        assert obs.wait_for(0.5, 60.0)
+        graph.send("dynamics_node", signal.SIGSTOP)
+        t_stop = obs.now_s()
+        late = obs.wait_until(lambda: _first_diag(obs, t_stop, "activation_qp_node", 1,
+                                                  ("snapshot_late",)) is not None, 60.0)
+        graph.send("dynamics_node", signal.SIGCONT)
+        assert late, obs.diagnostics[-5:]
+        assert obs.wait_for(0.5, 60.0)
+        commands = obs.snapshot(obs.commands).since(t0)
+        assert not any(minimum_tension(f, f_min) for f in commands.values), \
+            _errors_after(obs, t0)[:5]
+        assert not [d for d in obs.diagnostics_of("activation_qp_node")
+                    if d.t >= t0 and d.level >= 2]
+
+
+# -- experiment B over the graph --------------------------------------------------------------------
+def test_trajectory_b_from_pose_a_tracks_like_the_runner(parts, tmp_path):
+    import yaml
+
+    from musculo_control.sim.experiments import (
+        Overrides,
+        load_setup,
+        run_trajectory,
+        start_pose,
+    )
+
+    setup = load_setup(parts.config_dir, Overrides.parse([]))
+    cfg = setup.experiments.trajectory
+    runner = run_trajectory(setup, "osc", cfg.start_poses[0]).metrics["mean_tracking_error_m"]
+    q0 = start_pose(setup.robot, cfg.start_poses[0])
+    trajectory = tmp_path / "trajectory_b.yaml"
+    trajectory.write_text(yaml.safe_dump({
+        "frame_id": parts.robot.arm.base_frame, "relative": False, "loop": False,
+        "waypoints": [{"time_s": 0.0, "position_m": list(cfg.start_m)},
+                      {"time_s": cfg.move_s, "position_m": list(cfg.end_m)}]}))
+    extra = {"mock_hardware_node": {"initial_pose_rad": [float(v) for v in q0]},
+             "goal_node": {"start_delay_s": cfg.settle_s}}
+    with running_graph(parts, tmp_path, goal_mode="trajectory", trajectory_file=str(trajectory),
+                       goal_orientation=False, extra=extra) as (graph, obs):
+        wait_running(graph, obs)
+        assert obs.wait_until(lambda: len(obs.goal_points) > 0, 120.0), logs(graph)
+        t_move = obs.snapshot(obs.goal_points).stamp[0]
+        end = t_move + cfg.move_s + cfg.hold_s
+        assert obs.wait_until(lambda: obs.now_s() > end + 0.1, 240.0), logs(graph)
+        goals = obs.snapshot(obs.goal_points)
+        hand = obs.snapshot(obs.hand)
+    g_t, g_p = np.asarray(goals.stamp), np.asarray(goals.values)
+    h_t, h_p = np.asarray(hand.stamp), np.asarray(hand.values)
+    scored = (h_t >= t_move) & (h_t <= end)
+    goal_at = np.column_stack([np.interp(h_t[scored], g_t, g_p[:, i]) for i in range(3)])
+    graph_error = float(np.linalg.norm(h_p[scored] - goal_at, axis=1).mean())
+    assert graph_error <= 1.25 * runner, (graph_error, runner)
+
+
+# -- the fault matrix on the graph ------------------------------------------------------------------
+def test_the_graph_fault_matrix_detects_injected_faults_and_writes_the_runners_json(tmp_path):
+    """``musculo simulate faults --graph`` on two faults, one the mock arm injects and one the
+    controller node does, both started over their ``~/inject_fault`` services."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "musculo_control.cli", "simulate", "faults", "--graph",
+         "--out", str(out), "--set", "reliability.faults.cases=[pot_dropout, command_nan]"],
+        capture_output=True, text=True, timeout=500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads((out / "faults.json").read_text())
+    assert doc["loop"] == "node graph"
+    rows = {r["name"]: r for r in doc["faults"]}
+    assert set(rows) == {"pot_dropout", "command_nan"}
+    limit = doc["target"]["max_command_N"]
+    for row in rows.values():
+        assert row["detected"] and row["detection_time_ms"] is not None, row
+        # detection is read where an operator reads it, on /diagnostics as received: the delivery
+        # is in the figure, and the bound leaves room for a loaded machine
+        assert row["detection_time_ms"] <= 2 * doc["target"]["detection_time_ms"], row
+        assert not row["any_nan"] and row["max_command_N"] <= limit + 1e-6, row
+        assert row["recovered"], row
+    assert rows["command_nan"]["rule"] == "command_invalid"
+    assert doc["fault_free_run"]["alarms"] == 0

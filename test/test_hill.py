@@ -52,3 +52,21 @@ def test_tension_never_below_f_min(length, activation):
     forces = MuscleForces(active_force(np.array([length]), LO, LR, P),
                           passive_force(np.array([length]), LO, LR, P))
     assert tension(np.array([activation]), forces)[0] >= P.f_min_n
+
+
+@given(st.lists(st.floats(0.05, 0.35), min_size=1, max_size=20))
+def test_curves_equal_the_papers_formulas_written_out(lengths):
+    """The clamped evaluation (ForceLengthCurves) against eq. 3-4 as the SPEC writes them."""
+    from musculo_control.model.hill import ForceLengthCurves
+
+    rng = np.random.default_rng(len(lengths))
+    l = np.array(lengths)
+    lo = rng.uniform(0.15, 0.25, l.size)
+    lr = rng.uniform(0.02, 0.1, l.size)
+    forces = ForceLengthCurves(lo, lr, P)(l)
+    dl = l - lo
+    inside = np.abs(dl) <= 0.75 * lr
+    fa_ref = np.where(inside, P.f1_n / 2 * (1 + np.cos(2 * np.pi * dl / (1.5 * lr))), 0.0)
+    fp_ref = np.where(l < lo, P.f_min_n, P.f2_n * ((l - lo) / (lr / 2)) ** 2 + P.f_min_n)
+    assert np.allclose(forces.active_n, fa_ref, rtol=1e-12, atol=1e-9)
+    assert np.allclose(forces.passive_n, fp_ref, rtol=1e-12, atol=0.0)

@@ -48,7 +48,7 @@ def test_eq11_satisfies_kkt_conditions(robot, estimator):
         scale = max(1.0, float(np.abs(prob.matrix.T @ prob.vector).max()))
         mc = prob.n_activations
         a, g_a = z[:mc], grad[:mc]
-        assert np.all(a >= 0.0)
+        assert np.all(a >= -1e-12)  # BVLS's own rounding: -7e-18 seen (static_hold clips at 0)
         assert np.abs(grad[mc:]).max() < 1e-8 * scale  # tau_null is free
         active = a > 1e-9
         assert np.abs(g_a[active]).max(initial=0.0) < 1e-8 * scale

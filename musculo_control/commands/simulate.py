@@ -55,6 +55,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--controller", choices=CONTROLLER_NAMES, default="osc")
     p.add_argument("--out", type=Path, default=Path("out"), help="output folder (default: out)")
     p.add_argument("--json", type=Path, default=None, help="write the metrics here too")
+    p.add_argument("--graph", action="store_true",
+                   help="faults only: inject into the ROS 2 node graph (one process per node, "
+                        "simulated time) instead of the ROS-free loop; needs rclpy")
+    p.add_argument("--real-time-factor", type=float, default=0.5, metavar="F",
+                   help="with --graph: simulated seconds per wall second (default 0.5)")
     add_common(p)
     p.set_defaults(func=run)
 

@@ -18,6 +18,7 @@ minimum tension) with the reason.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ import numpy.typing as npt
 
 from musculo_control.control.activation_qp import (
     ActivationQP,
+    DAQPConfig,
     OSQPConfig,
     QPConfig,
     QPResult,
@@ -84,7 +86,8 @@ class ControllerConfig:
     task: TaskConfig = spec(doc="task rows and decoupling mask (paper eq. 13)")
     gains: GainsConfig = spec(GainsConfig(), doc="task-space gains (paper eq. 14-15)")
     qp: QPConfig = spec(QPConfig(), doc="the activation QP (paper eq. 9-11)")
-    osqp: OSQPConfig = spec(OSQPConfig(), doc="OSQP settings")
+    osqp: OSQPConfig = spec(OSQPConfig(), doc="OSQP settings (qp.solver: osqp)")
+    daqp: DAQPConfig = spec(DAQPConfig(), doc="DAQP settings (qp.solver: daqp)")
     baselines: BaselinesConfig = spec(doc="paper eq. 16-17")
     workspace: WorkspaceConfig = spec(doc="where a hand goal may lie")
     goal_extrapolation_s: float = spec(
@@ -148,6 +151,9 @@ class _TickBase:
         self._need_inverse = False
         self._f_min = robot.hill.f_min_n
         self._ci, self._fi = robot.controlled_idx, robot.fixed_idx
+        # every muscle's tension with the uncontrolled ones already in place (copied per tick)
+        self._tension_template = np.zeros(robot.n_muscles)
+        self._tension_template[self._fi] = robot.fixed_tension_n
 
     def reset(self) -> None:
         self._terms = None
@@ -163,7 +169,7 @@ class _TickBase:
                 return self._fail("no dynamics snapshot yet", age, t0)
             # how old a snapshot may be is the safety supervisor's rule (safety.yaml)
             age = float(t_s) - snapshot.stamp_s
-            if not np.isfinite(age):
+            if not math.isfinite(age):
                 return self._fail(f"non-finite time: t_s={t_s}, snapshot stamp "
                                   f"{snapshot.stamp_s}", age, t0)
             if not isinstance(goal, HandGoal):
@@ -194,9 +200,8 @@ class _TickBase:
                 tau_null: FloatArray, residual: FloatArray, tau_ref: FloatArray,
                 fresh: FreshState, goal: HandGoal, status: str, iterations: int,
                 solve_time_s: float, objective: float, age: float, t0: float) -> ControlOutput:
-        tension = np.empty(self.robot.n_muscles)
+        tension = self._tension_template.copy()
         tension[self._ci] = controlled_tension
-        tension[self._fi] = self.robot.fixed_tension_n
         # NaN fails every comparison, hence "not >=" rather than "<"
         if not all_finite(tension) or not tension.min() >= self._f_min - _TENSION_SLACK_N:
             return self._fail(f"tension command out of range (non-finite or below f_min "
@@ -233,7 +238,8 @@ class OSCController(_TickBase):
                                   self._limits.margin_rad)
         self._need_inverse = self._limits.enabled
         self.qp = ActivationQP(self.formulation, mc, n, k=qp.k, r=qp.r,
-                               osqp_config=config.osqp,
+                               solver=qp.solver, osqp_config=config.osqp,
+                               daqp_config=config.daqp,
                                n_limit_rows=n if self._limits.enabled else 0,
                                accept_inaccurate=qp.accept_inaccurate,
                                tau_null_max_nm=qp.tau_null_max_nm)
@@ -349,7 +355,8 @@ class JointStiffnessController(_JointTargetMixin, _TickBase):
         self._stiffness = np.array(js.stiffness_nm_rad)
         mc = len(robot.controlled_idx)
         # eq. 16 is eq. 10 in the tensions: same QP structure, variables f >= f_min
-        self.qp = ActivationQP("eq10", mc, n, k=js.k, r=config.qp.r, osqp_config=config.osqp,
+        self.qp = ActivationQP("eq10", mc, n, k=js.k, r=config.qp.r, solver=config.qp.solver,
+                               osqp_config=config.osqp, daqp_config=config.daqp,
                                accept_inaccurate=config.qp.accept_inaccurate)
         self._lower = np.full(mc, robot.hill.f_min_n)
         self._upper = np.full(mc, np.inf if tension_max_n is None else tension_max_n)

@@ -7,11 +7,14 @@ both. Levels are those of ``diagnostic_msgs/DiagnosticStatus``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from musculo_control.loop.rejections import Rejections
 
 OK, WARN, ERROR, STALE = 0, 1, 2, 3
+# a number inside a sentence (ages, counts, tensions): not part of what the sentence is about
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?")
 LEVEL_NAMES = {OK: "OK", WARN: "WARN", ERROR: "ERROR", STALE: "STALE"}
 
 
@@ -37,7 +40,10 @@ class Health:
 
     def set(self, level: int, message: str, t_s: float, key: object = None) -> None:
         """The status at ``t_s`` [s]; ``key`` names what it is about (the rules that fired,
-        say): a new level or a new key is a change, a new number in the same sentence is not."""
+        say; by default the sentence with its numbers masked): a new level or a new key is a
+        change, a new number in the same sentence is not."""
+        if key is None:
+            key = _NUMBER.sub("#", message)
         changed = level != self.level or key != self._key
         self.level, self.message, self._key = level, message, key
         if changed:

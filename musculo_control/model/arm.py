@@ -10,6 +10,7 @@ couple joints, is refused with the reason.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,7 +171,7 @@ class Arm:
         if arr.shape != (self.n_joints,):
             raise InputError(what, f"{self.n_joints} joint values {list(self.joint_names)}",
                              arr.shape)
-        if not np.all(np.isfinite(arr)):
+        if not math.isfinite(arr.dot(arr)):  # a NaN or inf (or |q| > 1e154) makes it non-finite
             raise InputError(what, "finite values", arr.tolist())
         return arr
 

@@ -43,35 +43,69 @@ class MuscleForces(NamedTuple):
     passive_n: FloatArray  # f_p(l)
 
 
+class ForceLengthCurves:
+    """f_a(l) and f_p(l) of a set of muscles, with the per-muscle constants computed once.
+
+    Called at every 125 Hz tick, so it spends few numpy calls, each on whole arrays (a scalar
+    operand costs numpy more than an array one): the active curve's argument
+    ``2 pi (l - l_o) / (1.5 l_range)`` is clamped to [-pi, pi], where the cosine makes f_a
+    exactly zero, instead of masking the outside; f_p is ``(sqrt(f2) s)^2 + f_min`` with the
+    stretch ``s = max(l - l_o, 0) / (l_range / 2)``.
+    """
+
+    def __init__(self, l_opt_m: FloatArray, l_range_m: FloatArray, params: HillParams,
+                 f1_n: FloatArray | None = None) -> None:
+        """``f1_n`` (m,): each muscle's peak force (default ``params.f1_n`` for all) [N]."""
+        l_range = np.asarray(l_range_m, dtype=float)
+        self.l_opt_m = np.array(l_opt_m, dtype=float)  # (m,) [m]
+        ones = np.ones_like(self.l_opt_m)
+        self._phase_per_m = 2.0 * np.pi / (1.5 * l_range)  # [1/m]
+        self._pi = np.pi * ones
+        self._minus_pi = -self._pi
+        f1 = params.f1_n if f1_n is None else np.asarray(f1_n, dtype=float)
+        self._half_f1 = 0.5 * f1 * ones  # [N]
+        self._zero = 0.0 * ones
+        self._root_f2_per_m = np.sqrt(params.f2_n) / (0.5 * l_range)  # [sqrt(N)/m]
+        self._f_min = params.f_min_n * ones  # [N]
+
+    def __call__(self, length_m: FloatArray) -> MuscleForces:
+        """f_a and f_p at ``length_m`` (paper eq. 3-4), each (m,) [N]."""
+        dl = length_m - self.l_opt_m
+        active = dl * self._phase_per_m
+        np.maximum(active, self._minus_pi, out=active)
+        np.minimum(active, self._pi, out=active)
+        np.cos(active, out=active)
+        active *= self._half_f1
+        active += self._half_f1
+        passive = np.maximum(dl, self._zero, out=dl)
+        passive *= self._root_f2_per_m
+        passive *= passive
+        passive += self._f_min
+        return MuscleForces(active, passive)
+
+
 def active_force(
     length_m: FloatArray, l_opt_m: FloatArray, l_range_m: FloatArray, params: HillParams,
     f1_n: FloatArray | None = None,
 ) -> FloatArray:
     """f_a(l) [N] per unit activation (paper eq. 3); ``f1_n`` (m,) overrides ``params.f1_n``."""
-    dl = length_m - l_opt_m
-    inside = np.abs(dl) <= 0.75 * l_range_m
-    f1 = params.f1_n if f1_n is None else f1_n
-    fa = 0.5 * f1 * (1.0 + np.cos(2.0 * np.pi * dl / (1.5 * l_range_m)))
-    return np.where(inside, fa, 0.0)
+    return ForceLengthCurves(l_opt_m, l_range_m, params, f1_n)(length_m).active_n
 
 
 def passive_force(
     length_m: FloatArray, l_opt_m: FloatArray, l_range_m: FloatArray, params: HillParams
 ) -> FloatArray:
     """f_p(l) [N] (paper eq. 4): f_min below l_o, a quadratic rise above it."""
-    stretch = np.maximum(length_m - l_opt_m, 0.0) / (0.5 * l_range_m)
-    return params.f2_n * stretch**2 + params.f_min_n
+    return ForceLengthCurves(l_opt_m, l_range_m, params)(length_m).passive_n
 
 
 def muscle_forces(
     length_m: FloatArray, l_opt_m: FloatArray, l_range_m: FloatArray, params: HillParams,
     f1_n: FloatArray | None = None,
 ) -> MuscleForces:
-    """Both force-length terms at once; ``f1_n`` (m,) as in :func:`active_force`."""
-    return MuscleForces(
-        active_force(length_m, l_opt_m, l_range_m, params, f1_n),
-        passive_force(length_m, l_opt_m, l_range_m, params),
-    )
+    """Both force-length terms at once; ``f1_n`` (m,) as in :func:`active_force` (for repeated
+    calls, keep a :class:`ForceLengthCurves`)."""
+    return ForceLengthCurves(l_opt_m, l_range_m, params, f1_n)(length_m)
 
 
 def tension(activation: FloatArray, forces: MuscleForces) -> FloatArray:

@@ -174,26 +174,51 @@ class ViaPointGeometry:
         self._seg_support = support[self._seg_b] - support[self._seg_a]
         self._used_joints = [int(j) for j in np.unique(self._point_joint)]
         self._splits = np.cumsum([len(p) for p in paths])[:-1]  # muscle boundaries in (P,)
+        # World positions come from one product: the stacked [R | t] rows of the joints that
+        # carry points (3K x 4) times all points in homogeneous form (4 x P). Entry (3 k + i, p)
+        # is coordinate i of point p moved by joint k; flat indices pick each point's own
+        # joint. The segments' two ends are picked as (S, 6) rows [x y z x y z], so that the
+        # cross product below needs only slices of them.
+        n_points = len(points)
+        slot = {j: k for k, j in enumerate(self._used_joints)}
+        k_of_point = np.array([slot[j] for j in joints])
+        self._points_h = np.vstack([self._points_local.T, np.ones(n_points)])  # (4, P)
+        take = (3 * k_of_point[:, None] + np.arange(3)) * n_points \
+            + np.arange(n_points)[:, None]  # (P, 3)
+        self._take_all = take.ravel()
+        self._take_ends = np.hstack([take, take])[np.r_[self._seg_a, self._seg_b]]  # (2S, 6)
+        self._n_segments = len(seg_a)
+        # the universe (joint 0) never moves: its identity placement is written once
+        self._moving = [(k, j) for k, j in enumerate(self._used_joints) if j != 0]
+        self._half = np.full(6, 0.5)  # |d|^2 from the doubled [d d] rows
+        self._tiny = np.full(len(seg_a), 1e-12)  # guards a degenerate segment [m]
         self._local = threading.local()  # per-thread Pinocchio data and scratch
 
     def _scratch(self) -> threading.local:
         local = self._local
         if not hasattr(local, "data"):
             local.data = self.arm.model.createData()
-            local.rot = np.zeros((self.arm.model.njoints, 3, 3))  # joint rotations
-            local.trans = np.zeros((self.arm.model.njoints, 3))  # joint positions
+            local.placements = np.zeros((len(self._used_joints), 4, 4))  # oMi
+            local.placements[:] = np.eye(4)
+            local.screw = np.zeros((self._n_segments, 6))  # [u; p_b x u] per segment
         return local
+
+    def _moved_points(self, data: pin.Data) -> FloatArray:
+        """(3K P,) every via-point moved by every joint that carries points (see __init__)."""
+        placements = self._scratch().placements
+        oMi = data.oMi
+        for k, j in self._moving:
+            placements[k] = oMi[j].homogeneous
+        return placements[:, :3, :].reshape(-1, 4).dot(self._points_h).reshape(-1)
 
     def point_positions(self, data: pin.Data) -> FloatArray:
         """(P, 3) world positions of all via-points, from joint placements in ``data``."""
-        local = self._scratch()
-        rot, trans = local.rot, local.trans
-        for j in self._used_joints:
-            oMi = data.oMi[j]
-            rot[j] = oMi.rotation
-            trans[j] = oMi.translation
-        pj = self._point_joint
-        return np.matmul(rot[pj], self._points_local[:, :, None])[:, :, 0] + trans[pj]
+        return self._moved_points(data).take(self._take_all).reshape(-1, 3)
+
+    def _segment_ends(self, data: pin.Data) -> tuple[FloatArray, FloatArray]:
+        """(S, 6) world positions [x y z x y z] of the start and end points of the segments."""
+        ends = self._moved_points(data).take(self._take_ends)
+        return ends[: self._n_segments], ends[self._n_segments:]
 
     def kinematics_after_jacobians(self, q: FloatArray, data: pin.Data) -> MuscleKinematics:
         """Lengths and Jacobian from a ``data`` on which ``computeJointJacobians`` has run.
@@ -204,27 +229,29 @@ class ViaPointGeometry:
         line (d is parallel to u), so a segment's row is ``[u; p_b x u]^T data.J`` masked by
         the difference of the two end points' supports.
         """
-        p = self.point_positions(data)
-        pa, pb = p[self._seg_a], p[self._seg_b]
-        d = pb - pa  # (S, 3)
-        seg_len = np.sqrt(np.einsum("ij,ij->i", d, d))
-        u = d / np.maximum(seg_len, 1e-12)[:, None]  # guard a degenerate segment
-        screw = np.empty((len(u), 6))
-        screw[:, :3] = u
-        # moment of the segment's line about the world origin: p_b x u
-        screw[:, 3] = pb[:, 1] * u[:, 2] - pb[:, 2] * u[:, 1]
-        screw[:, 4] = pb[:, 2] * u[:, 0] - pb[:, 0] * u[:, 2]
-        screw[:, 5] = pb[:, 0] * u[:, 1] - pb[:, 1] * u[:, 0]
-        rows = (screw @ data.J) * self._seg_support  # (S, n)
-        return MuscleKinematics(self._sum @ seg_len + self._const_length, self._sum @ rows)
+        pa, pb = self._segment_ends(data)  # (S, 6) each, [x y z x y z]
+        d = pb - pa
+        seg_len = np.sqrt((d * d).dot(self._half))
+        u = d / np.maximum(seg_len, self._tiny)[:, None]  # [ux uy uz ux uy uz]
+        screw = self._scratch().screw
+        screw[:, :3] = u[:, :3]
+        # moment of the segment's line about the world origin: p_b x u, from shifted slices
+        moment = screw[:, 3:]
+        np.multiply(pb[:, 1:4], u[:, 2:5], out=moment)
+        moment -= pb[:, 2:5] * u[:, 1:4]
+        rows = screw.dot(data.J)  # (S, n)
+        rows *= self._seg_support
+        length = self._sum.dot(seg_len)
+        length += self._const_length
+        return MuscleKinematics(length, self._sum.dot(rows))
 
     def lengths_at(self, q: FloatArray) -> FloatArray:
         """(m,) muscle lengths at ``q`` (forward kinematics only) [m]."""
         data = self._scratch().data
         pin.forwardKinematics(self.arm.model, data, q)
-        p = self.point_positions(data)
-        d = p[self._seg_b] - p[self._seg_a]
-        return self._sum @ np.sqrt(np.einsum("ij,ij->i", d, d)) + self._const_length
+        pa, pb = self._segment_ends(data)
+        d = pb - pa
+        return self._sum.dot(np.sqrt((d * d).dot(self._half))) + self._const_length
 
     def kinematics_at(self, q: FloatArray) -> MuscleKinematics:
         """Lengths and Jacobian at ``q``."""

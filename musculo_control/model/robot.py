@@ -28,7 +28,7 @@ from musculo_control.errors import ConfigError, InputError
 from musculo_control.model.arm import Arm, ArmConfig
 from musculo_control.model.config import load_with_overrides, parse, read_yaml, spec
 from musculo_control.model.geometry import MuscleGeometry
-from musculo_control.model.hill import HillParams, MuscleForces, muscle_forces
+from musculo_control.model.hill import ForceLengthCurves, HillParams, MuscleForces
 from musculo_control.model.learned_mapping import (
     LearnedGeometry,
     MuscleGeometryConfig,
@@ -113,6 +113,7 @@ class Robot:
         self.l_min_m, self.l_max_m, self.range_source = self._length_ranges()
         self.l_opt_m = 0.5 * (self.l_min_m + self.l_max_m)
         self.l_range_m = self.l_max_m - self.l_min_m
+        self._curves = ForceLengthCurves(self.l_opt_m, self.l_range_m, self.hill, self.f1_n)
         self._check_pulled_both_ways()
         self._check_moment_arm_signs()
 
@@ -240,7 +241,7 @@ class Robot:
 
     def forces(self, length_m: FloatArray) -> MuscleForces:
         """f_a and f_p at the given lengths (paper eq. 3-4), with each muscle's own f1."""
-        return muscle_forces(length_m, self.l_opt_m, self.l_range_m, self.hill, self.f1_n)
+        return self._curves(length_m)
 
     def _check_pulled_both_ways(self) -> None:
         mid = 0.5 * np.add(*self.joint_box())

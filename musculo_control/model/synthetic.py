@@ -4,8 +4,11 @@
 ``robot.yaml`` for a hanging chain of equal links whose revolute joints alternate between the
 x and y axes. Every joint gets an agonist/antagonist pair of mono-articular muscles; the
 remaining muscles are bi-articular, spanning two neighbouring joints with the four sign
-combinations of their offsets. It is not a model of anything: it scales the controller's
-problem (m muscles, n joints) with a well-conditioned, fully controllable arm.
+combinations of their offsets. Beyond 4 (n - 1) of them, further layers of bi-articular
+muscles follow, each with its offsets at another angle and 25 % further from the axis, so
+that no two muscles share a line of action (a full-arm model has ~300 muscles on ~40
+joints). It is not a model of anything: it scales the controller's problem (m muscles,
+n joints) with a well-conditioned, fully controllable arm.
 
 ``SyntheticRobot`` (= :class:`Robot`) loads such a folder.
 """
@@ -20,6 +23,11 @@ import numpy as np
 import yaml
 
 from musculo_control.model.robot import Robot
+
+#: Offset angle of each layer of bi-articular muscles (4 (n - 1) muscles each), between the
+#: directions across the two joints' axes [rad].
+_LAYER_ANGLES_RAD = tuple(math.radians(d) for d in (45.0, 30.0, 60.0, 15.0, 75.0))
+_BIARTICULAR_LAYERS = len(_LAYER_ANGLES_RAD)
 
 
 def _axis(j: int) -> tuple[int, int, int]:
@@ -37,12 +45,13 @@ def write_synthetic_arm(folder: Path, n_joints: int, n_muscles: int, *,
                         home_bend_rad: float = 0.35) -> Path:
     """Write a synthetic arm config folder; returns ``folder``.
 
-    Needs ``2 n_joints <= n_muscles <= 2 n_joints + 4 (n_joints - 1)``.
+    Needs ``2 n_joints <= n_muscles <= 2 n_joints + 4 (n_joints - 1) _BIARTICULAR_LAYERS``.
     """
     n, m = n_joints, n_muscles
-    if not 2 * n <= m <= 2 * n + 4 * (n - 1):
-        raise ValueError(f"{m} muscles for {n} joints: need between {2 * n} and "
-                         f"{2 * n + 4 * (n - 1)}")
+    most = 2 * n + 4 * (n - 1) * _BIARTICULAR_LAYERS
+    if n < 2 or not 2 * n <= m <= most:
+        raise ValueError(f"{m} muscles for {n} joints: need at least 2 joints and between "
+                         f"{2 * n} and {most} muscles")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     L = link_length_m
@@ -93,7 +102,13 @@ def write_synthetic_arm(folder: Path, n_joints: int, n_muscles: int, *,
     k = 0
     while len(muscles) < m:
         j, (s1, s2) = k % (n - 1), signs[(k // (n - 1)) % 4]
-        off = offset_m * (s1 * _perpendicular(j) + s2 * _perpendicular(j + 1)) / math.sqrt(2)
+        layer = k // (4 * (n - 1))
+        # layer 0: offsets at 45 degrees between the two joints' directions; later layers at
+        # other angles (never 0 or 90: that muscle would act on one joint only) and further out
+        angle = _LAYER_ANGLES_RAD[layer]
+        radius = offset_m * (1.0 + 0.25 * layer)
+        off = radius * (s1 * math.cos(angle) * _perpendicular(j)
+                        + s2 * math.sin(angle) * _perpendicular(j + 1))
         add(f"b{j + 1}_{j + 2}_{k // (n - 1)}", parent_point(j, off),
             (f"link{j + 2}", [*map(float, off[:2]), -h]))
         k += 1

@@ -82,6 +82,10 @@ class MockHardwareNode(StageNode):
                                      MOCK_FAULTS)
             self.mock.fault_hook = injector
             self.stage.sensor_faults = injector
+            # the injector counts in physics time (the stamps it sees), not the node's clock
+            self.offer_injection(injector, p.inject_for_s, lambda: self.stage.time_s)
+            if p.inject_at_s == 0.0:
+                injector.start_now(float("inf"), 0.0)  # until the service is called
             self.get_logger().warning(f"fault injection: {p.inject_fault} at {p.inject_at_s} s "
                                       f"for {p.inject_for_s} s")
         self._q0 = (robot.home_pose_rad.copy() if not p.initial_pose_rad else

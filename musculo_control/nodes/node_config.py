@@ -67,10 +67,12 @@ class CommonNodeParams:
 class FaultInjectionParams:
     """Fault injection for tests and the graph's fault matrix (off by default): the same
     injector as the ROS-free runner's (:mod:`musculo_control.sim.faults`), magnitudes from
-    ``reliability.yaml`` ``faults.injection``."""
+    ``reliability.yaml`` ``faults.injection``. It starts at ``inject_at_s``, or when the node's
+    ``~/inject_fault`` service (std_srvs/Trigger) is called."""
 
     inject_fault: str = spec("", doc="a fault to inject ('' none)")
-    inject_at_s: float = spec(0.0, ge=0.0, doc="when it starts, on the node's clock [s]")
+    inject_at_s: float = spec(0.0, ge=0.0, doc="when it starts, on the node's clock; 0: only "
+                                               "when the service is called [s]")
     inject_for_s: float = spec(0.1, gt=0.0, doc="how long it lasts [s]")
 
 
@@ -283,3 +285,27 @@ def params_files_from_argv(argv: Sequence[str]) -> list[str]:
             i += 1
         i += 1
     return files
+
+
+def parameters_markdown() -> str:
+    """The parameter tables of doc/ros.md (a test holds the doc to this): the parameters every
+    node takes, fault injection, then each node's own, with defaults and descriptions."""
+    def table(title: str, fields: list[dataclasses.Field[Any]]) -> list[str]:
+        rows = [f"| {title} | default | meaning |", "|---|---|---|"]
+        for f in fields:
+            default = list(f.default) if isinstance(f.default, tuple) else f.default
+            doc = f.metadata.get("doc", "").replace("|", "\\|")
+            rows.append(f"| `{f.name}` | `{default!r}` | {doc} |")
+        return rows
+
+    common = {f.name for f in dataclasses.fields(CommonNodeParams)}
+    injection = {f.name for f in dataclasses.fields(FaultInjectionParams)}
+    lines = table("every node", list(dataclasses.fields(CommonNodeParams))) + [""]
+    injecting = [n for n, c in NODE_PARAMS.items() if issubclass(c, FaultInjectionParams)]
+    lines += table("fault injection (" + ", ".join(f"`{n}`" for n in injecting) + ")",
+                   list(dataclasses.fields(FaultInjectionParams))) + [""]
+    for name, cls in NODE_PARAMS.items():
+        own = [f for f in dataclasses.fields(cls) if f.name not in common | injection]
+        if own:
+            lines += table(f"`{name}`", own) + [""]
+    return "\n".join(lines)

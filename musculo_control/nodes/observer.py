@@ -134,6 +134,7 @@ class GraphObserver:
         self._commands_pub = n.create_publisher(JointState, "muscle_commands", 10)
         self._acknowledge = n.create_client(Trigger, "controller/acknowledge")
         self._clear_gauge = n.create_client(Trigger, "mock/clear_gauge")
+        self._injectors: dict[str, Any] = {}
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(n)
         self._stop = threading.Event()
@@ -320,6 +321,14 @@ class GraphObserver:
     def acknowledge(self, timeout_s: float = 5.0) -> tuple[bool, str]:
         """Call ``controller/acknowledge``: (success, message)."""
         return self.call(self._acknowledge, timeout_s)
+
+    def inject(self, node: str, timeout_s: float = 5.0) -> tuple[bool, str]:
+        """Start the fault node ``node`` was launched to inject (``inject_fault``) now."""
+        client = self._injectors.get(node)
+        if client is None:
+            client = self._injectors[node] = self.node.create_client(Trigger,
+                                                                     f"/{node}/inject_fault")
+        return self.call(client, timeout_s)
 
     def clear_gauge(self, timeout_s: float = 5.0) -> tuple[bool, str]:
         return self.call(self._clear_gauge, timeout_s)

@@ -113,9 +113,9 @@ def declare_parameters(node: Node, cls: type[T]) -> T:
 
 class Diagnostics:
     """The node's one DiagnosticStatus on /diagnostics, from its stage's :class:`Health`:
-    periodically, and at once when the level changes (a fault is reported within one tick,
-    not within a second). Refusal warnings the stage collected are logged (throttled per
-    topic by the stage)."""
+    periodically, and at once when the status changes (a fault is reported within one tick,
+    not within a second) or an input was refused. Refusal warnings the stage collected are
+    logged (throttled per topic by the stage)."""
 
     def __init__(self, node: Node, health: Health, period_s: float, hardware_id: str = "",
                  values: Callable[[], dict[str, str]] | None = None) -> None:
@@ -151,11 +151,13 @@ class Diagnostics:
             self.publish_error = f"{type(exc).__name__}: {exc}"
 
     def log_warnings(self) -> None:
-        """Log what the stage refused since the last call."""
+        """Log what the stage refused since the last call, and publish at once: a refused
+        input is news (the warnings are throttled per topic, so this cannot flood)."""
         if self.health.warnings:
             logger = self.node.get_logger()
             for text in self.health.take_warnings():
                 logger.warning(text)
+            self.publish()
 
 
 def _never_called(msg: Any) -> None:  # the executor never spins the input node
@@ -296,6 +298,7 @@ class StageNode(Node):
         self.tick_loop = TickLoop(self, self.params.housekeeping_period_s,  # type: ignore[attr-defined]
                                   wall_clock)
         self.diag: Diagnostics | None = None
+        self._injection_values: Callable[[], dict[str, str]] = dict
 
     def clock_s(self) -> float:
         """The node's clock (ROS time: system or simulated) [s]."""
@@ -305,7 +308,8 @@ class StageNode(Node):
               values: Callable[[], dict[str, str]] | None = None) -> Diagnostics:
         """Publish ``health`` on /diagnostics (with ``values`` and the tick loop's counts)."""
         def all_values() -> dict[str, str]:
-            return {**(values() if values is not None else {}), **self.tick_loop.values()}
+            return {**(values() if values is not None else {}), **self.tick_loop.values(),
+                    **self._injection_values()}
 
         self.diag = Diagnostics(self, health, self.params.diagnostics_period_s,  # type: ignore[attr-defined]
                                 hardware_id, all_values)
@@ -319,6 +323,35 @@ class StageNode(Node):
                 self.diag.log_warnings()
 
         return self.tick_loop.every(period_s, job)
+
+    def offer_injection(self, injector: Any, duration_s: float,
+                        now_s: Callable[[], float] | None = None) -> None:
+        """Serve ``~/inject_fault`` (std_srvs/Trigger): the fault of ``injector`` starts now,
+        for ``duration_s`` (tests and the graph's fault matrix). ``now_s``: the time the
+        injector counts in (default: this node's clock)."""
+        from std_srvs.srv import Trigger
+
+        clock = now_s or self.clock_s
+
+        def start(request: Any, response: Any) -> Any:
+            now = clock()
+            injector.start_now(now, duration_s)
+            response.success = True
+            response.message = f"{injector.name} from {now:.6f} s for {duration_s} s"
+            self.get_logger().warning(f"fault injection: {response.message}")
+            return response
+
+        self.create_service(Trigger, "~/inject_fault", start)
+
+        def values() -> dict[str, str]:
+            # the onset (when the fault first touched data), from which the graph's fault
+            # matrix counts the detection time, as the runner's does
+            onset = injector.onset_s
+            return {"injected fault": injector.name, "injection target": injector.target,
+                    "injection onset [s]": "-" if onset is None
+                    else f"{onset + injector.origin_s:.6f}"}
+
+        self._injection_values = values
 
     def shutdown(self) -> None:
         """Called once on the way out, with the context still alive."""

@@ -172,6 +172,12 @@ class FaultInjector:
         self._extra_steps = round(config.extra_delay_s / physics_dt_s)
         self._qp_limited = False
 
+    def start_now(self, t_s: float, duration_s: float) -> None:
+        """Move the fault's window to start at stamp ``t_s`` [s] and last ``duration_s``."""
+        self.start_s = float(t_s) - self.origin_s
+        self.end_s = self.start_s + float(duration_s)
+        self.onset_s = None
+
     def active(self, t_s: float) -> bool:
         """Whether the fault is on at stamp ``t_s`` [s]."""
         return self.start_s <= t_s - self.origin_s < self.end_s

@@ -1,0 +1,266 @@
+"""The fault matrix on the running node graph (``musculo simulate faults --graph``).
+
+The runner's matrix (:mod:`musculo_control.sim.fault_matrix`) injects each fault into the
+ROS-free loop; this one injects the same faults into the real nodes, one fresh graph per fault,
+on simulated time (lockstepped, see ``mock_hardware_node``), and judges them from outside, as an
+operator would: by ``/diagnostics``, ``muscle_commands`` and ``hw/tendon_commands``. The scenario
+is the runner's (reliability.yaml ``faults``: a 6 cm move, the fault mid-move); how each fault
+gets in:
+
+- in the mock arm (sensors, actuators, raw streams) and around the controller (QP failure, bad
+  commands): the same :class:`~musculo_control.sim.faults.FaultInjector` inside
+  ``mock_hardware_node`` / ``activation_qp_node``, started over its ``~/inject_fault`` service;
+- a hanging dynamics node (``stale_snapshot``) or controller (``command_dropout``): the process
+  is stopped (SIGSTOP) for the fault's duration;
+- bad goals: the observer sends them on ``hand_goal/trajectory`` instead of the good ones.
+
+A fault is detected at the first ``/diagnostics`` status that names one of its rules (or comes
+from a node whose stage reports it, or counts a refused message of it), or at the first
+minimum-tension command, whichever is first; the times are simulated time from the injection.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from musculo_control.loop.build import LoopParts
+from musculo_control.nodes.graph import GraphOptions
+from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
+from musculo_control.nodes.observer import GraphObserver
+from musculo_control.sim.experiments import minimum_jerk, start_pose
+from musculo_control.sim.fault_matrix import FaultMatrixConfig, FaultResult, fault_duration
+from musculo_control.sim.faults import CONTROLLER_FAULTS, MOCK_FAULTS, fault_kind
+
+#: The node whose health is each stage's (FaultKind.stages names stages).
+STAGE_NODES = {"potentiometers": "potentiometer_node", "tendon actuators": "tendon_driver_node",
+               "dynamics": "dynamics_node", "controller": "activation_qp_node",
+               "mock arm": "mock_hardware_node"}
+#: Faults that hang a node instead of injecting data: (node, how).
+HANGS = {"stale_snapshot": "dynamics_node", "command_dropout": "activation_qp_node"}
+#: ... and the recording of the output that stops.
+HANG_OUTPUTS = {"stale_snapshot": "dynamics", "command_dropout": "commands"}
+#: Faults the observer sends as goals.
+GOAL_FAULTS = ("goal_outside_workspace", "goal_nan")
+#: Wall-clock bounds of one case [s].
+_START_TIMEOUT_S = 120.0
+
+
+class _Case:
+    """One run of the scenario on a fresh graph, with one fault (or none)."""
+
+    def __init__(self, parts: LoopParts, cfg: FaultMatrixConfig, name: str | None,
+                 workdir: Path, real_time_factor: float) -> None:
+        self.parts, self.cfg, self.name = parts, cfg, name
+        robot = parts.robot
+        q0 = start_pose(robot, cfg.start_pose)
+        extra: dict[str, dict[str, Any]] = {
+            "mock_hardware_node": {"initial_pose_rad": [float(v) for v in q0],
+                                   "lockstep": True,
+                                   # a hung node (SIGSTOP) is given up on after this; a loaded
+                                   # machine must not look like one
+                                   "lockstep_timeout_s": 2.0}}
+        duration = fault_duration(cfg, name)
+        if name in MOCK_FAULTS:
+            extra["mock_hardware_node"].update(inject_fault=name, inject_for_s=duration)
+        if name in CONTROLLER_FAULTS:
+            extra["activation_qp_node"] = {"inject_fault": name, "inject_for_s": duration}
+        options = GraphOptions(parts.config_dir, controller=cfg.controller, use_sim_time=True,
+                               real_time_factor=real_time_factor, goal_mode="none", extra=extra)
+        self.domain = private_domain_id()
+        self.graph = GraphProcesses(options, workdir, domain_id=self.domain)
+        self.duration = duration
+
+    def run(self) -> dict[str, Any]:
+        cfg, name = self.cfg, self.name
+        with self.graph as graph, GraphObserver(self.parts, use_sim_time=True,
+                                                domain_id=self.domain) as obs:
+            if not obs.wait_until(lambda: _released(obs), _START_TIMEOUT_S):
+                raise RuntimeError(f"the graph did not start ({name}): node logs in "
+                                   f"{self.graph.workdir}")
+            assert obs.wait_until(lambda: len(obs.goals_in_force) > 0, _START_TIMEOUT_S)
+            x0, quat = obs.snapshot(obs.goals_in_force).values[-1]
+            t0 = obs.now_s()
+            end = x0 + np.asarray(cfg.move_m)
+            t_on, t_off = cfg.inject_at_s, cfg.inject_at_s + self.duration
+            t_ack = t_off + cfg.acknowledge_after_s
+            t_end = t_off + cfg.observe_after_s
+            onset = ack = None
+            acknowledged = ""
+            while True:
+                t = obs.now_s() - t0
+                if t >= t_end:
+                    break
+                pos, vel, acc = minimum_jerk(x0, end, cfg.move_s, t - cfg.move_start_s)
+                if name in GOAL_FAULTS and t_on <= t < t_off:
+                    pos = (pos + np.asarray(cfg.injection.goal_offset_m)
+                           if name == "goal_outside_workspace" else np.full(3, math.nan))
+                obs.send_goal_point(pos, quat, vel, acc)
+                if onset is None and t >= t_on and name is not None:
+                    onset = obs.now_s()
+                    if name in MOCK_FAULTS:
+                        obs.inject("mock_hardware_node")
+                    elif name in CONTROLLER_FAULTS:
+                        obs.inject("activation_qp_node")
+                    elif name in HANGS:
+                        graph.send(HANGS[name], signal.SIGSTOP)
+                if name in HANGS and onset is not None and ack is None and t >= t_off:
+                    graph.send(HANGS[name], signal.SIGCONT)
+                    ack = t
+                if t >= t_ack and not acknowledged and name is not None:
+                    acknowledged = obs.acknowledge()[1]
+                time.sleep(0.005)
+            return {"obs": _recordings(obs), "t0": t0, "onset": onset, "x0": x0, "end": end,
+                    "acknowledged": acknowledged, "logs": {n: graph.log(n)[-3000:]
+                                                           for n in graph.nodes}}
+
+
+def _released(obs: GraphObserver) -> bool:
+    mock = obs.diagnostics_of("mock_hardware_node")
+    return bool(mock) and mock[-1].message == "running" and len(obs.commands) > 0
+
+
+def _recordings(obs: GraphObserver) -> dict[str, Any]:
+    return {"commands": obs.snapshot(obs.commands), "sent": obs.snapshot(obs.sent),
+            "dynamics": obs.snapshot(obs.dynamics),
+            "hand": obs.snapshot(obs.hand), "state": obs.snapshot(obs.controller_state),
+            "diagnostics": list(obs.diagnostics)}
+
+
+def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[str, Any],
+             f_min_n: float, limit_n: float, periods: dict[str, float]) -> FaultResult:
+    """One row of the graph's matrix, with the fields and meaning of the runner's; the hand is
+    compared with the fault-free run ``base`` at the same time of the scenario. ``periods``:
+    the output period [s] of each node a fault hangs."""
+    kind = fault_kind(name)
+    rec = run["obs"]
+    injected = run["onset"]  # when the observer injected it
+    reported = _injection_values(rec["diagnostics"], name)
+    if "injection onset [s]" in reported:
+        onset = float(reported["injection onset [s]"])
+    elif name in HANGS:
+        # as the runner counts it: from when the hung node's first missing output was due
+        outputs = rec[HANG_OUTPUTS[name]].stamp
+        last = max((t for t in outputs if t <= injected), default=injected)
+        onset = max(last + periods[HANGS[name]], injected)
+    else:
+        onset = injected
+    nodes = {STAGE_NODES[s] for s in kind.stages} | {"activation_qp_node"}
+    detect_t, rule, message = None, "", ""
+    refused_before: dict[str, str] = {}
+    for d in rec["diagnostics"]:
+        node = d.name.removeprefix("musculo_control: ")
+        refused = {k: v for k, v in d.values.items() if k.startswith("refused")}
+        if d.t < onset:
+            refused_before.update(refused)
+            continue
+        named = [r for r in kind.expected_rules if r in d.message]
+        new_refusal = any(refused_before.get(k) != v for k, v in refused.items()) \
+            and node in nodes
+        stage_error = node in nodes and node != "activation_qp_node" and d.level >= 2
+        if named or new_refusal or stage_error:
+            detect_t = d.t
+            rule = named[0] if named else node
+            message = d.message
+            break
+    commands = rec["commands"]
+    safe = [t for t, f in zip(commands.t, commands.values)
+            if t >= onset and np.all(np.abs(np.asarray(f) - f_min_n) < 1e-6)]
+    if safe and (detect_t is None or safe[0] < detect_t):
+        detect_t, rule, message = safe[0], rule or "minimum tension", message
+    sent = np.asarray([v for t, v in zip(rec["sent"].t, rec["sent"].values) if t >= onset])
+    command_max = float(np.nanmax(sent)) if sent.size else 0.0
+    any_nan = bool(sent.size and not np.isfinite(sent).all())
+    t0 = run["t0"]
+    before = [f for t, f in zip(commands.t, commands.values)
+              if t0 <= t < onset and np.all(np.abs(np.asarray(f) - f_min_n) < 1e-6)]
+    t_off = t0 + cfg.inject_at_s + fault_duration(cfg, name)
+    states = rec["state"]
+    back = None
+    for t, v in zip(states.t, states.values):
+        if t < t_off:
+            continue
+        if v["supervisor_state"] == 0.0 and back is None:
+            back = t
+        elif v["supervisor_state"] != 0.0:
+            back = None
+    # the hand against the fault-free run's at the same scenario time (as the runner's matrix)
+    hand_t, hand = _hand(run)
+    base_t, base_hand = _hand(base)
+    shared = (hand_t >= base_t[0]) & (hand_t <= base_t[-1])
+    at_base = np.column_stack([np.interp(hand_t[shared], base_t, base_hand[:, i])
+                               for i in range(3)])
+    deviation = np.linalg.norm(hand[shared] - at_base, axis=1)
+    # redundant arm: recovered means as close to the goal as the fault-free run, within tolerance
+    final_excess = float(np.linalg.norm(hand[-1] - run["end"])
+                         - np.linalg.norm(base_hand[-1] - base["end"]))
+    recovered = back is not None and final_excess <= cfg.recovery_tolerance_m
+    return FaultResult(
+        name=name, detected=detect_t is not None,
+        detection_time_ms=None if detect_t is None else (detect_t - onset) * 1e3,
+        max_command_N=command_max, any_nan=any_nan, recovered=recovered, rule=rule,
+        message=message,
+        injection_to_detection_ms=None if detect_t is None else (detect_t - injected) * 1e3,
+        recovery_time_ms=None if back is None else (back - t_off) * 1e3,
+        max_deviation_m=float(deviation.max()) if deviation.size else math.nan,
+        final_error_excess_m=final_excess, target=reported.get("injection target", ""),
+        alarms_before_injection=len(before), safe_ticks=len(safe), limit_N=limit_n,
+        target_ms=cfg.detection_target_ms)
+
+
+def _hand(run: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(scenario time [s], the mock arm's true hand [m]) of a case."""
+    hand = run["obs"]["hand"]
+    return np.asarray(hand.t) - run["t0"], np.asarray(hand.values)
+
+
+def _injection_values(diagnostics: list[Any], name: str) -> dict[str, str]:
+    """What the injecting node says of its fault on /diagnostics (``injection onset [s]``:
+    when it first touched data; ``injection target``: the joint or tendon), once known; empty
+    for the faults the observer makes (hangs and goals)."""
+    if name in MOCK_FAULTS:
+        node = "mock_hardware_node"
+    elif name in CONTROLLER_FAULTS:
+        node = "activation_qp_node"
+    else:
+        return {}
+    for d in reversed(diagnostics):
+        if d.name.removeprefix("musculo_control: ") == node \
+                and d.values.get("injection onset [s]", "-") != "-":
+            return {k: v for k, v in d.values.items() if k.startswith("injection")}
+    return {}
+
+
+def run_graph_matrix(parts: LoopParts, cfg: FaultMatrixConfig, workdir: Path,
+                     real_time_factor: float = 0.5,
+                     progress: bool = True) -> tuple[list[FaultResult], dict[str, Any]]:
+    """Every case of ``cfg`` on a fresh node graph; the rows and the fault-free run's figures."""
+    import sys
+
+    f_min = parts.robot.hill.f_min_n
+    loop = parts.controller.loop
+    periods = {"dynamics_node": 1.0 / loop.dynamics_rate_hz,
+               "activation_qp_node": 1.0 / loop.control_rate_hz}
+    limit = parts.drivers.tendons.config.max_tension_n
+    base = _Case(parts, cfg, None, workdir / "fault_free", real_time_factor).run()
+    base_commands = base["obs"]["commands"]
+    base_info = {"alarms": sum(1 for t, f in zip(base_commands.t, base_commands.values)
+                               if t >= base["t0"] and np.all(np.abs(np.asarray(f) - f_min)
+                                                             < 1e-6)),
+                 "max_command_N": round(float(np.max(base["obs"]["sent"].values)), 3),
+                 "limit_N": limit}
+    results = []
+    for name in cfg.cases:
+        run = _Case(parts, cfg, name, workdir / name, real_time_factor).run()
+        result = evaluate(name, cfg, run, base, f_min, limit, periods)
+        results.append(result)
+        if progress:
+            print(f"  {name}: detected={result.detected} t={result.detection_time_ms} ms "
+                  f"recovered={result.recovered}", file=sys.stderr, flush=True)
+    return results, base_info
+
