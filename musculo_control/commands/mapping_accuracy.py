@@ -106,6 +106,7 @@ def learning_curve(args: argparse.Namespace, robot: Any, folder: Path,
                         & (truth.q_rad <= train.q_rad.max(axis=0)), axis=1)
         sub = truth._replace(q_rad=truth.q_rad[inside], length_m=truth.length_m[inside],
                              jacobian=truth.jacobian[inside])
+        # a shorter recording has a smaller box: evaluated at its nearest point
         clamp = (lambda m: lambda q: m.evaluate(np.clip(q, m.lower_rad, m.upper_rad)))(mapping)
         e = errors(sub, clamp)
         described = described or geometry_errors(sub, robot.geometry)
