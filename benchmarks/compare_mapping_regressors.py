@@ -80,7 +80,7 @@ def main() -> int:
         opt.step()
         sched.step()
         if epoch % 500 == 0:
-            rms_mm = float(loss.sqrt()) * float(y_std.mean()) * 1e3
+            rms_mm = float(loss.detach().sqrt()) * float(y_std.mean()) * 1e3
             print(f"  epoch {epoch}: train rms {rms_mm:.3f} mm", file=sys.stderr, flush=True)
     net_fit_s = time.perf_counter() - t0
     w1, b1, w2, b2, w3, b3 = (p.detach().numpy().copy() for p in net.parameters())

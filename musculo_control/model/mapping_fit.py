@@ -37,7 +37,6 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
-from importlib import metadata
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +51,7 @@ from musculo_control.model.learned_mapping import (
     total_degree_exponents,
 )
 from musculo_control.model.mapping_recording import Recording
+from musculo_control.provenance import provenance
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -308,17 +308,6 @@ class _Design:
         return splits
 
 
-def versions() -> dict[str, str]:
-    """Versions of what the fit ran on (recorded in the model file)."""
-    out = {"python": sys.version.split()[0]}
-    for name in ("numpy", "scipy", "musculo_control"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
 def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ...] | None = None,
                 muscle_names: tuple[str, ...] | None = None, robot_file: str = "",
                 progress: bool = False) -> tuple[LearnedMapping, list[MuscleFit]]:
@@ -457,6 +446,6 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
                                    "validation_by_degree_m": {str(k): v for k, v in
                                                               f.validation_by_degree_m.items()}}
                             for name, f in zip(rec.muscle_names, fits)}},
-        "versions": versions(),
+        "provenance": provenance(),  # git commit, python, numpy, scipy, ... versions
     }
     return mapping, fits
