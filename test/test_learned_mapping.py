@@ -172,6 +172,14 @@ def test_config_key_selects_the_learned_mapping(planar, model_file):
     assert set(robot.range_source) == {"recording"}
     q = robot.home_pose_rad
     assert np.array_equal(robot.geometry.kinematics_at(q).jacobian, mapping.evaluate(q)[1])
+    # the dynamics snapshot (the dynamics node's and the QP's Jm and l) is the learned one
+    from musculo_control.estimation.snapshot import DynamicsEstimator, TaskConfig
+    from musculo_control.model.config import load
+
+    task = load(TaskConfig, PLANAR / "controller.yaml", "task")
+    snap = DynamicsEstimator(robot, task).compute(q, np.zeros_like(q), 0.0)
+    np.testing.assert_allclose(snap.muscle_jacobian, mapping.evaluate(q)[1], atol=1e-15)
+    np.testing.assert_allclose(snap.muscle_length_m, mapping.evaluate(q)[0], atol=1e-15)
     # the markers draw the description's routes (a learned l(q) has none)
     paths = MusclePathModel(robot).paths(q)
     for a, b in zip(paths, planar.geometry.paths_at(q)):
