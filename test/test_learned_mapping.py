@@ -330,3 +330,23 @@ def test_additive_groups_are_found_where_joints_do_not_interact(planar):
                           muscle_names=planar.muscle_names)
     assert fits[0].groups == (("shoulder",), ("elbow",))
     assert fits[1].groups == (("shoulder", "elbow"),)
+
+
+def test_the_dynamics_stage_refuses_a_pose_far_outside_the_recording(model_file):
+    """Beyond refuse_beyond_rad no snapshot goes out (the supervisor then holds minimum
+    tension for a stale snapshot), and the stage's health says why."""
+    from musculo_control.hardware.potentiometer import PotentiometerReading
+    from musculo_control.loop import build
+
+    robot = load_robot(PLANAR, {"muscle_geometry.learned_model": str(model_file)})
+    stage = build.dynamics_stage(build.load_parts(PLANAR, robot=robot))
+    box_top = robot.learned.upper_rad
+    inside = PotentiometerReading(1.0, robot.home_pose_rad.copy(), np.zeros(2), ())
+    stage.receive_joints(inside)
+    assert stage.tick(1.001) is not None
+    far = robot.home_pose_rad.copy()
+    far[1] = box_top[1] + 0.4  # the elbow 0.4 rad beyond what was recorded
+    stage.receive_joints(PotentiometerReading(1.01, far, np.zeros(2), ()))
+    assert stage.tick(1.011) is None
+    assert "snapshot not computed" in stage.health.message
+    assert "outside the joint box" in stage.health.message
