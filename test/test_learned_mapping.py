@@ -302,7 +302,7 @@ def test_record_on_the_mock_through_the_loop(tmp_path, planar):
 
     setup = load_setup(PLANAR, Overrides.parse([]))
     cfg = dataclasses.replace(load_mapping_config(PLANAR).record, targets=4, dwell_s=0.2,
-                              start_hold_s=0.3, speed_rad_s=1.5)
+                              start_hold_s=0.3, speed_rad_s=1.5, max_tension_n=50.0)
     rec = record_on_mock(setup, cfg, progress=False)
     rec.check()
     assert rec.n_samples > 50
@@ -314,6 +314,8 @@ def test_record_on_the_mock_through_the_loop(tmp_path, planar):
     # encoder lengths follow MuJoCo's (mock's own, erroneous) geometry up to a constant offset
     cal = np.array([0.0, 0.1])
     assert np.abs(rec.q_rad - cal).max(axis=1).min() < 0.05
+    # the cap binds (uncapped, the deltoid pulls ~95 N here); load-cell noise aside
+    assert 45.0 < rec.tension_n.max() < 50.0 + 1.0
     path = save_recording(rec, tmp_path / "rec.npz")
     assert load_recording(path).meta["mock_seed"] == setup.mock_config.seed
 

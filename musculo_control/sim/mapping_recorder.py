@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.stats import qmc
 
+from musculo_control.control.controller import make_controller
 from musculo_control.control.goal import HandGoal
 from musculo_control.errors import ConfigError
 from musculo_control.model.config import load_with_overrides, spec
@@ -55,6 +56,9 @@ class RecordConfig:
     stiffness_nm_rad: tuple[float, ...] | None = spec(
         None, doc="joint stiffness K while recording [Nm/rad]; absent: controller.yaml's "
                   "baselines.joint_stiffness")
+    max_tension_n: float | None = spec(
+        None, gt=0.0, doc="largest tension the recording's controller commands [N]; absent: "
+                          "the driver's max_tension_n (hardware.yaml)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,8 +131,12 @@ def record_on_mock(setup: Setup, config: RecordConfig, *, progress: bool = True)
                           f"a rate that divides the control rate {control_hz:g} Hz",
                           config.sample_rate_hz)
     every_tick = int(round(every))
-    loop = rig.loop()
     controller: Any = rig.controller
+    if config.max_tension_n is not None:
+        controller = make_controller("joint-stiffness", robot, ctrl_cfg,
+                                     tension_max_n=min(config.max_tension_n,
+                                                       rig.tension_limit_n))
+    loop = rig.loop(controller)
     start = robot.home_pose_rad.copy()
     calibration_pose = rig.calibration.calibration_pose_rad
     waypoints = np.vstack([calibration_pose,
