@@ -86,7 +86,9 @@ def test_overrides_name_the_file_they_address():
     with pytest.raises(ConfigError, match="seed"):
         load_setup(default_config_dir(), Overrides.parse(["experiments.seed=2"]))
     with pytest.raises(InputError, match="starting with one of"):
-        Overrides.parse(["robot.hill.f1_n=3"])
+        Overrides.parse(["hardware.driver.max_tension_n=3"])
+    # robot.yaml too (e.g. muscle_geometry.learned_model, issue 14)
+    assert Overrides.parse(["robot.hill.f1_n=3"]).robot == {"hill.f1_n": 3}
     with pytest.raises(InputError, match="FILE.KEY=VALUE"):
         Overrides.parse(["controller.qp.r"])
     with pytest.raises(ConfigError, match="qp.rr"):

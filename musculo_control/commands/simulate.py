@@ -30,7 +30,8 @@ def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, default=None, help="config folder (default: shipped arm)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FILE.KEY=V",
                    help="override a config value, e.g. controller.qp.r=0.01 or "
-                        "experiments.nullspace.duration_s=5 or mock_arm.seed=3 (repeatable)")
+                        "experiments.nullspace.duration_s=5 or mock_arm.seed=3 or "
+                        "robot.muscle_geometry.learned_model=out/mapping.npz (repeatable)")
     p.add_argument("--seed", type=int, default=None,
                    help="seed of the mock arm's model error and sensor noise: the same as "
                         "--set mock_arm.seed=N")

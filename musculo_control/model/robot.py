@@ -8,7 +8,9 @@ directions, moment arms keep the signs the muscles file declares over the whole 
 and the Hill ranges ``l_min, l_max`` and peak forces ``f1`` are known.
 
 The muscle geometry is a backend behind :class:`~musculo_control.model.geometry.MuscleGeometry`:
-via-points for a URDF, MuJoCo's tendons for an MJCF.
+via-points for a URDF, MuJoCo's tendons for an MJCF, or (``muscle_geometry.learned_model``) a
+mapping learned from a recording (:mod:`musculo_control.model.learned_mapping`), whose l_min,
+l_max and sampled ranges then come from the recording's joint box.
 """
 
 from __future__ import annotations
@@ -16,17 +18,22 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
 
-from musculo_control.errors import ConfigError
+from musculo_control.errors import ConfigError, InputError
 from musculo_control.model.arm import Arm, ArmConfig
-from musculo_control.model.config import load, parse, read_yaml, spec
+from musculo_control.model.config import load_with_overrides, parse, read_yaml, spec
 from musculo_control.model.geometry import MuscleGeometry
 from musculo_control.model.hill import ForceLengthCurves, HillParams, MuscleForces
+from musculo_control.model.learned_mapping import (
+    LearnedGeometry,
+    MuscleGeometryConfig,
+    load_mapping,
+)
 from musculo_control.model.muscles import MusclesConfig, ViaPointGeometry
 from musculo_control.model.poses import PosesConfig, PoseSolver
 
@@ -47,6 +54,8 @@ class RobotConfig:
     hill: HillParams = spec(HillParams(), doc="Hill force-length constants (paper Table I)")
     home_pose_rad: tuple[float, ...] = spec(doc="experiment pose q_des (SPEC section 1) [rad]")
     poses: PosesConfig | None = spec(None, doc="pose solver and named experiment poses")
+    muscle_geometry: MuscleGeometryConfig = spec(
+        MuscleGeometryConfig(), doc="the description's muscle geometry or a learned mapping")
 
 
 class MomentArmRange(NamedTuple):
@@ -61,14 +70,20 @@ class MomentArmRange(NamedTuple):
 class Robot:
     """Arm, muscle geometry, Hill curves and their ranges: everything the controller models."""
 
-    def __init__(self, config_dir: Path) -> None:
+    def __init__(self, config_dir: Path, overrides: dict[str, Any] | None = None) -> None:
+        """``overrides``: dotted keys of robot.yaml set on the command line (a relative
+        ``muscle_geometry.learned_model`` there is relative to the working folder)."""
         self.config_dir = Path(config_dir)
         robot_file = self.config_dir / "robot.yaml"
         if not robot_file.is_file():
             raise ConfigError(str(robot_file), "<file>", "robot.yaml in the config folder",
                               "no such file")
         self.robot_file = str(robot_file)
-        self.config: RobotConfig = load(RobotConfig, robot_file)
+        overrides = dict(overrides or {})
+        model_key = "muscle_geometry.learned_model"
+        if isinstance(overrides.get(model_key), str):
+            overrides[model_key] = str(Path(overrides[model_key]).resolve())
+        self.config: RobotConfig = load_with_overrides(RobotConfig, robot_file, overrides)
         self.arm = Arm(self.config.arm, self.config_dir, self.robot_file)
         self.hill = self.config.hill
         n = self.arm.n_joints
@@ -103,6 +118,31 @@ class Robot:
         self._check_moment_arm_signs()
 
     def _make_geometry(self) -> MuscleGeometry:
+        described = self._described_geometry()
+        cfg = self.config.muscle_geometry
+        if cfg.learned_model is None:
+            return described
+        path = self.config_dir / cfg.learned_model
+        try:
+            mapping = load_mapping(path)
+        except InputError as exc:
+            raise ConfigError(self.robot_file, "muscle_geometry.learned_model",
+                              "a model file of `musculo learn-mapping`", str(exc)) from None
+        for label, mine, theirs in (("joint", self.arm.joint_names, mapping.joint_names),
+                                    ("muscle", described.names, mapping.muscle_names)):
+            if tuple(mine) != tuple(theirs):
+                raise ConfigError(self.robot_file, "muscle_geometry.learned_model",
+                                  f"a mapping learned on this robot ({label} names "
+                                  f"{list(mine)})", f"{path}: {list(theirs)}")
+        return LearnedGeometry(mapping, cfg, drawing=described)
+
+    @property
+    def learned(self) -> LearnedGeometry | None:
+        """The learned geometry when robot.yaml selects one, else ``None``."""
+        return self.geometry if isinstance(self.geometry, LearnedGeometry) else None
+
+    def _described_geometry(self) -> MuscleGeometry:
+        """The description's own geometry: URDF via-points or MJCF tendons."""
         specs = self.muscles_config.muscles
         if not self.arm.is_mjcf:
             for i, m in enumerate(specs):
@@ -142,13 +182,20 @@ class Robot:
     # -- Hill ranges ---------------------------------------------------------------------------
     def sample_poses(self, count: int, seed: int) -> FloatArray:
         """The joint box's corners (up to 10 joints), its centre, ``count`` random poses [rad]."""
-        lo, hi = self.arm.lower_rad, self.arm.upper_rad
+        lo, hi = self.joint_box()
         rng = np.random.default_rng(seed)
         rand = lo + (hi - lo) * rng.random((count, self.arm.n_joints))
         if self.arm.n_joints > _MAX_CORNER_JOINTS:
             return np.vstack([0.5 * (lo + hi), rand])
         corners = np.array(list(itertools.product(*zip(lo, hi))))
         return np.vstack([corners, 0.5 * (lo + hi), rand])
+
+    def joint_box(self) -> tuple[FloatArray, FloatArray]:
+        """Where l(q) is known: the joint limits, or a learned mapping's recorded box."""
+        learned = self.learned
+        if learned is not None:
+            return learned.lower_rad, learned.upper_rad
+        return self.arm.lower_rad, self.arm.upper_rad
 
     def _range_poses(self) -> FloatArray:
         cfg = self.muscles_config
@@ -162,15 +209,19 @@ class Robot:
         limits or the sample count; ``musculo model-report`` prints the result.
         """
         cfg = self.muscles_config
-        lengths = np.array([self.geometry.lengths_at(q) for q in self._range_poses()])
-        lmin, lmax = lengths.min(axis=0), lengths.max(axis=0)
+        learned = self.learned
+        if learned is not None:  # the recording's extremes (paper eq. 2-4's ranges)
+            lmin, lmax = learned.mapping.l_min_m.copy(), learned.mapping.l_max_m.copy()
+        else:
+            lengths = np.array([self.geometry.lengths_at(q) for q in self._range_poses()])
+            lmin, lmax = lengths.min(axis=0), lengths.max(axis=0)
         source = []
         for i, m in enumerate(cfg.muscles):
             if m.length_range_m is not None:
                 lmin[i], lmax[i] = m.length_range_m
                 source.append("config")
             else:
-                source.append("sampled")
+                source.append("recording" if learned is not None else "sampled")
             if lmax[i] - lmin[i] < 1e-4:
                 key = "path" if m.path is not None else "tendon"
                 raise ConfigError(self.muscles_file, f"muscles[{i}].{key}",
@@ -193,7 +244,7 @@ class Robot:
         return self._curves(length_m)
 
     def _check_pulled_both_ways(self) -> None:
-        mid = 0.5 * (self.arm.lower_rad + self.arm.upper_rad)
+        mid = 0.5 * np.add(*self.joint_box())
         poses = (("the middle of the joint range", mid), ("home_pose_rad", self.home_pose_rad))
         for label, q in poses:
             jm = self.geometry.kinematics_at(q).jacobian[self.controlled_idx]
@@ -235,6 +286,7 @@ class Robot:
         return self.arm.model.createData()
 
 
-def load_robot(config_dir: str | Path) -> Robot:
-    """Load and validate the robot description in ``config_dir``."""
-    return Robot(Path(config_dir))
+def load_robot(config_dir: str | Path, overrides: dict[str, Any] | None = None) -> Robot:
+    """Load and validate the robot description in ``config_dir`` (``overrides``: dotted keys
+    of robot.yaml, e.g. ``{"muscle_geometry.learned_model": "out/mapping.npz"}``)."""
+    return Robot(Path(config_dir), overrides)

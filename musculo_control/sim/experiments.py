@@ -135,8 +135,9 @@ class Overrides:
     controller: dict[str, Any]
     experiments: dict[str, Any]
     mock_arm: dict[str, Any]
+    robot: dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    PREFIXES = ("controller", "experiments", "mock_arm")
+    PREFIXES = ("controller", "experiments", "mock_arm", "robot")
 
     @classmethod
     def parse(cls, items: list[str] | tuple[str, ...] = ()) -> Overrides:
@@ -149,7 +150,7 @@ class Overrides:
                 raise InputError("--set", f"a key starting with one of {list(cls.PREFIXES)}",
                                  item)
             out[prefix][rest] = value
-        return cls(out["controller"], out["experiments"], out["mock_arm"])
+        return cls(out["controller"], out["experiments"], out["mock_arm"], out["robot"])
 
 
 @dataclass
@@ -165,7 +166,7 @@ class Setup:
 
 def load_setup(config_dir: Path, overrides: Overrides) -> Setup:
     """Load and validate the robot, controller, experiments and mock arm files."""
-    robot = load_robot(config_dir)
+    robot = load_robot(config_dir, overrides.robot)
     ctrl = load_controller_config(config_dir, overrides.controller)
     exp = load_with_overrides(ExperimentsConfig, config_dir / "experiments.yaml",
                               overrides.experiments)
@@ -331,7 +332,7 @@ def _run_info(setup: Setup, bench: Bench, experiment: str, controller: str, q0: 
         "config_dir": str(setup.robot.config_dir),
         "overrides": {"controller": setup.overrides.controller,
                       "experiments": setup.overrides.experiments,
-                      "mock_arm": setup.overrides.mock_arm},
+                      "mock_arm": setup.overrides.mock_arm, "robot": setup.overrides.robot},
         "parameters": {"controller": dataclasses.asdict(setup.controller_config),
                        "experiments": dataclasses.asdict(setup.experiments),
                        "mock_arm": dataclasses.asdict(setup.mock_config)},

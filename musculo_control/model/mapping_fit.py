@@ -1,0 +1,451 @@
+"""Fitting the joint-muscle mapping l(q) to a recording, the encoder offsets as unknowns.
+
+Per muscle i the recording gives encoder lengths ``y = l_i(q) + o_{i,s}`` with ``o_{i,s}`` an
+unknown offset per encoder session s (the first session's is absorbed in the constant term, so
+the model's lengths are in that session's frame). The fit is linear least squares in the basis
+of :mod:`musculo_control.model.learned_mapping` plus one indicator column per later session,
+with a small ridge term, solved by SciPy (``scipy.linalg.solve``, assume_a="pos") on the
+normal equations of each muscle:
+
+Validation: the recording is cut into blocks of ``validation_block_s``; every
+``validation_every``-th block is held out (blocks, not single samples: neighbouring samples of
+a slow recording are nearly the same pose). Then, per muscle:
+
+1. **Which joints it spans**, from the data: a screening fit over all joints at degree
+   ``screening_degree`` gives candidates, the joints whose RMS moment arm over the recorded
+   poses reaches ``min_moment_arm_m``; candidates are then dropped one by one, smallest moment
+   arm first, while the held-out error stays within ``drop_tolerance`` of the best seen, each
+   subset fitted at the highest degree of ``degrees`` that keeps it within
+   ``selection_max_terms`` (so dropping a joint the data does not need buys the others a higher
+   degree; a wrist muscle then has no shoulder terms to pick up noise with, while a 1 mm/rad
+   moment arm that the data does show is kept).
+2. **Additive splits**: joints are merged into groups strongest interaction first (the RMS
+   cross derivative d2l/dq_j dq_k of a fit, single linkage), and each partition on the way is
+   a candidate l = sum of one polynomial per group (a biarticular muscle whose path has one
+   segment per joint: far fewer terms for the same degree).
+3. **Its structure and degree**: each degree of ``degrees`` (up to ``max_terms``
+   coefficients), for the full polynomial and the additive one, is fitted without the
+   held-out blocks; of those within ``degree_tolerance`` of the best held-out RMS error, the
+   one with the fewest terms wins (a cheaper and smoother l(q)).
+4. **The final fit** on every sample with that choice.
+
+l_min and l_max (paper eq. 2-4) are the fitted lengths' extremes over the recorded poses.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import scipy.linalg
+
+from musculo_control.errors import InputError
+from musculo_control.model.config import spec
+from musculo_control.model.learned_mapping import (
+    LearnedMapping,
+    basis_features,
+    derivative_coefficients,
+    total_degree_exponents,
+)
+from musculo_control.model.mapping_recording import Recording
+from musculo_control.provenance import provenance
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitConfig:
+    """``mapping.yaml`` key ``fit``: how ``musculo learn-mapping`` fits l(q)."""
+
+    degrees: tuple[int, ...] = spec((2, 3, 4, 5, 6, 7, 8, 9), min_length=1,
+                                    doc="polynomial degrees tried per muscle [-]")
+    screening_degree: int = spec(3, ge=1, doc="degree of the all-joint fit that finds the "
+                                              "joints each muscle spans [-]")
+    min_moment_arm_m: float = spec(3.0e-4, ge=0.0, doc="a joint whose RMS moment arm over the "
+                                                       "recording is below this is not spanned "
+                                                       "[m/rad]")
+    selection_max_terms: int = spec(250, ge=1, doc="largest basis for judging a joint's "
+                                                   "dropping [-]")
+    max_terms: int = spec(300, ge=1, doc="most coefficients of one muscle's polynomial (the "
+                                         "run-time cost grows with the union of all) [-]")
+    degree_tolerance: float = spec(0.05, ge=0.0, doc="the lowest degree within this fraction "
+                                                     "of the best held-out error wins [-]")
+    drop_tolerance: float = spec(0.1, ge=0.0, doc="a joint is dropped while the held-out error "
+                                                  "stays within this fraction of the best [-]")
+    ridge: float = spec(1.0e-9, ge=0.0, doc="ridge weight, relative to the mean diagonal of "
+                                            "the normal matrix [-]")
+    validation_block_s: float = spec(2.0, gt=0.0, doc="length of a validation block [s]")
+    validation_every: int = spec(5, ge=2, doc="every this many blocks, one is held out [-]")
+    samples_per_unknown: float = spec(3.0, ge=1.0, doc="a degree is tried only with this many "
+                                                       "distinct poses per coefficient [-]")
+    min_poses: int = spec(50, ge=10, doc="fewest distinct poses a recording must have [-]")
+    pose_spacing_rad: float = spec(0.01, gt=0.0, doc="samples closer than this (largest joint "
+                                                     "change) to the previous pose are the same "
+                                                     "pose [rad]")
+    min_joint_range_rad: float = spec(0.1, gt=0.0, doc="every joint must move over at least "
+                                                       "this range [rad]")
+    min_length_range_m: float = spec(1.0e-4, gt=0.0, doc="every muscle's length must change by "
+                                                         "at least this within a session [m]")
+
+    def check(self, file: str, key: str) -> None:
+        from musculo_control.errors import ConfigError
+
+        for i, d in enumerate(self.degrees):
+            if d < 1:
+                raise ConfigError(file, f"{key}.degrees[{i}]" if key else f"degrees[{i}]",
+                                  "a degree >= 1", d)
+
+
+@dataclass(frozen=True)
+class MuscleFit:
+    """What the fit found for one muscle."""
+
+    joints: tuple[str, ...]  # the joints its polynomial spans
+    degree: int
+    terms: int  # basis terms (coefficients) of its polynomial
+    rms_m: float  # residual over every sample at the final fit [m]
+    max_m: float
+    validation_rms_m: float  # on the held-out blocks, fitted without them [m]
+    validation_max_m: float
+    validation_by_degree_m: dict[int, float]  # held-out RMS per degree tried [m]
+    groups: tuple[tuple[str, ...], ...] = ()  # additive groups: l = sum of one polynomial each
+
+
+def distinct_poses(q: FloatArray, spacing_rad: float) -> int:
+    """How many samples lie more than ``spacing_rad`` (largest joint change) from the previous
+    counted pose, in time order."""
+    count, last = 0, None
+    for row in q:
+        if last is None or float(np.abs(row - last).max()) > spacing_rad:
+            count += 1
+            last = row
+    return count
+
+
+def check_recording(rec: Recording, config: FitConfig,
+                    joint_names: tuple[str, ...] | None = None,
+                    muscle_names: tuple[str, ...] | None = None, robot_file: str = "") -> int:
+    """Refuse a recording the fit cannot use, naming the recording, the signal and what was
+    expected; returns its number of distinct poses."""
+    where = f"recording {rec.path}"
+    rec.check()
+    for label, mine, theirs in (("joint_names", joint_names, rec.joint_names),
+                                ("muscle_names", muscle_names, rec.muscle_names)):
+        if mine is not None and tuple(mine) != tuple(theirs):
+            raise InputError(f"{where}: {label}", f"the robot's {list(mine)}"
+                             + (f" ({robot_file})" if robot_file else ""), list(theirs))
+    poses = distinct_poses(rec.q_rad, config.pose_spacing_rad)
+    if poses < config.min_poses:
+        raise InputError(f"{where}: q_rad", f"at least {config.min_poses} distinct poses "
+                                            f"(samples more than {config.pose_spacing_rad} rad "
+                                            f"apart; mapping.yaml fit.min_poses)", poses)
+    span = rec.q_rad.max(axis=0) - rec.q_rad.min(axis=0)
+    for j, name in enumerate(rec.joint_names):
+        if span[j] < config.min_joint_range_rad:
+            raise InputError(f"{where}: q_rad[{name}]",
+                             f"joint '{name}' moving over at least {config.min_joint_range_rad} "
+                             f"rad (mapping.yaml fit.min_joint_range_rad)",
+                             f"a range of {span[j]:.4f} rad")
+    for s in np.unique(rec.session):
+        rows = rec.session == s
+        change = rec.length_m[rows].max(axis=0) - rec.length_m[rows].min(axis=0)
+        for i, name in enumerate(rec.muscle_names):
+            if change[i] < config.min_length_range_m:
+                raise InputError(f"{where}: length_m[{name}] (session {int(s)})",
+                                 f"the length of muscle '{name}' changing by at least "
+                                 f"{config.min_length_range_m} m (mapping.yaml "
+                                 f"fit.min_length_range_m)", f"{change[i]:.2e} m")
+    return poses
+
+
+def _blocks(stamp_s: FloatArray, session: IntArray, config: FitConfig) -> npt.NDArray[np.bool_]:
+    """(N,) True for held-out samples: every ``validation_every``-th block of each session."""
+    held = np.zeros(stamp_s.shape[0], dtype=bool)
+    for s in np.unique(session):
+        rows = np.flatnonzero(session == s)
+        block = np.floor((stamp_s[rows] - stamp_s[rows[0]]) / config.validation_block_s)
+        held[rows] = (block.astype(np.int64) % config.validation_every) == \
+            config.validation_every - 1
+    return held
+
+
+def _solve(gram: FloatArray, rhs: FloatArray, ridge: float) -> FloatArray:
+    """Ridge solution of the normal equations (the constant and offset columns unpenalised
+    would change little; all columns share one small weight)."""
+    k = gram.shape[0]
+    weight = ridge * float(np.trace(gram)) / max(k, 1)
+    return np.asarray(scipy.linalg.solve(gram + weight * np.eye(k), rhs, assume_a="pos"))
+
+
+def _session_columns(session: IntArray) -> FloatArray:
+    """(N, S - 1) indicators of the sessions after the first."""
+    ids = np.unique(session)
+    return (session[:, None] == ids[None, 1:]).astype(float)
+
+
+def _subset_exponents(n: int, joints: tuple[int, ...], degree: int) -> IntArray:
+    """(K, n) total-degree exponents over ``joints`` only (zeros elsewhere)."""
+    sub = total_degree_exponents(len(joints), degree)
+    out = np.zeros((sub.shape[0], n), dtype=np.int64)
+    out[:, list(joints)] = sub
+    return out
+
+
+def _largest_degree(degrees: tuple[int, ...], joints: int, sessions: int,
+                    budget: float) -> int | None:
+    usable = [d for d in degrees if math.comb(joints + d, d) + sessions <= budget]
+    return max(usable) if usable else None
+
+
+Groups = tuple[tuple[int, ...], ...]
+
+
+def _group_exponents(n: int, groups: Groups, degree: int) -> IntArray:
+    """(K, n) exponents of a sum of one total-degree polynomial per joint group (a single
+    group: the full polynomial), constant term once, ordered by degree."""
+    rows = np.unique(np.vstack([_subset_exponents(n, g, degree) for g in groups]), axis=0)
+    return rows[np.lexsort(np.vstack([rows[:, ::-1].T, rows.sum(axis=1)]))]
+
+
+def _group_terms(groups: Groups, degree: int) -> int:
+    return 1 + sum(math.comb(len(g) + degree, degree) - 1 for g in groups)
+
+
+class _Design:
+    """Basis columns over joint groups, their normal matrices cached per (groups, degree), so
+    fewer joints or a lower degree is a block of a bigger one."""
+
+    def __init__(self, x: FloatArray, sessions: FloatArray, train: npt.NDArray[np.bool_],
+                 held: npt.NDArray[np.bool_], ridge: float) -> None:
+        self.x, self.sessions, self.train, self.held, self.ridge = x, sessions, train, held, ridge
+        self._cache: dict[tuple[Groups, int], tuple[IntArray, FloatArray, FloatArray,
+                                                    FloatArray]] = {}
+        self.last_held_max = math.nan
+
+    def _block(self, groups: Groups,
+               degree: int) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
+        key = (groups, degree)
+        if key not in self._cache:
+            if len(self._cache) > 8:  # bounded memory: (N, K) blocks are large
+                self._cache.pop(next(iter(self._cache)))
+            ex = _group_exponents(self.x.shape[1], groups, degree)
+            big = np.hstack([basis_features(self.x, ex), self.sessions])
+            gram_train = big[self.train].T @ big[self.train]
+            # all samples = the training rows plus the held-out rows
+            gram_all = gram_train + big[self.held].T @ big[self.held]
+            self._cache[key] = (ex, big, gram_train, gram_all)
+        return self._cache[key]
+
+    def _columns(self, ex: IntArray, joints: tuple[int, ...], degree: int) -> IntArray:
+        others = [j for j in range(ex.shape[1]) if j not in joints]
+        keep = (ex.sum(axis=1) <= degree) & ~ex[:, others].any(axis=1)
+        return np.concatenate([np.flatnonzero(keep),
+                               ex.shape[0] + np.arange(self.sessions.shape[1])])
+
+    def train_fit(self, groups: Groups, joints: tuple[int, ...], degree: int, y: FloatArray,
+                  top_degree: int | None = None) -> tuple[IntArray, FloatArray, float]:
+        """(exponent rows, coefficients then session offsets, held-out RMS error) of the fit
+        over ``joints`` at ``degree`` without the held-out blocks (``groups``/``top_degree``:
+        the cached block it is taken from)."""
+        ex, big, gram_train, _ = self._block(groups, top_degree or degree)
+        cols = self._columns(ex, joints, degree)
+        sub = big[:, cols]
+        w = _solve(gram_train[np.ix_(cols, cols)], sub[self.train].T @ y[self.train], self.ridge)
+        err = sub[self.held] @ w - y[self.held]
+        self.last_held_max = float(np.abs(err).max())
+        n_terms = len(cols) - self.sessions.shape[1]
+        return ex[cols[:n_terms]], w, float(np.sqrt(np.mean(err**2)))
+
+    def held_out_rms(self, groups: Groups, joints: tuple[int, ...], degree: int, y: FloatArray,
+                     top_degree: int | None = None) -> float:
+        """RMS error on the held-out blocks of :meth:`train_fit`."""
+        return self.train_fit(groups, joints, degree, y, top_degree)[2]
+
+    def fit_all(self, groups: Groups, degree: int, y: FloatArray,
+                top_degree: int) -> tuple[IntArray, FloatArray, FloatArray]:
+        """(exponent rows, coefficients then session offsets, residuals) on every sample;
+        :attr:`last_held_max` is then the largest held-out error at this degree."""
+        joints = tuple(sorted(j for g in groups for j in g))
+        self.held_out_rms(groups, joints, degree, y, top_degree)
+        ex, big, _, gram_all = self._block(groups, top_degree)
+        cols = self._columns(ex, joints, degree)
+        sub = big[:, cols]
+        w = _solve(gram_all[np.ix_(cols, cols)], sub.T @ y, self.ridge)
+        n_terms = len(cols) - self.sessions.shape[1]
+        return ex[cols[:n_terms]], w, sub @ w - y
+
+    def interaction_groups(self, joints: tuple[int, ...], degree: int, y: FloatArray,
+                           half: FloatArray) -> list[Groups]:
+        """Candidate additive splits of ``joints``: with the RMS cross derivatives
+        d2l/dq_j dq_k of a fit over the training poses as link strengths, joints are merged
+        strongest link first (single linkage), from one group per joint; every partition on
+        the way with more than one group is a candidate (the validation decides)."""
+        ex, w, _ = self.train_fit((joints,), joints, degree, y)
+        coef = w[None, :ex.shape[0]]
+        first = derivative_coefficients(coef, ex)
+        phi = basis_features(self.x[self.train], ex)
+        links = []
+        for a, j in enumerate(joints):
+            second = derivative_coefficients(first[j], ex)
+            for k in joints[a + 1:]:
+                strength = float(np.sqrt(np.mean((phi @ second[k][0]) ** 2))) \
+                    / (half[j] * half[k])
+                links.append((strength, j, k))
+        groups = [{j} for j in joints]
+        splits: list[Groups] = [tuple((j,) for j in joints)]  # fully additive, to start
+        for _, j, k in sorted(links, reverse=True):
+            gj = next(g for g in groups if j in g)
+            gk = next(g for g in groups if k in g)
+            if gj is gk:
+                continue
+            groups = [g for g in groups if g is not gj and g is not gk] + [gj | gk]
+            if len(groups) > 1:
+                splits.append(tuple(sorted(tuple(sorted(g)) for g in groups)))
+        return splits
+
+
+def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ...] | None = None,
+                muscle_names: tuple[str, ...] | None = None, robot_file: str = "",
+                progress: bool = False) -> tuple[LearnedMapping, list[MuscleFit]]:
+    """Fit l(q) for every muscle of ``rec`` (see the module docstring)."""
+    poses = check_recording(rec, config, joint_names, muscle_names, robot_file)
+    q, y = rec.q_rad, rec.length_m
+    n, m = q.shape[1], y.shape[1]
+    lower, upper = q.min(axis=0), q.max(axis=0)
+    centre, half = 0.5 * (lower + upper), 0.5 * (upper - lower)
+    x = (q - centre) / half
+    sessions = _session_columns(rec.session)
+    held = _blocks(rec.stamp_s, rec.session, config)
+    train = ~held
+    if train.sum() < 1 or held.sum() < 1:
+        raise InputError(f"recording {rec.path}: stamp_s",
+                         f"a recording longer than {config.validation_every} validation blocks "
+                         f"of {config.validation_block_s} s (mapping.yaml fit)",
+                         f"{float(rec.stamp_s[-1] - rec.stamp_s[0]):.1f} s")
+    budget = poses / config.samples_per_unknown  # most coefficients a muscle may have
+
+    # 1. candidates per muscle: an all-joint screening fit
+    screen = total_degree_exponents(n, config.screening_degree)
+    n_sessions = sessions.shape[1]
+    if screen.shape[0] + n_sessions > budget:
+        need = math.ceil((screen.shape[0] + n_sessions) * config.samples_per_unknown)
+        raise InputError(f"recording {rec.path}: q_rad",
+                         f"at least {need} distinct poses for the screening fit over {n} joints "
+                         f"at degree {config.screening_degree} (mapping.yaml "
+                         f"fit.samples_per_unknown)", poses)
+    features = np.hstack([basis_features(x, screen), sessions])
+    coef = _solve(features.T @ features, features.T @ y, config.ridge)  # (K + S - 1, m)
+    k_screen = screen.shape[0]
+    slopes = derivative_coefficients(coef[:k_screen].T, screen)  # per joint (m, K)
+    phi = features[:, :k_screen]
+    arms = np.array([[float(np.sqrt(np.mean((phi @ slopes[j][i]) ** 2))) / half[j]
+                      for j in range(n)] for i in range(m)])  # (m, n) RMS moment arm [m/rad]
+    del features, phi
+
+    design = _Design(x, sessions, train, held, config.ridge)
+    fits: list[MuscleFit] = []
+    rows_of: list[IntArray] = []  # per muscle, its exponent rows (n wide)
+    coefs: list[FloatArray] = []
+    offsets = np.zeros((n_sessions + 1, m))
+    for i in range(m):
+        name = rec.muscle_names[i]
+        candidates = tuple(j for j in range(n) if arms[i, j] >= config.min_moment_arm_m)
+        if not candidates:
+            raise InputError(f"recording {rec.path}: length_m[{name}]",
+                             f"a muscle whose length follows some joint (RMS moment arm >= "
+                             f"{config.min_moment_arm_m} m/rad; mapping.yaml "
+                             f"fit.min_moment_arm_m)", f"largest {arms[i].max():.2e} m/rad")
+        # 1. drop candidates the held-out error does not need, smallest moment arm first
+        joints = candidates
+
+        def judged(subset: tuple[int, ...], target: FloatArray = y[:, i]) -> float:
+            d = _largest_degree(config.degrees, len(subset), n_sessions,
+                                min(budget, config.selection_max_terms + n_sessions))
+            return math.inf if d is None else design.held_out_rms((subset,), subset, d, target)
+
+        if len(joints) > 1:
+            best = judged(joints)
+            for j in sorted(candidates, key=lambda j: arms[i, j]):
+                if len(joints) == 1:
+                    break
+                trial = tuple(k for k in joints if k != j)
+                err = judged(trial)
+                if err <= best * (1.0 + config.drop_tolerance):
+                    joints, best = trial, min(best, err)
+        # 2. an additive split into joint groups that do not interact, if the data shows one
+        structures: list[Groups] = [(joints,)]
+        sel = _largest_degree(config.degrees, len(joints), n_sessions,
+                              min(budget, config.selection_max_terms + n_sessions))
+        if len(joints) > 1 and sel is not None:
+            structures += design.interaction_groups(joints, sel, y[:, i], half)
+        # 3. structure and degree, by the held-out blocks
+        by_choice: dict[tuple[Groups, int], float] = {}
+        for groups in structures:
+            usable = [d for d in sorted(set(config.degrees))
+                      if _group_terms(groups, d) + n_sessions <= budget
+                      and _group_terms(groups, d) <= config.max_terms]
+            for d in usable:
+                by_choice[(groups, d)] = design.held_out_rms(groups, joints, d, y[:, i],
+                                                             max(usable))
+        if not by_choice:
+            raise InputError(f"recording {rec.path}: q_rad",
+                             f"enough distinct poses for degree {min(config.degrees)} over the "
+                             f"{len(joints)} joints muscle '{name}' spans "
+                             f"({config.samples_per_unknown} per coefficient)", poses)
+        lowest = min(by_choice.values())
+        groups, d = min((k for k, v in by_choice.items()
+                         if v <= lowest * (1.0 + config.degree_tolerance)),
+                        key=lambda k: (_group_terms(*k), k[1]))
+        top = max(k[1] for k in by_choice if k[0] == groups)
+        by_degree = {k[1]: v for k, v in by_choice.items() if k[0] == groups}
+        # 4. the final fit on every sample
+        terms, w, res = design.fit_all(groups, d, y[:, i], top)
+        rows_of.append(terms)
+        coefs.append(w[:terms.shape[0]])
+        offsets[1:, i] = w[terms.shape[0]:]
+        fits.append(MuscleFit(tuple(rec.joint_names[j] for j in joints), d, terms.shape[0],
+                              float(np.sqrt(np.mean(res**2))), float(np.abs(res).max()),
+                              by_degree[d], design.last_held_max, by_degree,
+                              tuple(tuple(rec.joint_names[j] for j in g) for g in groups)))
+        if progress:
+            f = fits[-1]
+            shown = " + ".join("(" + ",".join(g) + ")" for g in f.groups)
+            print(f"  {name:<24} joints {shown:<44} degree {d} "
+                  f"({f.terms} terms): rms {1e3 * f.rms_m:.3f} mm, held-out rms "
+                  f"{1e3 * f.validation_rms_m:.3f} mm", file=sys.stderr, flush=True)
+
+    # the union basis: every muscle's rows, each muscle zero on the others'
+    union = np.unique(np.vstack(rows_of), axis=0)
+    order = np.lexsort(np.vstack([union[:, ::-1].T, union.sum(axis=1)]))
+    union = union[order]
+    index = {tuple(r): k for k, r in enumerate(union.tolist())}
+    coefficients = np.zeros((m, union.shape[0]))
+    for i in range(m):
+        for row, c in zip(rows_of[i].tolist(), coefs[i]):
+            coefficients[i, index[tuple(row)]] = c
+    mapping = LearnedMapping(tuple(rec.joint_names), tuple(rec.muscle_names), union,
+                             coefficients, lower, upper, np.zeros(m), np.zeros(m), offsets)
+    fitted = mapping.lengths_batch(q)
+    mapping.l_min_m, mapping.l_max_m = fitted.min(axis=0), fitted.max(axis=0)
+    mapping.meta = {
+        "recording": {"path": rec.path, "source": rec.source, "config_dir": rec.config_dir,
+                      "samples": rec.n_samples, "distinct_poses": poses,
+                      "sessions": int(offsets.shape[0]),
+                      "duration_s": float(rec.stamp_s[-1] - rec.stamp_s[0])},
+        "fit": {"config": {k: getattr(config, k) for k in config.__dataclass_fields__},
+                "held_out_fraction": float(held.mean()),
+                "muscles": {name: {"joints": list(f.joints), "degree": f.degree,
+                                   "groups": [list(g) for g in f.groups],
+                                   "terms": f.terms, "rms_m": f.rms_m, "max_m": f.max_m,
+                                   "validation_rms_m": f.validation_rms_m,
+                                   "validation_max_m": f.validation_max_m,
+                                   "validation_by_degree_m": {str(k): v for k, v in
+                                                              f.validation_by_degree_m.items()}}
+                            for name, f in zip(rec.muscle_names, fits)}},
+        "provenance": provenance(),  # git commit, python, numpy, scipy, ... versions
+    }
+    return mapping, fits
