@@ -21,10 +21,12 @@ import os
 import sys
 import tempfile
 import time
+import unittest
 from pathlib import Path
 from typing import Any
 
 import launch_testing.actions
+import launch_testing.asserts
 import yaml
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import IncludeLaunchDescription
@@ -125,7 +127,31 @@ def wait_released(obs: GraphObserver) -> float:
     return obs.now_s()
 
 
+class ObservedGraph(unittest.TestCase):
+    """Tests of one launched graph, watched by ``self.obs`` (on simulated time unless
+    ``SIM`` is false) with the robot's stages in ``self.parts``."""
+
+    SIM = True
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.parts = parts()
+        cls.obs = observer(cls.parts, sim=cls.SIM)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.obs.close()
+
+
+@launch_testing.post_shutdown_test()
+class CleanExit(unittest.TestCase):
+    """After shutdown: every process ended with exit code 0 (a test module imports it)."""
+
+    def test_every_process_exits_cleanly(self, proc_info: Any) -> None:
+        launch_testing.asserts.assertExitCodes(proc_info)
+
+
 __all__ = ["ARM_NODES", "CONFIG_DIR", "MOCK_NODES", "SIM_TIME", "STARTUP_TIMEOUT_S",
-           "WAIT_TIMEOUT_S", "errors_after", "first_after", "first_diagnostic", "launch",
-           "minimum_tension", "observer", "params_file", "parts", "rate_by_stamps",
-           "wait_nodes", "wait_released"]
+           "WAIT_TIMEOUT_S", "CleanExit", "ObservedGraph", "errors_after", "first_after",
+           "first_diagnostic", "launch", "minimum_tension", "observer", "params_file", "parts",
+           "rate_by_stamps", "released", "wait_nodes", "wait_released"]

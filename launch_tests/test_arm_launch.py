@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import sys
-import unittest
 
 import pytest
 
@@ -25,16 +24,15 @@ rclpy = pytest.importorskip(
                     "and the colcon install of musculo_control, then run launch_test on this file")
 pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 
-import launch_testing.asserts
 
 sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
     ARM_NODES,
     WAIT_TIMEOUT_S,
+    CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
+    ObservedGraph,
     launch,
     minimum_tension,
-    observer,
-    parts,
     wait_nodes,
 )
 
@@ -52,16 +50,8 @@ def generate_test_description():
     return launch("arm.launch.py")
 
 
-class TestArmWithoutHardware(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        cls.parts = parts()
-        cls.obs = observer(cls.parts, sim=False)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.obs.close()
+class TestArmWithoutHardware(ObservedGraph):
+    SIM = False
 
     def test_the_suite_waits_at_minimum_tension_and_says_what_is_missing(self):
         obs, p = self.obs, self.parts
@@ -91,10 +81,3 @@ class TestArmWithoutHardware(unittest.TestCase):
                         "the driver sent more than minimum tension without commands")
         for node, level, words in MISSING:  # still waiting, still saying so
             self.assertTrue(said(node, level, words), (node, obs.diagnostics_of(node)[-1:]))
-
-
-@launch_testing.post_shutdown_test()
-class TestShutdown(unittest.TestCase):
-
-    def test_every_process_exits_cleanly(self, proc_info):
-        launch_testing.asserts.assertExitCodes(proc_info)

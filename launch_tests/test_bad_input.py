@@ -22,7 +22,6 @@ import os
 import re
 import sys
 import time
-import unittest
 
 import pytest
 
@@ -31,7 +30,6 @@ rclpy = pytest.importorskip(
                     "and the colcon install of musculo_control, then run launch_test on this file")
 pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 
-import launch_testing.asserts
 import numpy as np
 from sensor_msgs.msg import JointState
 
@@ -39,12 +37,12 @@ sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
     SIM_TIME,
     WAIT_TIMEOUT_S,
+    CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
+    ObservedGraph,
     first_diagnostic,
     launch,
     minimum_tension,
-    observer,
     params_file,
-    parts,
     wait_released,
 )
 
@@ -66,18 +64,13 @@ def generate_test_description():
     return launch(**SIM_TIME, params_file=params_file())
 
 
-class TestBadInput(unittest.TestCase):
+class TestBadInput(ObservedGraph):
 
     @classmethod
     def setUpClass(cls):
-        cls.parts = parts()
-        cls.obs = observer(cls.parts, sim=True)
+        super().setUpClass()
         cls.joints_pub = cls.obs.node.create_publisher(JointState, "joint_states", 10)
         cls.commands_pub = cls.obs.node.create_publisher(JointState, "muscle_commands", 10)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.obs.close()
 
     def test_bad_input_is_refused_and_control_goes_on(self, proc_output):
         obs, robot = self.obs, self.parts.robot
@@ -177,10 +170,3 @@ class TestBadInput(unittest.TestCase):
             except AssertionError:
                 continue
         return False
-
-
-@launch_testing.post_shutdown_test()
-class TestShutdown(unittest.TestCase):
-
-    def test_every_process_exits_cleanly(self, proc_info):
-        launch_testing.asserts.assertExitCodes(proc_info)

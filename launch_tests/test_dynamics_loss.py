@@ -29,13 +29,12 @@ sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
     SIM_TIME,
     WAIT_TIMEOUT_S,
+    ObservedGraph,
     first_after,
     first_diagnostic,
     launch,
     minimum_tension,
-    observer,
     params_file,
-    parts,
     wait_released,
 )
 
@@ -52,16 +51,7 @@ def generate_test_description():
     return launch(**SIM_TIME, params_file=params_file())
 
 
-class TestDynamicsLoss(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        cls.parts = parts()
-        cls.obs = observer(cls.parts, sim=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.obs.close()
+class TestDynamicsLoss(ObservedGraph):
 
     def test_killing_dynamics_gives_minimum_tension_and_the_reason(self, proc_info):
         obs = self.obs

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import sys
-import unittest
 
 import pytest
 
@@ -27,7 +26,6 @@ rclpy = pytest.importorskip(
 pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 pytest.importorskip("interactive_markers", reason="goal_node's interactive mode needs it")
 
-import launch_testing.asserts
 import numpy as np
 import pinocchio as pin
 from visualization_msgs.msg import InteractiveMarkerFeedback
@@ -37,10 +35,10 @@ from launch_helpers import (
     CONFIG_DIR,
     SIM_TIME,
     WAIT_TIMEOUT_S,
+    CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
+    ObservedGraph,
     launch,
-    observer,
     params_file,
-    parts,
     wait_released,
 )
 
@@ -61,18 +59,13 @@ def generate_test_description():
     return launch(**SIM_TIME, goal_mode="interactive", params_file=params_file())
 
 
-class TestGoalSources(unittest.TestCase):
+class TestGoalSources(ObservedGraph):
 
     @classmethod
     def setUpClass(cls):
-        cls.parts = parts()
-        cls.obs = observer(cls.parts, sim=True)
+        super().setUpClass()
         cls.feedback = cls.obs.node.create_publisher(InteractiveMarkerFeedback,
                                                      "hand_goal/feedback", 10)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.obs.close()
 
     def _marker_ready(self) -> bool:
         goal = self.obs.diagnostics_of("goal_node")
@@ -133,10 +126,3 @@ class TestGoalSources(unittest.TestCase):
               f"mock/clear_gauge ('{message}') at most {max(after, default=float('nan')):.1f} N",
               flush=True)
         self.assertTrue(after and max(after) == 0.0, f"force after clearing: {after[-3:]}")
-
-
-@launch_testing.post_shutdown_test()
-class TestShutdown(unittest.TestCase):
-
-    def test_every_process_exits_cleanly(self, proc_info):
-        launch_testing.asserts.assertExitCodes(proc_info)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import sys
-import unittest
 
 import pytest
 
@@ -24,7 +23,6 @@ rclpy = pytest.importorskip(
                     "and the colcon install of musculo_control, then run launch_test on this file")
 pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 
-import launch_testing.asserts
 import numpy as np
 import yaml
 
@@ -33,10 +31,10 @@ from launch_helpers import (
     CONFIG_DIR,
     SIM_TIME,
     WAIT_TIMEOUT_S,
+    CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
+    ObservedGraph,
     launch,
-    observer,
     params_file,
-    parts,
     rate_by_stamps,
     wait_released,
 )
@@ -56,16 +54,7 @@ def generate_test_description():
     return launch(**SIM_TIME, goal_mode="trajectory", params_file=params_file())
 
 
-class TestGoalTrajectory(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        cls.parts = parts()
-        cls.obs = observer(cls.parts, sim=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.obs.close()
+class TestGoalTrajectory(ObservedGraph):
 
     def test_the_trajectory_plays_and_the_hand_follows(self):
         obs = self.obs
@@ -103,10 +92,3 @@ class TestGoalTrajectory(unittest.TestCase):
               f"{h_t[-1] - end:.2f} s after it", flush=True)
         self.assertLess(error.mean(), TOLERANCE_M)
         self.assertLess(final, TOLERANCE_M)
-
-
-@launch_testing.post_shutdown_test()
-class TestShutdown(unittest.TestCase):
-
-    def test_every_process_exits_cleanly(self, proc_info):
-        launch_testing.asserts.assertExitCodes(proc_info)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import sys
-import unittest
 
 import pytest
 
@@ -28,7 +27,6 @@ rclpy = pytest.importorskip(
                     "and the colcon install of musculo_control, then run launch_test on this file")
 pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 
-import launch_testing.asserts
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -36,12 +34,12 @@ from launch_helpers import (
     MOCK_NODES,
     SIM_TIME,
     WAIT_TIMEOUT_S,
+    CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
+    ObservedGraph,
     errors_after,
     launch,
     minimum_tension,
-    observer,
     params_file,
-    parts,
     rate_by_stamps,
     wait_nodes,
     wait_released,
@@ -61,17 +59,8 @@ def generate_test_description():
     return launch(**SIM_TIME, params_file=params_file())
 
 
-class TestMockArm(unittest.TestCase):
+class TestMockArm(ObservedGraph):
     """The tests run in name order on one graph."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.parts = parts()
-        cls.obs = observer(cls.parts, sim=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.obs.close()
 
     def test_1_every_node_comes_up_and_the_controller_holds_the_arm(self):
         took = wait_nodes(self.obs, MOCK_NODES)
@@ -127,10 +116,3 @@ class TestMockArm(unittest.TestCase):
         self.assertTrue(inside.size and inside[0] - t_goal < REACH_TIME_S,
                         f"never within {REACH_TOLERANCE_M} m; closest {dist.min():.3f} m")
         self.assertLess(dist[-1], REACH_TOLERANCE_M)
-
-
-@launch_testing.post_shutdown_test()
-class TestShutdown(unittest.TestCase):
-
-    def test_every_process_exits_cleanly(self, proc_info):
-        launch_testing.asserts.assertExitCodes(proc_info)

@@ -9,6 +9,10 @@ parameter file, no lockstep). The mock arm publishes /clock and every other node
   ``muscle_commands`` and ``dynamics`` keep their rates within 2 %;
 - every process exits cleanly.
 
+Whether the controller holds the arm is printed, not asserted: without lockstep a node that
+lags on a loaded machine may trip a safety rule (test_mock_arm_launch.py asserts control, in
+lockstep), and the clock must behave either way.
+
     launch_test launch_tests/test_sim_time.py
 """
 
@@ -17,7 +21,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import unittest
 
 import pytest
 
@@ -26,16 +29,17 @@ rclpy = pytest.importorskip(
                     "and the colcon install of musculo_control, then run launch_test on this file")
 pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 
-import launch_testing.asserts
 
 sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
     SIM_TIME,
+    STARTUP_TIMEOUT_S,
+    CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
+    ObservedGraph,
     launch,
-    observer,
-    parts,
+    minimum_tension,
     rate_by_stamps,
-    wait_released,
+    released,
 )
 
 REAL_TIME_FACTOR = float(SIM_TIME["real_time_factor"])
@@ -48,20 +52,15 @@ def generate_test_description():
     return launch(**SIM_TIME)
 
 
-class TestSimTime(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        cls.parts = parts()
-        cls.obs = observer(cls.parts, sim=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.obs.close()
+class TestSimTime(ObservedGraph):
 
     def test_every_node_runs_on_the_mock_arms_clock(self):
         obs, p = self.obs, self.parts
-        wait_released(obs)
+        streams = (obs.joint_states, obs.sent, obs.commands, obs.dynamics)
+        # every stream flowing; whether the controller holds the arm is not this test's
+        # question (without lockstep a loaded machine may fault it: it keeps its rates then)
+        self.assertTrue(obs.wait_until(lambda: min(len(r) for r in streams) > 10,
+                                       STARTUP_TIMEOUT_S), [len(r) for r in streams])
         sim0, wall0 = obs.now_s(), time.monotonic()
         time.sleep(WINDOW_S)
         sim1, wall1 = obs.now_s(), time.monotonic()
@@ -84,10 +83,9 @@ class TestSimTime(unittest.TestCase):
                   f"per simulated second (nominal {nominal:g} Hz), {received:.0%} received",
                   flush=True)
             self.assertAlmostEqual(rate, nominal, delta=RATE_TOLERANCE * nominal, msg=name)
-
-
-@launch_testing.post_shutdown_test()
-class TestShutdown(unittest.TestCase):
-
-    def test_every_process_exits_cleanly(self, proc_info):
-        launch_testing.asserts.assertExitCodes(proc_info)
+        f_min = p.robot.hill.f_min_n
+        commands = obs.snapshot(obs.commands).since(sim0)
+        safe = sum(minimum_tension(f, f_min) for f in commands.values)
+        print(f"controller: {'released and holding' if released(obs) else 'NOT holding'}; "
+              f"{safe} of {len(commands)} commands at minimum tension; last: "
+              f"{obs.diagnostics_of('activation_qp_node')[-1:]}", flush=True)
