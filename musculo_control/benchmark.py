@@ -61,6 +61,10 @@ class BenchConfig:
     quiet_load_average: float = spec(
         0.5, gt=0.0, doc="1-min load average at the start above which no target is judged; "
                          "at the end the benchmark's own process may add 1")
+    graph_duration_s: float = spec(20.0, gt=2.0, doc="benchmarks/bench_graph.py: seconds the "
+                                                   "graph is watched at real time [s]")
+    graph_baseline_s: float = spec(5.0, gt=0.0, doc="benchmarks/bench_graph.py: seconds of the "
+                                                   "bare timer loop baseline [s]")
     scaling_arms: tuple[tuple[int, ...], ...] = spec(
         ((30, 7), (60, 14), (120, 28), (300, 40)), doc="[muscles, joints] of synthetic arms")
     targets: BenchTargets = spec(BenchTargets(), doc="issue 11")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import array
 import dataclasses
+from pathlib import Path
 
 import pytest
 import yaml
@@ -109,3 +110,13 @@ def test_rejections_are_throttled_per_topic_and_counted():
     assert later is not None and "(1 more refused since the last warning)" in later
     assert r.total("joint_states") == 3 and r.total() == 4 and r.total("x") == 0
     assert r.summary()["refused joint_states"] == "3, last: third"
+
+
+def test_the_parameter_tables_of_doc_ros_md_are_the_dataclasses():
+    """doc/ros.md shows every node parameter with its default; regenerate it with
+    ``parameters_markdown()`` when a parameter changes."""
+    from musculo_control.nodes.node_config import parameters_markdown
+
+    doc = (Path(__file__).resolve().parents[1] / "doc" / "ros.md").read_text()
+    assert parameters_markdown() in doc, "doc/ros.md: paste nodes.node_config." \
+                                         "parameters_markdown() again"

@@ -86,7 +86,7 @@ def test_foxglove_decoder_reads_every_message_with_stamps(bag, robot):
     state = seen["/controller/state"][1][1]
     dims = [(d.label, d.size, d.stride) for d in state.layout.dim]
     layout = layout_from_dims(dims)
-    assert layout.schema == "controller_state_v2"
+    assert layout.schema == "controller_state_v3"
     assert np.allclose(state.data, rec.array("controller_state")[1])
 
 

@@ -7,6 +7,11 @@ it was detected, how fast, the largest command, NaN, and whether the loop recove
 ``{"faults": [{"name", "detected", "detection_time_ms", "max_command_N", "any_nan",
 "recovered", ...}], ...}``.
 
+``musculo simulate faults --graph [--real-time-factor F]`` injects the same faults into the
+running node graph instead (:mod:`musculo_control.nodes.graph_faults`; needs rclpy): the same
+JSON (``"loop": "node graph"``), plus ``faults_runner_and_graph.md``, the runner's matrix and
+the graph's side by side.
+
 ``musculo soak [--hours H | --duration S] [--json FILE]`` runs the soak of ``reliability.yaml``
 ``soak`` and reports memory, drift at rest, tick accounting and safety figures.
 
@@ -30,6 +35,7 @@ from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.experiments import Overrides, load_setup
 from musculo_control.sim.fault_matrix import (
+    comparison_markdown,
     load_fault_matrix_config,
     matrix_markdown,
     run_matrix,
@@ -78,7 +84,10 @@ def run_faults(args: argparse.Namespace) -> int:
     cfg = load_fault_matrix_config(folder, setup.robot, reliability)
     if args.controller != cfg.controller:
         cfg = dataclasses.replace(cfg, controller=args.controller)
-    if getattr(args, "graph", False):
+    graph = getattr(args, "graph", False)
+    if graph:
+        # the runner's matrix too (seconds), for the side-by-side table
+        runner, _ = run_matrix(setup, cfg, safety, progress=False)
         results, baseline = _graph_matrix(args, folder, safety, overrides, cfg)
     else:
         results, baseline = run_matrix(setup, cfg, safety, progress=True)
@@ -97,12 +106,18 @@ def run_faults(args: argparse.Namespace) -> int:
            "target": {"detection_time_ms": cfg.detection_target_ms,
                       "max_command_N": results[0].limit_N if results else None},
            "fault_free_run": baseline, "controller": cfg.controller,
-           "loop": "node graph" if getattr(args, "graph", False) else "runner",
+           "loop": "node graph" if graph else "runner",
            "scenario": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "cases"}}
     out: Path = args.out
     _write_json(doc, out / "faults.json", args.json)
     (out / "faults.md").write_text(matrix_markdown(results))
-    print(f"wrote {out / 'faults.json'} and {out / 'faults.md'}")
+    written = [out / "faults.json", out / "faults.md"]
+    if graph:
+        side_by_side = comparison_markdown(runner, results)
+        (out / "faults_runner_and_graph.md").write_text(side_by_side)
+        written.append(out / "faults_runner_and_graph.md")
+        print("\n" + side_by_side, end="")
+    print("wrote " + ", ".join(str(p) for p in written))
     return 0
 
 

@@ -51,6 +51,8 @@ class StepResult(NamedTuple):
 
     output: ControlOutput
     report: SafetyReport
+    #: age of the newest joint sample at the tick [s] (sensing to command; NaN: none yet)
+    joint_age_s: float = float("nan")
 
 
 class ControlStep:
@@ -159,7 +161,8 @@ class ControlStep:
         # a new subject: another state or rule, or one more goal refused
         self.health.set(report.level, report.summary(), now_s,
                         (report.state, report.rules, self.supervisor.goals.refused))
-        result = StepResult(out, report)
+        result = StepResult(out, report,
+                            now_s - joints.stamp_s if joints is not None else float("nan"))
         self.last = result
         return result
 

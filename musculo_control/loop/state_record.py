@@ -1,6 +1,6 @@
 """One controller tick's state as a labelled flat record (the ``controller/state`` topic).
 
-Schema ``controller_state_v2`` (see :mod:`musculo_control.records`); per-muscle activations go
+Schema ``controller_state_v3`` (see :mod:`musculo_control.records`); per-muscle activations go
 out separately, with their names, as a JointState.
 """
 
@@ -15,7 +15,7 @@ from musculo_control.safety.supervisor import SafetyReport
 
 FloatArray = npt.NDArray[np.float64]
 
-SCHEMA = "controller_state_v2"
+SCHEMA = "controller_state_v3"
 #: ``supervisor_state`` codes of the record.
 STATE_CODES = {"running": 0.0, "fault": 1.0, "holding": 2.0, "latched": 3.0}
 
@@ -30,6 +30,7 @@ def controller_state_layout(n_joints: int) -> RecordLayout:
         Field("solve_time_s", ()),  # QP solve time [s]
         Field("compute_time_s", ()),  # whole controller tick [s]
         Field("snapshot_age_s", ()),  # age of the dynamics snapshot used [s]
+        Field("joint_age_s", ()),  # age of the newest joint sample: sensing to command [s]
         Field("objective", ()),  # QP cost (paper eq. 9-11, 16)
         Field("activation_norm", ()),  # ||a|| (SPEC section 8 C)
         Field("tick_period_s", ()),  # time since the previous tick started [s]
@@ -41,8 +42,8 @@ def controller_state_layout(n_joints: int) -> RecordLayout:
     ])
 
 
-def controller_state_values(out: ControlOutput, report: SafetyReport,
-                            tick_period_s: float) -> dict[str, npt.ArrayLike | float]:
+def controller_state_values(out: ControlOutput, report: SafetyReport, tick_period_s: float,
+                            joint_age_s: float) -> dict[str, npt.ArrayLike | float]:
     """Field values of one tick's output and safety report, for
     :func:`controller_state_layout`."""
     return {
@@ -53,6 +54,7 @@ def controller_state_values(out: ControlOutput, report: SafetyReport,
         "solve_time_s": out.solve_time_s,
         "compute_time_s": out.compute_time_s,
         "snapshot_age_s": out.snapshot_age_s,
+        "joint_age_s": joint_age_s if np.isfinite(joint_age_s) else 0.0,
         "objective": out.objective,
         "activation_norm": float(np.linalg.norm(out.activations)),
         "tick_period_s": tick_period_s if np.isfinite(tick_period_s) else 0.0,

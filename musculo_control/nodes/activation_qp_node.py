@@ -218,17 +218,18 @@ class ActivationQPNode(StageNode):
         self.timer.start(time.perf_counter())
         try:
             self._take_inputs(now_s)
-            out, report = self.step.tick(now_s)
+            out, report, joint_age = self.step.tick(now_s)
         except Exception as exc:  # noqa: BLE001 - a bug in the shell must still send f_min
             self.get_logger().error(f"node fault, minimum tension: {type(exc).__name__}: {exc}\n"
                                     f"{traceback.format_exc()}")
             out, report = safe_output(self.robot, f"node fault: {exc}"), None
+            joint_age = float("nan")
         self._cmd_pub.publish(self._cmd_msg.write(stamp, effort=out.tension_n))
         self.timer.stop(time.perf_counter())
         self._act_pub.publish(self._act_msg.write(stamp, out.activations))
         if report is not None:
             self._state_pub.publish(self._state_msg.write(self._state_layout.pack(
-                controller_state_values(out, report, self.timer.last_period_s))))
+                controller_state_values(out, report, self.timer.last_period_s, joint_age))))
         if out.ok:
             self._hand_pub.publish(cv.point_stamped_msg(MSGS, stamp, self.frame_id,
                                                         out.hand_position_m))

@@ -21,9 +21,7 @@ minimum-tension command, whichever is first; the times are simulated time from t
 
 from __future__ import annotations
 
-import itertools
 import math
-import os
 import signal
 import time
 from pathlib import Path
@@ -33,7 +31,7 @@ import numpy as np
 
 from musculo_control.loop.build import LoopParts
 from musculo_control.nodes.graph import GraphOptions
-from musculo_control.nodes.launcher import GraphProcesses
+from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
 from musculo_control.nodes.observer import GraphObserver
 from musculo_control.sim.experiments import minimum_jerk, start_pose
 from musculo_control.sim.fault_matrix import FaultMatrixConfig, FaultResult, fault_duration
@@ -45,6 +43,8 @@ STAGE_NODES = {"potentiometers": "potentiometer_node", "tendon actuators": "tend
                "mock arm": "mock_hardware_node"}
 #: Faults that hang a node instead of injecting data: (node, how).
 HANGS = {"stale_snapshot": "dynamics_node", "command_dropout": "activation_qp_node"}
+#: ... and the recording of the output that stops.
+HANG_OUTPUTS = {"stale_snapshot": "dynamics", "command_dropout": "commands"}
 #: Faults the observer sends as goals.
 GOAL_FAULTS = ("goal_outside_workspace", "goal_nan")
 #: Wall-clock bounds of one case [s].
@@ -61,7 +61,10 @@ class _Case:
         q0 = start_pose(robot, cfg.start_pose)
         extra: dict[str, dict[str, Any]] = {
             "mock_hardware_node": {"initial_pose_rad": [float(v) for v in q0],
-                                   "lockstep": True, "lockstep_timeout_s": 0.3}}
+                                   "lockstep": True,
+                                   # a hung node (SIGSTOP) is given up on after this; a loaded
+                                   # machine must not look like one
+                                   "lockstep_timeout_s": 2.0}}
         duration = fault_duration(cfg, name)
         if name in MOCK_FAULTS:
             extra["mock_hardware_node"].update(inject_fault=name, inject_for_s=duration)
@@ -69,7 +72,7 @@ class _Case:
             extra["activation_qp_node"] = {"inject_fault": name, "inject_for_s": duration}
         options = GraphOptions(parts.config_dir, controller=cfg.controller, use_sim_time=True,
                                real_time_factor=real_time_factor, goal_mode="none", extra=extra)
-        self.domain = _domain()
+        self.domain = private_domain_id()
         self.graph = GraphProcesses(options, workdir, domain_id=self.domain)
         self.duration = duration
 
@@ -78,7 +81,8 @@ class _Case:
         with self.graph as graph, GraphObserver(self.parts, use_sim_time=True,
                                                 domain_id=self.domain) as obs:
             if not obs.wait_until(lambda: _released(obs), _START_TIMEOUT_S):
-                raise RuntimeError(f"the graph did not start ({name})")
+                raise RuntimeError(f"the graph did not start ({name}): node logs in "
+                                   f"{self.graph.workdir}")
             assert obs.wait_until(lambda: len(obs.goals_in_force) > 0, _START_TIMEOUT_S)
             x0, quat = obs.snapshot(obs.goals_in_force).values[-1]
             t0 = obs.now_s()
@@ -121,27 +125,31 @@ def _released(obs: GraphObserver) -> bool:
     return bool(mock) and mock[-1].message == "running" and len(obs.commands) > 0
 
 
-_DOMAINS = itertools.count()
-
-
-def _domain() -> int:
-    """A ROS_DOMAIN_ID per case, apart from other runs on the machine (the pid)."""
-    return 1 + (os.getpid() * 7 + next(_DOMAINS)) % 100
-
-
 def _recordings(obs: GraphObserver) -> dict[str, Any]:
     return {"commands": obs.snapshot(obs.commands), "sent": obs.snapshot(obs.sent),
+            "dynamics": obs.snapshot(obs.dynamics),
             "hand": obs.snapshot(obs.hand), "state": obs.snapshot(obs.controller_state),
             "diagnostics": list(obs.diagnostics)}
 
 
-def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], f_min_n: float,
-             limit_n: float) -> FaultResult:
-    """One row of the graph's matrix (the fields of the runner's)."""
+def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[str, Any],
+             f_min_n: float, limit_n: float, periods: dict[str, float]) -> FaultResult:
+    """One row of the graph's matrix, with the fields and meaning of the runner's; the hand is
+    compared with the fault-free run ``base`` at the same time of the scenario. ``periods``:
+    the output period [s] of each node a fault hangs."""
     kind = fault_kind(name)
     rec = run["obs"]
     injected = run["onset"]  # when the observer injected it
-    onset = _reported_onset(rec["diagnostics"], name) or injected
+    reported = _injection_values(rec["diagnostics"], name)
+    if "injection onset [s]" in reported:
+        onset = float(reported["injection onset [s]"])
+    elif name in HANGS:
+        # as the runner counts it: from when the hung node's first missing output was due
+        outputs = rec[HANG_OUTPUTS[name]].stamp
+        last = max((t for t in outputs if t <= injected), default=injected)
+        onset = max(last + periods[HANGS[name]], injected)
+    else:
+        onset = injected
     nodes = {STAGE_NODES[s] for s in kind.stages} | {"activation_qp_node"}
     detect_t, rule, message = None, "", ""
     refused_before: dict[str, str] = {}
@@ -168,9 +176,9 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], f_min_n: fl
     sent = np.asarray([v for t, v in zip(rec["sent"].t, rec["sent"].values) if t >= onset])
     command_max = float(np.nanmax(sent)) if sent.size else 0.0
     any_nan = bool(sent.size and not np.isfinite(sent).all())
-    before = [f for t, f in zip(commands.t, commands.values)
-              if t < onset and np.all(np.abs(np.asarray(f) - f_min_n) < 1e-6)]
     t0 = run["t0"]
+    before = [f for t, f in zip(commands.t, commands.values)
+              if t0 <= t < onset and np.all(np.abs(np.asarray(f) - f_min_n) < 1e-6)]
     t_off = t0 + cfg.inject_at_s + fault_duration(cfg, name)
     states = rec["state"]
     back = None
@@ -181,12 +189,17 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], f_min_n: fl
             back = t
         elif v["supervisor_state"] != 0.0:
             back = None
-    hand = rec["hand"]
-    final = float(np.linalg.norm(np.asarray(hand.values[-1]) - run["end"])) if hand.values \
-        else math.inf
-    after = [np.linalg.norm(np.asarray(h) - run["end"]) for t, h in zip(hand.t, hand.values)
-             if t >= onset]
-    recovered = back is not None and final <= cfg.recovery_tolerance_m
+    # the hand against the fault-free run's at the same scenario time (as the runner's matrix)
+    hand_t, hand = _hand(run)
+    base_t, base_hand = _hand(base)
+    shared = (hand_t >= base_t[0]) & (hand_t <= base_t[-1])
+    at_base = np.column_stack([np.interp(hand_t[shared], base_t, base_hand[:, i])
+                               for i in range(3)])
+    deviation = np.linalg.norm(hand[shared] - at_base, axis=1)
+    # redundant arm: recovered means as close to the goal as the fault-free run, within tolerance
+    final_excess = float(np.linalg.norm(hand[-1] - run["end"])
+                         - np.linalg.norm(base_hand[-1] - base["end"]))
+    recovered = back is not None and final_excess <= cfg.recovery_tolerance_m
     return FaultResult(
         name=name, detected=detect_t is not None,
         detection_time_ms=None if detect_t is None else (detect_t - onset) * 1e3,
@@ -194,26 +207,33 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], f_min_n: fl
         message=message,
         injection_to_detection_ms=None if detect_t is None else (detect_t - injected) * 1e3,
         recovery_time_ms=None if back is None else (back - t_off) * 1e3,
-        max_deviation_m=float(max(after)) if after else 0.0, final_error_excess_m=final,
-        target="", alarms_before_injection=len(before), safe_ticks=len(safe), limit_N=limit_n,
+        max_deviation_m=float(deviation.max()) if deviation.size else math.nan,
+        final_error_excess_m=final_excess, target=reported.get("injection target", ""),
+        alarms_before_injection=len(before), safe_ticks=len(safe), limit_N=limit_n,
         target_ms=cfg.detection_target_ms)
 
 
-def _reported_onset(diagnostics: list[Any], name: str) -> float | None:
-    """When the injecting node says the fault first touched data (``injection onset [s]`` of
-    its diagnostics), or None (faults the observer makes: hangs and goals)."""
+def _hand(run: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(scenario time [s], the mock arm's true hand [m]) of a case."""
+    hand = run["obs"]["hand"]
+    return np.asarray(hand.t) - run["t0"], np.asarray(hand.values)
+
+
+def _injection_values(diagnostics: list[Any], name: str) -> dict[str, str]:
+    """What the injecting node says of its fault on /diagnostics (``injection onset [s]``:
+    when it first touched data; ``injection target``: the joint or tendon), once known; empty
+    for the faults the observer makes (hangs and goals)."""
     if name in MOCK_FAULTS:
         node = "mock_hardware_node"
     elif name in CONTROLLER_FAULTS:
         node = "activation_qp_node"
     else:
-        return None
+        return {}
     for d in reversed(diagnostics):
-        if d.name.removeprefix("musculo_control: ") == node:
-            value = d.values.get("injection onset [s]", "-")
-            if value != "-":
-                return float(value)
-    return None
+        if d.name.removeprefix("musculo_control: ") == node \
+                and d.values.get("injection onset [s]", "-") != "-":
+            return {k: v for k, v in d.values.items() if k.startswith("injection")}
+    return {}
 
 
 def run_graph_matrix(parts: LoopParts, cfg: FaultMatrixConfig, workdir: Path,
@@ -223,17 +243,21 @@ def run_graph_matrix(parts: LoopParts, cfg: FaultMatrixConfig, workdir: Path,
     import sys
 
     f_min = parts.robot.hill.f_min_n
+    loop = parts.controller.loop
+    periods = {"dynamics_node": 1.0 / loop.dynamics_rate_hz,
+               "activation_qp_node": 1.0 / loop.control_rate_hz}
     limit = parts.drivers.tendons.config.max_tension_n
     base = _Case(parts, cfg, None, workdir / "fault_free", real_time_factor).run()
     base_commands = base["obs"]["commands"]
-    base_info = {"alarms": sum(1 for f in base_commands.values
-                               if np.all(np.abs(np.asarray(f) - f_min) < 1e-6)),
+    base_info = {"alarms": sum(1 for t, f in zip(base_commands.t, base_commands.values)
+                               if t >= base["t0"] and np.all(np.abs(np.asarray(f) - f_min)
+                                                             < 1e-6)),
                  "max_command_N": round(float(np.max(base["obs"]["sent"].values)), 3),
                  "limit_N": limit}
     results = []
     for name in cfg.cases:
         run = _Case(parts, cfg, name, workdir / name, real_time_factor).run()
-        result = evaluate(name, cfg, run, f_min, limit)
+        result = evaluate(name, cfg, run, base, f_min, limit, periods)
         results.append(result)
         if progress:
             print(f"  {name}: detected={result.detected} t={result.detection_time_ms} ms "

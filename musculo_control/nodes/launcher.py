@@ -11,6 +11,7 @@ last safe messages) and kills what does not end in time.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -23,6 +24,15 @@ import yaml
 
 from musculo_control.errors import InputError
 from musculo_control.nodes.graph import GraphOptions, NodeLaunch, graph_nodes
+
+# spaced by the pid from other runs on the machine, then one apart per graph of this process
+_DOMAINS = itertools.count()
+
+
+def private_domain_id() -> int:
+    """A ROS_DOMAIN_ID for one graph, unlikely to be shared with another run on the machine
+    (1-100: inside the range every DDS implementation maps to ports)."""
+    return 1 + (os.getpid() * 7 + next(_DOMAINS)) % 100
 
 
 class GraphProcesses:

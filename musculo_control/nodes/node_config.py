@@ -285,3 +285,27 @@ def params_files_from_argv(argv: Sequence[str]) -> list[str]:
             i += 1
         i += 1
     return files
+
+
+def parameters_markdown() -> str:
+    """The parameter tables of doc/ros.md (a test holds the doc to this): the parameters every
+    node takes, fault injection, then each node's own, with defaults and descriptions."""
+    def table(title: str, fields: list[dataclasses.Field[Any]]) -> list[str]:
+        rows = [f"| {title} | default | meaning |", "|---|---|---|"]
+        for f in fields:
+            default = list(f.default) if isinstance(f.default, tuple) else f.default
+            doc = f.metadata.get("doc", "").replace("|", "\\|")
+            rows.append(f"| `{f.name}` | `{default!r}` | {doc} |")
+        return rows
+
+    common = {f.name for f in dataclasses.fields(CommonNodeParams)}
+    injection = {f.name for f in dataclasses.fields(FaultInjectionParams)}
+    lines = table("every node", list(dataclasses.fields(CommonNodeParams))) + [""]
+    injecting = [n for n, c in NODE_PARAMS.items() if issubclass(c, FaultInjectionParams)]
+    lines += table("fault injection (" + ", ".join(f"`{n}`" for n in injecting) + ")",
+                   list(dataclasses.fields(FaultInjectionParams))) + [""]
+    for name, cls in NODE_PARAMS.items():
+        own = [f for f in dataclasses.fields(cls) if f.name not in common | injection]
+        if own:
+            lines += table(f"`{name}`", own) + [""]
+    return "\n".join(lines)

@@ -113,9 +113,9 @@ def declare_parameters(node: Node, cls: type[T]) -> T:
 
 class Diagnostics:
     """The node's one DiagnosticStatus on /diagnostics, from its stage's :class:`Health`:
-    periodically, and at once when the level changes (a fault is reported within one tick,
-    not within a second). Refusal warnings the stage collected are logged (throttled per
-    topic by the stage)."""
+    periodically, and at once when the status changes (a fault is reported within one tick,
+    not within a second) or an input was refused. Refusal warnings the stage collected are
+    logged (throttled per topic by the stage)."""
 
     def __init__(self, node: Node, health: Health, period_s: float, hardware_id: str = "",
                  values: Callable[[], dict[str, str]] | None = None) -> None:
@@ -151,11 +151,13 @@ class Diagnostics:
             self.publish_error = f"{type(exc).__name__}: {exc}"
 
     def log_warnings(self) -> None:
-        """Log what the stage refused since the last call."""
+        """Log what the stage refused since the last call, and publish at once: a refused
+        input is news (the warnings are throttled per topic, so this cannot flood)."""
         if self.health.warnings:
             logger = self.node.get_logger()
             for text in self.health.take_warnings():
                 logger.warning(text)
+            self.publish()
 
 
 def _never_called(msg: Any) -> None:  # the executor never spins the input node
@@ -345,7 +347,7 @@ class StageNode(Node):
             # the onset (when the fault first touched data), from which the graph's fault
             # matrix counts the detection time, as the runner's does
             onset = injector.onset_s
-            return {"injected fault": injector.name,
+            return {"injected fault": injector.name, "injection target": injector.target,
                     "injection onset [s]": "-" if onset is None
                     else f"{onset + injector.origin_s:.6f}"}
 

@@ -345,6 +345,27 @@ def matrix_markdown(results: list[FaultResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def comparison_markdown(runner: list[FaultResult], graph: list[FaultResult]) -> str:
+    """The matrix of the ROS-free runner and of the node graph side by side (same faults)."""
+    by_name = {r.name: r for r in graph}
+
+    def cell(r: FaultResult | None) -> str:
+        if r is None:
+            return "- | - | -"
+        t = "-" if r.detection_time_ms is None else f"{r.detection_time_ms:.0f}"
+        return (f"{r.rule or '**not detected**'} | {t} | "
+                f"{'yes' if r.recovered else '**no**'}")
+
+    lines = ["| fault | runner: detected by | [ms] | recovered | node graph: detected by | [ms] "
+             "| recovered | graph: max on hw/tendon_commands [N], NaN |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in runner:
+        g = by_name.get(r.name)
+        sent = "-" if g is None else f"{g.max_command_N:.0f}, {'yes' if g.any_nan else 'no'}"
+        lines.append(f"| `{r.name}` | {cell(r)} | {cell(g)} | {sent} |")
+    return "\n".join(lines) + "\n"
+
+
 def node_injector(node: str, fault: str, start_s: float, duration_s: float, robot: Robot,
                   calibration: Any, physics_dt_s: float, tension_limit_n: float,
                   allowed: tuple[str, ...]) -> FaultInjector:

@@ -10,7 +10,7 @@ PlotJuggler's ROS 2 parsers open it as a ROS recording.
 The messages are built by :mod:`musculo_control.nodes.conversions`, the same code the nodes
 publish with, on the same topics and types (README, ROS interface): ``/joint_states``,
 ``/muscle_states``, ``/muscle_commands``, ``/controller/activations``, ``/controller/goal``,
-``/controller/state`` (the ``controller_state_v2`` record); the mock arm's truth goes on
+``/controller/state`` (the ``controller_state_v3`` record); the mock arm's truth goes on
 ``/mock/joint_states``, ``/mock/hand``, ``/mock/gauge_force`` as the mock node publishes it,
 plus ``/mock/elbow`` and ``/mock/tendon_tensions``, which only the simulation has.
 

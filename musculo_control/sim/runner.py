@@ -127,6 +127,7 @@ class LoopState(NamedTuple):
     snapshot: DynamicsSnapshot | None
     output: ControlOutput  # the tick's command
     report: SafetyReport
+    joint_age_s: float  # age of the newest joint sample at the tick [s]
 
 
 #: Called every physics step before it, with (t_s, mock): moves a force gauge, injects faults.
@@ -330,7 +331,7 @@ class ClosedLoop:
             wanted = goal_at(t_run)
             goal = wanted if injected is None or startup else injected.goal(t, wanted)
             step.offer_goal(goal, t, t)
-            out, report = step.tick(t)
+            out, report, joint_age = step.tick(t)
             self.output, self.report = out, report
             if not report.ok and not startup:
                 self.faults.append((t_run, out.reason))
@@ -338,7 +339,7 @@ class ClosedLoop:
                 self._commands.send(k, (t, out.tension_n))
             if on_control is not None and not startup:
                 on_control(LoopState(t_run, step.joints.value, step.tendons.value,
-                                     step.snapshots.value, out, report))
+                                     step.snapshots.value, out, report, joint_age))
         for stamp, tension in self._commands.receive(k):
             self.tendons.receive_command(stamp, tension)
         if k % div.driver == 0:

@@ -76,8 +76,8 @@ class RunSignals:
                                           else np.array([0.0, 0.0, 0.0, 1.0])),
             "activation": out.activations, "activation_norm": np.linalg.norm(out.activations),
             "tension_command_n": out.tension_n,
-            "controller_state": self.layout.pack(controller_state_values(out, state.report,
-                                                                           self.period_s)),
+            "controller_state": self.layout.pack(controller_state_values(
+                out, state.report, self.period_s, state.joint_age_s)),
             "q_rad": mock.q_rad, "qd_rad_s": mock.qd_rad_s, "hand_m": hand,
             "hand_error_m": np.linalg.norm(hand - goal.position_m),
             "elbow_m": mock.elbow_position_m, "tension_n": mock.tendon_tension_n,
