@@ -366,7 +366,7 @@ def test_the_planar_arm_runs_on_the_graph_and_reaches_a_goal(tmp_path):
         assert obs.wait_for(5.0, 120.0), logs(graph)
         commands = obs.snapshot(obs.commands).since(t0)
         unsafe = [t for t, f in zip(commands.t, commands.values) if minimum_tension(f, f_min)]
-        assert not unsafe, (unsafe[:5], _errors_after(obs, t0)[:5], logs(graph))
+        assert not unsafe, (unsafe[:5], errors_after(obs, t0)[:5], logs(graph))
         hand = obs.snapshot(obs.hand).since(t_goal)
         dist = np.linalg.norm(np.asarray(hand.values) - goal, axis=1)
         assert dist[-1] < 0.02, (dist[-1], logs(graph))
