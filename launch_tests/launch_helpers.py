@@ -1,139 +1,157 @@
-"""Shared pieces of the launch tests: the launch description and a ROS-side probe.
+"""Shared pieces of the launch tests: the real launch files with the tests' arguments, and the
+graph observer of test/test_graph.py.
 
-Imported only by the launch tests, after they have checked that rclpy is there.
+The graph is the installed ``mock_arm.launch.py`` (or ``arm.launch.py``), GUI and rclcpp
+nodes off; it is watched by :class:`~musculo_control.nodes.observer.GraphObserver` and judged
+with the helpers of ``test/graph_harness.py`` (safe state, rates by stamps, first event after
+an instant), the same as the node-graph tests that ``make test`` runs without ``ros2 launch``.
+
+Most tests run on simulated time in lockstep (the mock arm publishes /clock at half real time
+and holds it for a node that lags), as test/test_graph.py does, so that what they assert is
+the loop's behaviour and not the load of the machine; the launch arguments say so
+(``use_sim_time:=true real_time_factor:=0.5``) and a copy of the installed parameter file
+turns lockstep on (``params_file:=``).
+
+Imported only by the launch tests, after they have checked that the launch tools are there.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 import time
-from collections.abc import Callable
+import unittest
+from pathlib import Path
 from typing import Any
 
 import launch_testing.actions
-import numpy as np
-import rclpy
+import launch_testing.asserts
+import yaml
 from ament_index_python.packages import get_package_share_directory
-from diagnostic_msgs.msg import DiagnosticArray
 from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from launch import LaunchDescription
-from musculo_control.nodes import conversions as cv
-from musculo_control.nodes.node_config import GOAL_NODE, MUSCLE_MARKER_NODE, NODE_PARAMS
+from musculo_control.loop.build import LoopParts, load_parts
+from musculo_control.nodes.node_config import (
+    MOCK_HARDWARE_NODE,
+    MUSCLE_MARKER_NODE,
+    NODE_PARAMS,
+    ROS_PARAMS_FILE,
+)
+from musculo_control.nodes.observer import GraphObserver
 
-#: Nodes the mock launch starts with use_rviz:=false (no muscle markers without RViz).
-LAUNCHED_NODES = tuple(n for n in NODE_PARAMS if n != MUSCLE_MARKER_NODE)
-#: How long the whole suite may take to come up on a slow machine [s].
-STARTUP_TIMEOUT_S = 90.0
+# the judging helpers of the node-graph tests (test/graph_harness.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
+from graph_harness import (  # noqa: E402
+    SIM_RATE,
+    errors_after,
+    first_after,
+    first_diagnostic,
+    minimum_tension,
+    rate_by_stamps,
+    released,
+)
+
+PACKAGE = "musculo_control"
+SHARE = Path(get_package_share_directory(PACKAGE))
+#: The robot the launch files start by default (their ``config_dir`` left empty).
+CONFIG_DIR = SHARE / "config" / "musashi_left_arm"
+#: Nodes mock_arm.launch.py starts with use_rviz:=false (no muscle markers without RViz).
+MOCK_NODES = tuple(n for n in NODE_PARAMS if n != MUSCLE_MARKER_NODE)
+#: Nodes arm.launch.py starts with use_rviz:=false: no mock arm either.
+ARM_NODES = tuple(n for n in MOCK_NODES if n != MOCK_HARDWARE_NODE)
+#: Wall-clock bound of a start-up on a loaded machine [s].
+STARTUP_TIMEOUT_S = 180.0
+#: Wall-clock bound of any other wait [s].
+WAIT_TIMEOUT_S = 180.0
+#: Launch arguments of a test on simulated time.
+SIM_TIME = {"use_sim_time": "true", "real_time_factor": str(SIM_RATE)}
 
 
-def mock_arm_launch(**arguments: str) -> LaunchDescription:
-    """The real mock_arm.launch.py, GUI and rclcpp-based nodes off, plus ReadyToTest."""
-    path = os.path.join(get_package_share_directory("musculo_control"), "launch",
-                        "mock_arm.launch.py")
+def parts() -> LoopParts:
+    """The stages of the installed robot (the observer's view of it)."""
+    return load_parts(CONFIG_DIR)
+
+
+def params_file(extra: dict[str, dict[str, Any]] | None = None, *,
+                lockstep: bool = True) -> str:
+    """The installed parameter file with ``extra`` parameters per node (and, with
+    ``lockstep``, the mock arm waiting for lagging nodes, up to 5 s of wall time) written to
+    a temporary file; its path."""
+    doc = yaml.safe_load((CONFIG_DIR / ROS_PARAMS_FILE).read_text(encoding="utf-8"))
+    extra = {k: dict(v) for k, v in (extra or {}).items()}
+    if lockstep:
+        extra.setdefault(MOCK_HARDWARE_NODE, {}).update(lockstep=True, lockstep_timeout_s=5.0)
+    for node, values in extra.items():
+        doc.setdefault(node, {"ros__parameters": {}})["ros__parameters"].update(values)
+    fd, path = tempfile.mkstemp(prefix="musculo_launch_test_", suffix=".yaml")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        yaml.safe_dump(doc, f, sort_keys=False)
+    return path
+
+
+def launch(file: str = "mock_arm.launch.py", **arguments: str) -> LaunchDescription:
+    """The installed launch ``file`` with ``arguments`` (RViz, robot_state_publisher and goals
+    off unless given), then ReadyToTest."""
     args = {"use_rviz": "false", "use_robot_state_publisher": "false", "goal_mode": "none",
             **arguments}
     return LaunchDescription([
-        IncludeLaunchDescription(PythonLaunchDescriptionSource(path),
+        IncludeLaunchDescription(PythonLaunchDescriptionSource(str(SHARE / "launch" / file)),
                                  launch_arguments=list(args.items())),
         launch_testing.actions.ReadyToTest(),
     ])
 
 
-def queue_qos(depth: int) -> QoSProfile:
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
-                      reliability=ReliabilityPolicy.BEST_EFFORT,
-                      durability=DurabilityPolicy.VOLATILE)
+def observer(stages: LoopParts, sim: bool) -> GraphObserver:
+    """A graph observer on the domain of the environment (``ROS_DOMAIN_ID``)."""
+    return GraphObserver(stages, use_sim_time=sim, name="launch_test_observer")
 
 
-class Queue:
-    """Messages of one topic, kept by DDS until taken (no executor wake-up per message, so
-    the probe itself adds little load to the machine it measures)."""
-
-    def __init__(self, node: Node, msg_type: Any, topic: str, depth: int,
-                 qos: QoSProfile | None = None) -> None:
-        self._type = msg_type
-        self._sub = node.create_subscription(msg_type, topic, lambda m: None,
-                                             qos or queue_qos(depth))
-
-    def take_all(self) -> list[tuple[Any, float]]:
-        """(message, time taken by the probe [s, time.time()]) for everything queued."""
-        out = []
-        handle = self._sub.handle
-        now = time.time()
-        with handle:
-            while True:
-                got = handle.take_message(self._type, False)
-                if got is None:
-                    return out
-                out.append((got[0], now))
+def wait_nodes(obs: GraphObserver, names: tuple[str, ...]) -> float:
+    """Wait until every node of ``names`` is in the ROS graph; the wall time it took [s]."""
+    t0 = time.monotonic()
+    if not obs.wait_until(lambda: set(names) <= set(obs.node.get_node_names()),
+                          STARTUP_TIMEOUT_S, poll_s=0.2):
+        missing = set(names) - set(obs.node.get_node_names())
+        raise AssertionError(f"nodes {sorted(missing)} not up after {STARTUP_TIMEOUT_S:.0f} s")
+    return time.monotonic() - t0
 
 
-class Probe:
-    """A test-side node with queues on the topics the tests look at."""
-
-    def __init__(self, name: str) -> None:
-        self.node = rclpy.create_node(name)
-
-    def queue(self, msg_type: Any, topic: str, depth: int = 4000,
-              qos: QoSProfile | None = None) -> Queue:
-        return Queue(self.node, msg_type, topic, depth, qos)
-
-    def wait_for(self, what: str, condition: Callable[[], bool], timeout_s: float,
-                 period_s: float = 0.05) -> float:
-        """Poll ``condition`` until true; returns the time it took [s]; fails after timeout."""
-        t0 = time.monotonic()
-        while not condition():
-            if time.monotonic() - t0 > timeout_s:
-                raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-            time.sleep(period_s)
-        return time.monotonic() - t0
-
-    def node_names(self) -> set[str]:
-        return set(self.node.get_node_names())
-
-    def destroy(self) -> None:
-        self.node.destroy_node()
+def wait_released(obs: GraphObserver) -> float:
+    """Wait until the controller holds the released arm; the observer's time then [s]."""
+    if not obs.wait_until(lambda: released(obs), STARTUP_TIMEOUT_S):
+        raise AssertionError("the controller never held the arm; last diagnostics: "
+                             f"{obs.diagnostics[-8:]}")
+    return obs.now_s()
 
 
-class DiagnosticsLog:
-    """Every /diagnostics status seen, with its header stamp."""
+class ObservedGraph(unittest.TestCase):
+    """Tests of one launched graph, watched by ``self.obs`` (on simulated time unless
+    ``SIM`` is false) with the robot's stages in ``self.parts``."""
 
-    def __init__(self, probe: Probe) -> None:
-        self._queue = probe.queue(DiagnosticArray, "/diagnostics", depth=2000,
-                                  qos=QoSProfile(depth=2000))
-        self.entries: list[tuple[float, cv.Status]] = []
+    SIM = True
 
-    def update(self) -> list[tuple[float, cv.Status]]:
-        for msg, _ in self._queue.take_all():
-            stamp = cv.stamp_of(msg).seconds
-            self.entries.extend((stamp, s) for s in cv.read_diagnostic_array(msg))
-        return self.entries
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.parts = parts()
+        cls.obs = observer(cls.parts, sim=cls.SIM)
 
-    def latest(self, node_name: str) -> cv.Status | None:
-        self.update()
-        for _, status in reversed(self.entries):
-            if status.name.endswith(f": {node_name}"):
-                return status
-        return None
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.obs.close()
 
 
-def record_stamp(msg: Any) -> cv.Stamp:
-    """The source stamp of a labelled record whose first field is ``stamp`` (sec, nanosec)."""
-    return cv.Stamp(int(msg.data[0]), int(msg.data[1]))
+@launch_testing.post_shutdown_test()
+class CleanExit(unittest.TestCase):
+    """After shutdown: every process ended with exit code 0 (a test module imports it)."""
+
+    def test_every_process_exits_cleanly(self, proc_info: Any) -> None:
+        launch_testing.asserts.assertExitCodes(proc_info)
 
 
-def stamps_rate_hz(messages: list[tuple[Any, float]],
-                   stamp_of: Callable[[Any], cv.Stamp] = cv.stamp_of) -> float:
-    """Rate from stamps: (n - 1) / (last - first)."""
-    stamps = np.array([stamp_of(m).seconds for m, _ in messages])
-    if stamps.size < 2 or stamps[-1] <= stamps[0]:
-        return 0.0
-    return float((stamps.size - 1) / (stamps[-1] - stamps[0]))
-
-
-__all__ = ["GOAL_NODE", "LAUNCHED_NODES", "STARTUP_TIMEOUT_S", "DiagnosticsLog", "Probe",
-           "Queue", "mock_arm_launch", "record_stamp", "stamps_rate_hz"]
+__all__ = ["ARM_NODES", "CONFIG_DIR", "MOCK_NODES", "SIM_TIME", "STARTUP_TIMEOUT_S",
+           "WAIT_TIMEOUT_S", "CleanExit", "ObservedGraph", "errors_after", "first_after",
+           "first_diagnostic", "launch", "minimum_tension", "observer", "params_file", "parts",
+           "rate_by_stamps", "released", "wait_nodes", "wait_released"]

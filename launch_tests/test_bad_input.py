@@ -1,19 +1,27 @@
-"""Launch test: bad input is refused with a warning naming the topic and the fault, and never
-reaches the controller, which keeps commanding and keeps its goal.
+"""Launch test: bad input is refused and never reaches the arm; the controller keeps its goal,
+on simulated time in lockstep.
 
-Sent while the arm is under control: goals with NaN, outside the workspace, in another frame,
-out of order; joint states with the wrong number of names, unknown names, an old stamp; muscle
-commands with unknown names.
+Sent while the arm is under control, after a good goal 2 cm away:
+
+- on ``hand_goal`` (PoseStamped): NaN, outside the workspace, another frame, stamped before
+  the goal in force; on ``hand_goal/trajectory``: a NaN velocity. Each is reported on
+  /diagnostics with its rule (``goal_invalid``, ``goal_outside_workspace``), counted in
+  ``goals refused``, and the good goal stays in force;
+- on ``joint_states``: 6 names of 7, and an unknown name; on ``muscle_commands``: names that
+  are no muscles. Each is refused with a warning naming the topic; a flood of them only
+  crowds out good samples (the stale-input rules, minimum tension and back), and the driver
+  never sends a non-finite or over-range command.
 
     launch_test launch_tests/test_bad_input.py
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import sys
 import time
-import unittest
 
 import pytest
 
@@ -22,119 +30,143 @@ rclpy = pytest.importorskip(
                     "and the colcon install of musculo_control, then run launch_test on this file")
 pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 
-import launch_testing.asserts
 import numpy as np
-from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import JointState
 
 sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
-    STARTUP_TIMEOUT_S,
-    DiagnosticsLog,
-    Probe,
-    mock_arm_launch,
+    SIM_TIME,
+    WAIT_TIMEOUT_S,
+    CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
+    ObservedGraph,
+    first_diagnostic,
+    launch,
+    minimum_tension,
+    params_file,
+    wait_released,
 )
 
 from musculo_control.nodes import conversions as cv
-from musculo_control.nodes.ros_common import MSGS, QOS_GOAL
+from musculo_control.nodes.ros_common import MSGS
 from musculo_control.stamps import Stamp
 
-JOINTS = ["shoulder_p", "shoulder_r", "shoulder_y", "elbow_p", "elbow_y", "wrist_r", "wrist_p"]
-#: Bad joint states are repeated this often so that the polling nodes see some as the newest.
-REPEATS = 60
-WAIT_S = 10.0
+#: Bad messages are sent in up to BURSTS bursts of BURST, 2 ms apart.
+BURSTS = 30
+BURST = 25
+#: Simulated time after the floods for control to come back (a 1 s goal ramp) [s].
+RECOVERY_S = 2.0
+#: Words before a colon in a diagnostic that are supervisor states, not rules.
+SUPERVISOR_STATES = {"fault", "holding", "latched", "running"}
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    return mock_arm_launch()
+    return launch(**SIM_TIME, params_file=params_file())
 
 
-class TestBadInput(unittest.TestCase):
+class TestBadInput(ObservedGraph):
 
     @classmethod
     def setUpClass(cls):
-        rclpy.init()
-        cls.probe = Probe("musculo_bad_input_test")
-        cls.diag = DiagnosticsLog(cls.probe)
-        node = cls.probe.node
-        cls.goal_pub = node.create_publisher(PoseStamped, "hand_goal", QOS_GOAL)
-        cls.joint_pub = node.create_publisher(JointState, "joint_states", 10)
-        cls.command_pub = node.create_publisher(JointState, "muscle_commands", 10)
-        cls.goal_echo = cls.probe.queue(PoseStamped, "controller/goal", depth=20, qos=QOS_GOAL)
-        cls.commands = cls.probe.queue(JointState, "muscle_commands")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.probe.destroy()
-        rclpy.shutdown()
-
-    def _controlling(self) -> bool:
-        qp = self.diag.latest("activation_qp_node")
-        mock = self.diag.latest("mock_hardware_node")
-        return (qp is not None and qp.level == cv.OK and mock is not None
-                and mock.message == "running")
-
-    def _goal(self, position, frame="base_link", quat=(0.0, 0.0, 0.0, 1.0), stamp=None):
-        stamp = stamp or Stamp.from_seconds(time.time())
-        self.goal_pub.publish(cv.pose_stamped_msg(MSGS, stamp, frame, position, quat))
-        time.sleep(0.1)
-
-    def _joints(self, names, stamp=None):
-        for _ in range(REPEATS):
-            st = stamp or Stamp.from_seconds(time.time())
-            self.joint_pub.publish(cv.joint_state_msg(MSGS, st, names, np.zeros(len(names)),
-                                                      np.zeros(len(names))))
-            time.sleep(0.005)
+        super().setUpClass()
+        cls.joints_pub = cls.obs.node.create_publisher(JointState, "joint_states", 10)
+        cls.commands_pub = cls.obs.node.create_publisher(JointState, "muscle_commands", 10)
 
     def test_bad_input_is_refused_and_control_goes_on(self, proc_output):
-        self.probe.wait_for("the controller", self._controlling, STARTUP_TIMEOUT_S)
-        self.goal_echo.take_all()
-        good = np.array([0.30, 0.30, 0.32])
-        self._goal(good)
-        self.probe.wait_for("the good goal in force", lambda: bool(self.goal_echo.take_all()),
-                            5.0)
-        self.commands.take_all()
+        obs, robot = self.obs, self.parts.robot
+        t0 = wait_released(obs)
+        self.assertTrue(obs.wait_until(lambda: len(obs.goals_in_force) > 0, WAIT_TIMEOUT_S))
+        held, orientation = obs.snapshot(obs.goals_in_force).values[-1]
+        good = held + np.array([0.0, 0.02, 0.0])
+        obs.send_goal_pose(good, orientation)
+        self.assertTrue(obs.wait_until(
+            lambda: np.allclose(obs.goals_in_force.values[-1][0], good), WAIT_TIMEOUT_S),
+            "the good goal never came in force")
+        stamp_good = obs.now_s()
+        # (what, how it is sent, the rule and the words its diagnostic holds)
+        cases = [
+            ("NaN", lambda: obs.send_goal_pose([0.3, math.nan, 0.3], orientation),
+             ("goal_invalid", "nan")),
+            ("outside", lambda: obs.send_goal_pose(held + [0.8, 0.0, 0.0], orientation),
+             ("goal_outside_workspace", "beyond the reach")),
+            ("frame", lambda: obs.send_goal_pose(held, orientation, frame_id="world"),
+             ("goal_invalid", "frame_id 'world'")),
+            ("late", lambda: obs.send_goal_pose(held, orientation,
+                                                stamp=Stamp.from_seconds(stamp_good - 0.5)),
+             ("goal_invalid", "out of order")),
+            ("trajectory NaN velocity", lambda: obs.send_goal_point(
+                held, orientation, [0.0, math.nan, 0.0], np.zeros(3)),
+             ("goal_invalid", "velocity_m_s")),
+        ]
+        for what, send, words in cases:
+            t = obs.now_s()
+            send()
+            found = obs.wait_until(lambda t=t, words=words: first_diagnostic(
+                obs, t, "activation_qp_node", 1, words) is not None, WAIT_TIMEOUT_S)
+            self.assertTrue(found, f"goal '{what}': no diagnostic with {words}")
+            print(f"\ngoal '{what}': {first_diagnostic(obs, t, 'activation_qp_node', 1, words)}",
+                  flush=True)
+        self.assertTrue(obs.wait_until(lambda: int(obs.diagnostics_of("activation_qp_node")[-1]
+                                                   .values["goals refused"]) >= len(cases),
+                                       WAIT_TIMEOUT_S), "goals refused: not counted")
+        # goals refused so far, and the loop never left control
+        in_force = obs.snapshot(obs.goals_in_force).values[-1][0]
+        np.testing.assert_allclose(in_force, good, atol=1e-9)
+        qp = obs.diagnostics_of("activation_qp_node")[-1]
+        self.assertGreaterEqual(int(qp.values["goals refused"]), len(cases), qp.values)
+        f_min = robot.hill.f_min_n
+        commands = obs.snapshot(obs.commands).since(t0)
+        self.assertFalse(any(minimum_tension(f, f_min) for f in commands.values),
+                         "a minimum-tension command: a refused goal reached the loop")
+        print(f"controller after the bad goals: level {qp.level}, '{qp.message}', goals "
+              f"refused {qp.values['goals refused']}", flush=True)
+        # bad stream samples: refused with a warning naming the topic. A flood of them crowds
+        # out the good samples of the polled stream; what follows is the stale-input rule
+        # (minimum tension, reported), then control again
+        t_streams = obs.now_s()
+        joints = list(robot.arm.joint_names)
+        n = robot.n_muscles
+        for pub, names, values, text in (
+                (self.joints_pub, joints[:-1], {"position": np.zeros(6), "velocity": np.zeros(6)},
+                 "refused a message on joint_states"),
+                (self.joints_pub, joints[:-1] + ["no_such_joint"],
+                 {"position": np.zeros(7), "velocity": np.zeros(7)}, "no_such_joint"),
+                (self.commands_pub, [f"m{i}" for i in range(n)], {"effort": np.full(n, 300.0)},
+                 "refused a message on muscle_commands")):
+            self.assertTrue(self._refused(proc_output, pub, names, values, text), text)
+            print(f"warned: {text}", flush=True)
+        self.assertTrue(obs.wait_for(RECOVERY_S, WAIT_TIMEOUT_S), "simulated time stalled")
+        commands = obs.snapshot(obs.commands).since(t_streams)
+        safe = [t for t, f in zip(commands.t, commands.values) if minimum_tension(f, f_min)]
+        reasons = sorted({rule for d in obs.diagnostics_of("activation_qp_node")
+                          if d.t >= t_streams and d.level >= 2
+                          for rule in re.findall(r"\b([a-z_]+): ", d.message)} - SUPERVISOR_STATES)
+        print(f"during the floods: {len(safe)} minimum-tension commands of {len(commands)}; "
+              f"errors: {reasons}", flush=True)
+        self.assertFalse(set(reasons) - {"joint_state_stale", "snapshot_stale",
+                                         "snapshot_late", "driver_silent"},
+                         "an error other than a stale input")
+        tail = commands.since(obs.now_s() - 0.2)
+        self.assertTrue(tail.values and not any(minimum_tension(f, f_min) for f in tail.values),
+                        "no control again after the floods")
+        sent = np.asarray(obs.snapshot(obs.sent).since(t_streams).values)
+        self.assertTrue(np.isfinite(sent).all())
+        self.assertLessEqual(sent.max(), self.parts.drivers.tendons.config.max_tension_n + 1e-6)
+        np.testing.assert_allclose(obs.snapshot(obs.goals_in_force).values[-1][0], good,
+                                   atol=1e-9)
 
-        def warned(text):
-            proc_output.assertWaitFor(text, timeout=WAIT_S, stream="stderr")
-
-        self._goal([0.3, float("nan"), 0.3])
-        warned("refused a message on hand_goal: position [0.3, nan, 0.3] is not 3 finite values")
-        time.sleep(1.1)  # past the warning throttle of the topic (one warning per second)
-        self._goal([1.5, 0.2, 0.3])
-        warned("beyond the reach")
-        time.sleep(1.1)
-        self._goal(good, frame="world")
-        warned("frame_id 'world', expected the base frame 'base_link'")
-        time.sleep(1.1)
-        self._goal(good, stamp=Stamp(1, 0))
-        warned("(out of order)")
-        self._joints(JOINTS[:6])
-        warned("refused a message on joint_states: 6 joint names, expected 7")
-        time.sleep(1.1)
-        self._joints(JOINTS[:6] + ["wrist_x"])
-        warned("unknown joint names ['wrist_x']")
-        time.sleep(1.1)
-        self._joints(JOINTS, stamp=Stamp(1, 0))
-        warned("joint_states: stamp 1.000000 s before the previous")
-        for _ in range(REPEATS):
-            self.command_pub.publish(cv.joint_state_msg(
-                MSGS, Stamp.from_seconds(time.time()), ["biceps"] * 18, effort=np.full(18, 300.0)))
-            time.sleep(0.005)
-        warned("refused a message on muscle_commands")
-        # none of it reached the controller: the good goal is still the one in force, and the
-        # controller kept commanding its tensions
-        self.assertEqual(self.goal_echo.take_all(), [], "a refused goal replaced the good one")
-        f_min = min(float(np.min(cv.float_array(m.effort))) for m, _ in self.commands.take_all())
-        self.assertGreater(f_min, 0.0)
-        qp = self.diag.latest("activation_qp_node")
-        self.assertEqual(qp.level, cv.OK, qp.message)
-        print(f"\ncontroller still OK after the bad input: '{qp.message}'", flush=True)
-
-
-@launch_testing.post_shutdown_test()
-class TestShutdown(unittest.TestCase):
-
-    def test_every_process_exits_cleanly(self, proc_info):
-        launch_testing.asserts.assertExitCodes(proc_info)
+    def _refused(self, proc_output, pub, names, values, text) -> bool:
+        """Publish the bad message in bursts until a node warns ``text``: the nodes poll the
+        newest sample of a stream at their tick, so one message among the good ones may never
+        be the one they take."""
+        for _ in range(BURSTS):
+            for _ in range(BURST):
+                pub.publish(cv.joint_state_msg(MSGS, Stamp.from_seconds(self.obs.now_s()),
+                                               names, **values))
+                time.sleep(0.002)
+            try:
+                proc_output.assertWaitFor(text, timeout=2.0)
+                return True
+            except AssertionError:
+                continue
+        return False

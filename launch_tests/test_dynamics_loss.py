@@ -1,8 +1,10 @@
-"""Launch test: killing the dynamics node makes the QP node send minimum tension within 100 ms
-and say so on /diagnostics.
+"""Launch test: killing the dynamics node (SIGKILL) makes the QP node send minimum tension on
+every muscle within 100 ms, say why on /diagnostics (``snapshot_stale``) within 100 ms, and
+stay there; the other processes exit cleanly at shutdown.
 
-The QP node notices the silence by receipt time (``dynamics_timeout_s``, 75 ms), sooner than
-the last snapshot's own age limit (``qp.snapshot_max_age_s``, 100 ms) would.
+On simulated time in lockstep: the mock arm waits up to ``lockstep_timeout_s`` of wall time for
+the dead node, then lets the clock run on; the 100 ms are simulated time, the loop's own
+figure, whatever the machine's load.
 
     launch_test launch_tests/test_dynamics_loss.py
 """
@@ -12,7 +14,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import time
 import unittest
 
 import pytest
@@ -21,100 +22,61 @@ rclpy = pytest.importorskip(
     "rclpy", reason="launch tests need ROS 2 (rclpy): source a ROS 2 Humble (or newer) setup "
                     "and the colcon install of musculo_control, then run launch_test on this file")
 pytest.importorskip("launch_testing", reason="launch_testing is not installed")
-psutil = pytest.importorskip("psutil", reason="the test finds the node's process with psutil")
 
 import launch_testing.asserts
-import numpy as np
-from sensor_msgs.msg import JointState
 
 sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
-    STARTUP_TIMEOUT_S,
-    DiagnosticsLog,
-    Probe,
-    mock_arm_launch,
+    SIM_TIME,
+    WAIT_TIMEOUT_S,
+    ObservedGraph,
+    first_after,
+    first_diagnostic,
+    launch,
+    minimum_tension,
+    params_file,
+    wait_released,
 )
 
-from musculo_control.model.config import load
-from musculo_control.model.robot import RobotConfig
-from musculo_control.nodes import conversions as cv
-from musculo_control.paths import default_config_dir
-
-#: The issue's limit: minimum tension within this long after the dynamics node dies [s].
+#: The limit: minimum tension, and the reason on /diagnostics, within this long [s].
 REACTION_LIMIT_S = 0.100
-#: Watch this long after the kill [s].
+#: Watch this long after the kill [simulated s].
 WATCH_S = 1.0
-F_MIN_N = load(RobotConfig, default_config_dir() / "robot.yaml").hill.f_min_n
 KILLED = "dynamics_node"
+REASON = "snapshot_stale"
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    return mock_arm_launch()
+    return launch(**SIM_TIME, params_file=params_file())
 
 
-def _node_process(executable: str) -> psutil.Process:
-    """The launched process running ``lib/musculo_control/<executable>`` (a child of this one)."""
-    for proc in psutil.Process().children(recursive=True):
-        try:
-            if any(arg.endswith(f"/{executable}") for arg in proc.cmdline()):
-                return proc
-        except psutil.NoSuchProcess:
-            continue
-    raise AssertionError(f"no running process for {executable}")
+class TestDynamicsLoss(ObservedGraph):
 
-
-class TestDynamicsLoss(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        rclpy.init()
-        cls.probe = Probe("musculo_dynamics_loss_test")
-        cls.diag = DiagnosticsLog(cls.probe)
-        cls.commands = cls.probe.queue(JointState, "muscle_commands")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.probe.destroy()
-        rclpy.shutdown()
-
-    def test_killing_dynamics_gives_minimum_tension_and_a_diagnostic(self):
-        def controlling():
-            qp = self.diag.latest("activation_qp_node")
-            mock = self.diag.latest("mock_hardware_node")
-            return (qp is not None and qp.level == cv.OK and mock is not None
-                    and mock.message == "running")
-
-        self.probe.wait_for("the controller holding the released arm", controlling,
-                            STARTUP_TIMEOUT_S)
-        time.sleep(1.0)
-        self.commands.take_all()
-        self.diag.update()
-        n_diag = len(self.diag.entries)
-        proc = _node_process(KILLED)
-        t_kill = time.time()
-        os.kill(proc.pid, signal.SIGKILL)
-        time.sleep(WATCH_S)
-        commands = [(cv.stamp_of(m).seconds, cv.float_array(m.effort))
-                    for m, _ in self.commands.take_all()]
-        self.assertTrue(commands, "no muscle_commands after the kill")
-        safe = [t for t, f in commands if t >= t_kill and np.all(f == F_MIN_N)]
-        self.assertTrue(safe, "the QP node never sent minimum tension after the dynamics node "
-                              "died")
-        first = safe[0] - t_kill
-        after = [f for t, f in commands if t >= safe[0]]
-        diag = [(t, s) for t, s in self.diag.update()[n_diag:]
-                if s.name.endswith(": activation_qp_node") and s.level == cv.ERROR
-                and "dynamics" in s.message]
-        print(f"\nkilled {KILLED} (pid {proc.pid}); first minimum-tension command "
-              f"{first * 1e3:.1f} ms later", flush=True)
-        self.assertLessEqual(first, REACTION_LIMIT_S)
-        self.assertTrue(all(np.all(f == F_MIN_N) for f in after),
+    def test_killing_dynamics_gives_minimum_tension_and_the_reason(self, proc_info):
+        obs = self.obs
+        f_min = self.parts.robot.hill.f_min_n
+        wait_released(obs)
+        self.assertTrue(obs.wait_for(1.0, WAIT_TIMEOUT_S), "simulated time stalled")
+        pid = proc_info[KILLED].pid
+        t_kill = obs.now_s()
+        os.kill(pid, signal.SIGKILL)
+        self.assertTrue(obs.wait_for(WATCH_S, WAIT_TIMEOUT_S), "simulated time stalled")
+        commands = obs.snapshot(obs.commands)
+        safe_t = first_after(commands, t_kill, lambda f: minimum_tension(f, f_min))
+        diag = first_diagnostic(obs, t_kill, "activation_qp_node", 2, (REASON,))
+        print(f"\nkilled {KILLED} (pid {pid}) at {t_kill:.3f} s (simulated); first "
+              f"minimum-tension command {(safe_t - t_kill) * 1e3 if safe_t else float('nan'):.1f}"
+              f" ms later; /diagnostics "
+              f"{(diag.t - t_kill) * 1e3 if diag else float('nan'):.1f} ms later: {diag}",
+              flush=True)
+        self.assertIsNotNone(safe_t, "never minimum tension after the dynamics node died")
+        self.assertLessEqual(safe_t - t_kill, REACTION_LIMIT_S)
+        self.assertIsNotNone(diag, f"no ERROR naming {REASON}: {obs.diagnostics[-5:]}")
+        self.assertLessEqual(diag.t - t_kill, REACTION_LIMIT_S)
+        later = commands.since(safe_t)
+        self.assertTrue(later.values and all(minimum_tension(f, f_min) for f in later.values),
                         "tension above the minimum again without dynamics")
-        self.assertTrue(diag, "no ERROR about the dynamics on /diagnostics")
-        print(f"/diagnostics {(diag[0][0] - t_kill) * 1e3:.1f} ms after the kill: "
-              f"'{diag[0][1].message}'", flush=True)
-        self.assertLessEqual(diag[0][0] - t_kill, REACTION_LIMIT_S)
 
 
 @launch_testing.post_shutdown_test()

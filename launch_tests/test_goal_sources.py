@@ -1,8 +1,14 @@
-"""Launch test: the RViz goal marker and the force gauge, without RViz.
+"""Launch test: the RViz goal marker and the force gauge, without RViz (``goal_mode:=
+interactive``, simulated time in lockstep).
 
-- goal_node (mode interactive) serves a marker at the hand; a drag reported on the marker's
-  feedback topic (as RViz sends it) becomes the goal in force;
-- the mock arm's force gauge pushes the elbow when placed and stops when cleared.
+- goal_node serves an interactive marker at the hand; a drag reported on the marker's
+  feedback topic (``hand_goal/feedback``, as RViz sends it) becomes the goal in force
+  (``controller/goal``) exactly;
+- the mock arm's force gauge (``mock/gauge``), its tip 1 cm into the arm's surface at the
+  elbow, pushes (``mock/gauge_force`` > 0) and stops after ``mock/clear_gauge`` (0 N).
+
+Needs the ``interactive_markers`` package (a ROS 2 distribution has it; without it goal_node
+refuses interactive mode and says so).
 
     launch_test launch_tests/test_goal_sources.py
 """
@@ -11,8 +17,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-import unittest
 
 import pytest
 
@@ -20,136 +24,105 @@ rclpy = pytest.importorskip(
     "rclpy", reason="launch tests need ROS 2 (rclpy): source a ROS 2 Humble (or newer) setup "
                     "and the colcon install of musculo_control, then run launch_test on this file")
 pytest.importorskip("launch_testing", reason="launch_testing is not installed")
+pytest.importorskip("interactive_markers", reason="goal_node's interactive mode needs it")
 
-import launch_testing.asserts
 import numpy as np
-from geometry_msgs.msg import PointStamped, PoseStamped
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64
-from std_srvs.srv import Trigger
-from visualization_msgs.msg import InteractiveMarkerFeedback, InteractiveMarkerUpdate
+import pinocchio as pin
+from visualization_msgs.msg import InteractiveMarkerFeedback
 
 sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
-    STARTUP_TIMEOUT_S,
-    DiagnosticsLog,
-    Probe,
-    mock_arm_launch,
+    CONFIG_DIR,
+    SIM_TIME,
+    WAIT_TIMEOUT_S,
+    CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
+    ObservedGraph,
+    launch,
+    params_file,
+    wait_released,
 )
 
 from musculo_control.hardware.mock_arm import load_mock_config
-from musculo_control.model.robot import load_robot
 from musculo_control.nodes import conversions as cv
-from musculo_control.nodes.ros_common import MSGS, QOS_GOAL
-from musculo_control.paths import default_config_dir
-from musculo_control.stamps import Stamp
+from musculo_control.nodes.ros_common import MSGS
+from musculo_control.sim.experiments import Overrides, experiment_config, load_setup
 
 DRAG_M = np.array([0.0, 0.05, 0.0])
-ROBOT = load_robot(default_config_dir())
-MOCK = load_mock_config(ROBOT, default_config_dir() / "mock_arm.yaml")
-GAUGE_RADIUS_M = MOCK.gauge.contact_radius_m  # the tip touches at this distance from the elbow
+#: How far the gauge's tip is set into the arm's surface [m].
 PENETRATION_M = 0.01
+#: How long the gauge is held [simulated s].
+PUSH_S = 0.5
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    return mock_arm_launch(goal_mode="interactive")
+    return launch(**SIM_TIME, goal_mode="interactive", params_file=params_file())
 
 
-class TestGoalSources(unittest.TestCase):
+class TestGoalSources(ObservedGraph):
 
     @classmethod
     def setUpClass(cls):
-        rclpy.init()
-        cls.probe = Probe("musculo_goal_sources_test")
-        cls.diag = DiagnosticsLog(cls.probe)
-        node = cls.probe.node
-        cls.updates = cls.probe.queue(InteractiveMarkerUpdate, "hand_goal/update", depth=100,
-                                      qos=rclpy.qos.QoSProfile(depth=100))
-        cls.feedback = node.create_publisher(InteractiveMarkerFeedback, "hand_goal/feedback", 1)
-        cls.goal_echo = cls.probe.queue(PoseStamped, "controller/goal", depth=20, qos=QOS_GOAL)
-        cls.gauge = node.create_publisher(PoseStamped, "mock/gauge", 10)
-        cls.force = cls.probe.queue(Float64, "mock/gauge_force")
-        cls.hand = cls.probe.queue(PointStamped, "mock/hand")
+        super().setUpClass()
+        cls.feedback = cls.obs.node.create_publisher(InteractiveMarkerFeedback,
+                                                     "hand_goal/feedback", 10)
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.probe.destroy()
-        rclpy.shutdown()
-
-    def _controlling(self) -> bool:
-        qp = self.diag.latest("activation_qp_node")
-        mock = self.diag.latest("mock_hardware_node")
-        goal = self.diag.latest("goal_node")
-        return (qp is not None and qp.level == cv.OK and mock is not None
-                and mock.message == "running" and goal is not None
-                and goal.message.startswith("interactive marker ready"))
+    def _marker_ready(self) -> bool:
+        goal = self.obs.diagnostics_of("goal_node")
+        return bool(goal) and goal[-1].message.startswith("interactive marker ready")
 
     def test_1_dragging_the_marker_sets_the_goal(self):
-        self.probe.wait_for("the controller and the goal marker", self._controlling,
-                            STARTUP_TIMEOUT_S)
-        echoes = self.goal_echo.take_all()
-        self.assertTrue(echoes, "no goal in force")
-        held = cv.read_pose_stamped(echoes[-1][0])
+        obs = self.obs
+        wait_released(obs)
+        self.assertTrue(obs.wait_until(self._marker_ready, WAIT_TIMEOUT_S),
+                        f"no marker: {obs.diagnostics_of('goal_node')[-1:]}")
+        self.assertTrue(obs.wait_until(lambda: len(obs.goals_in_force) > 0, WAIT_TIMEOUT_S))
+        held, orientation = obs.snapshot(obs.goals_in_force).values[-1]
+        target = held + DRAG_M
         msg = InteractiveMarkerFeedback()
-        msg.header.frame_id = "base_link"
+        msg.header.frame_id = self.parts.robot.arm.base_frame
         msg.client_id = "/rviz/InteractiveMarkers"
         msg.marker_name = "hand_goal"
         msg.control_name = "move_3d"
         msg.event_type = InteractiveMarkerFeedback.POSE_UPDATE
-        msg.pose = cv.pose_msg(MSGS, held.position_m + DRAG_M, held.quaternion_xyzw)
-        self.feedback.publish(msg)
-        got: list = []
-        self.probe.wait_for("the dragged goal on controller/goal",
-                            lambda: bool(got.extend(self.goal_echo.take_all()) or got), 10.0)
-        new = cv.read_pose_stamped(got[-1][0])
-        np.testing.assert_allclose(new.position_m, held.position_m + DRAG_M, atol=1e-9)
-        print(f"\ndragged the marker {DRAG_M[1] * 100:.0f} cm: goal in force "
-              f"{np.round(new.position_m, 3).tolist()} m", flush=True)
+        msg.pose = cv.pose_msg(MSGS, target, orientation)
 
-    def test_2_the_force_gauge_pushes_and_lets_go(self):
-        self.probe.wait_for("the controller", self._controlling, STARTUP_TIMEOUT_S)
-        truth = self.probe.queue(JointState, "mock/joint_states")
-        got: list = []
-        self.probe.wait_for("mock/joint_states", lambda: bool(got.extend(truth.take_all()) or got),
-                            5.0)
-        elbow = _elbow(cv.float_array(got[-1][0].position))
-        # push medially (-y), the tip 1 cm inside the arm's surface at the elbow
-        axis = np.array([0.0, -1.0, 0.0])
-        tip = elbow - (GAUGE_RADIUS_M - PENETRATION_M) * axis
-        axis_quat = (0.0, 0.0, -np.sqrt(0.5), np.sqrt(0.5))  # the pose's x axis turned to -y
-        self.force.take_all()
-        self.gauge.publish(cv.pose_stamped_msg(MSGS, Stamp.from_seconds(time.time()),
-                                               "base_link", tip, axis_quat))
-        time.sleep(0.5)
-        pushing = [m.data for m, _ in self.force.take_all()]
-        self.assertTrue(pushing and max(pushing) > 0.0, "the gauge never pushed")
-        client = self.probe.node.create_client(Trigger, "mock/clear_gauge")
-        self.assertTrue(client.wait_for_service(timeout_sec=10.0))
-        future = client.call_async(Trigger.Request())
-        rclpy.spin_until_future_complete(self.probe.node, future, timeout_sec=10.0)
-        self.assertTrue(future.result() is not None and future.result().success)
-        time.sleep(0.3)
-        self.force.take_all()
-        time.sleep(0.3)
-        after = [m.data for m, _ in self.force.take_all()]
-        self.assertTrue(after and max(after) == 0.0, f"force after clearing: {after[-3:]}")
-        print(f"gauge 1 cm into the elbow: up to {max(pushing):.1f} N; 0 N after mock/clear_gauge",
+        def dragged() -> bool:  # (re)sent until the goal node has matched the publisher
+            self.feedback.publish(msg)
+            return np.allclose(obs.goals_in_force.values[-1][0], target, atol=1e-9)
+
+        self.assertTrue(obs.wait_until(dragged, WAIT_TIMEOUT_S, poll_s=0.2),
+                        "the dragged pose never became the goal in force")
+        print(f"\ndragged the marker {np.linalg.norm(DRAG_M) * 100:.0f} cm: goal in force "
+              f"{np.round(obs.snapshot(obs.goals_in_force).values[-1][0], 3).tolist()} m",
               flush=True)
 
-
-def _elbow(q):
-    """World position of the mock's elbow point (mock_arm.yaml elbow_link origin) at q."""
-    import pinocchio as pin
-
-    model = ROBOT.arm.model
-    data = model.createData()
-    pin.framesForwardKinematics(model, data, q)
-    return data.oMf[model.getFrameId(MOCK.elbow_link)].act(np.array(MOCK.elbow_point_m))
-
-
-@launch_testing.post_shutdown_test()
-class TestShutdown(unittest.TestCase):
-
-    def test_every_process_exits_cleanly(self, proc_info):
-        launch_testing.asserts.assertExitCodes(proc_info)
+    def test_2_the_force_gauge_pushes_and_lets_go(self):
+        obs, robot = self.obs, self.parts.robot
+        wait_released(obs)
+        mock = load_mock_config(robot, CONFIG_DIR / "mock_arm.yaml")
+        setup = load_setup(CONFIG_DIR, Overrides.parse([]))
+        axis = np.asarray(experiment_config(setup, "disturbance").axis, dtype=float)
+        axis /= np.linalg.norm(axis)
+        q = obs.snapshot(obs.joint_states).values[-1]
+        model = robot.arm.model
+        data = model.createData()
+        pin.framesForwardKinematics(model, data, q)
+        elbow = data.oMf[model.getFrameId(mock.elbow_link)].act(np.asarray(mock.elbow_point_m))
+        tip = elbow - (mock.gauge.contact_radius_m - PENETRATION_M) * axis
+        t_push = obs.now_s()
+        obs.push_gauge(tip, axis)
+        self.assertTrue(obs.wait_for(PUSH_S, WAIT_TIMEOUT_S), "simulated time stalled")
+        pushing = obs.snapshot(obs.gauge_force).since(t_push).values
+        self.assertTrue(pushing and max(pushing) > 0.0, "the gauge never pushed")
+        ok, message = obs.clear_gauge()
+        self.assertTrue(ok, message)
+        self.assertTrue(obs.wait_for(0.2, WAIT_TIMEOUT_S))
+        t_clear = obs.now_s()
+        self.assertTrue(obs.wait_for(0.3, WAIT_TIMEOUT_S))
+        after = obs.snapshot(obs.gauge_force).since(t_clear).values
+        print(f"gauge {PENETRATION_M * 100:.0f} cm into the elbow along "
+              f"{np.round(axis, 2).tolist()}: up to {max(pushing):.1f} N; after "
+              f"mock/clear_gauge ('{message}') at most {max(after, default=float('nan')):.1f} N",
+              flush=True)
+        self.assertTrue(after and max(after) == 0.0, f"force after clearing: {after[-3:]}")

@@ -1,5 +1,17 @@
-"""Launch test: the suite on simulated time. The mock arm publishes /clock at half real time;
-every other node runs its timers on it, and the rates hold per simulated second.
+"""Launch test: ``use_sim_time:=true real_time_factor:=0.5`` as a user gives it (the installed
+parameter file, no lockstep). The mock arm publishes /clock and every other node runs on it:
+
+- simulated time advances, never faster than asked (at most 0.5 simulated s per wall s);
+- what the nodes stamp with their own clocks (the controller's ``muscle_commands``, the
+  driver's ``hw/tendon_commands``) and what they pass on (``joint_states``, ``dynamics``) is
+  simulated time: within 0.5 s of /clock, nowhere near the wall clock;
+- per simulated second, by the stamps, ``joint_states``, ``hw/tendon_commands``,
+  ``muscle_commands`` and ``dynamics`` keep their rates within 2 %;
+- every process exits cleanly.
+
+Whether the controller holds the arm is printed, not asserted: without lockstep a node that
+lags on a loaded machine may trip a safety rule (test_mock_arm_launch.py asserts control, in
+lockstep), and the clock must behave either way.
 
     launch_test launch_tests/test_sim_time.py
 """
@@ -9,7 +21,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import unittest
 
 import pytest
 
@@ -18,85 +29,63 @@ rclpy = pytest.importorskip(
                     "and the colcon install of musculo_control, then run launch_test on this file")
 pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 
-import launch_testing.asserts
-from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
 
 sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
+    SIM_TIME,
     STARTUP_TIMEOUT_S,
-    DiagnosticsLog,
-    Probe,
-    mock_arm_launch,
+    CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
+    ObservedGraph,
+    launch,
+    minimum_tension,
+    rate_by_stamps,
+    released,
 )
 
-from musculo_control.nodes import conversions as cv
-
-REAL_TIME_FACTOR = 0.5
+REAL_TIME_FACTOR = float(SIM_TIME["real_time_factor"])
 WINDOW_S = 6.0  # wall seconds
+RATE_TOLERANCE = 0.02
 
 
 @pytest.mark.launch_test
 def generate_test_description():
-    return mock_arm_launch(use_sim_time="true", real_time_factor=str(REAL_TIME_FACTOR))
+    return launch(**SIM_TIME)
 
 
-def _sim_seconds(msg) -> float:
-    return msg.clock.sec + msg.clock.nanosec * 1e-9
+class TestSimTime(ObservedGraph):
 
-
-class TestSimTime(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        rclpy.init()
-        cls.probe = Probe("musculo_sim_time_test")
-        cls.diag = DiagnosticsLog(cls.probe)
-        cls.clock = cls.probe.queue(Clock, "/clock")
-        cls.joints = cls.probe.queue(JointState, "joint_states")
-        cls.commands = cls.probe.queue(JointState, "muscle_commands")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.probe.destroy()
-        rclpy.shutdown()
-
-    def test_rates_per_simulated_second(self):
-        def controlling():
-            qp = self.diag.latest("activation_qp_node")
-            mock = self.diag.latest("mock_hardware_node")
-            return (qp is not None and qp.level == cv.OK and mock is not None
-                    and mock.message == "running")
-
-        self.probe.wait_for("the controller on simulated time", controlling, STARTUP_TIMEOUT_S)
-        for q in (self.clock, self.joints, self.commands):
-            q.take_all()
-        t0 = time.time()
+    def test_every_node_runs_on_the_mock_arms_clock(self):
+        obs, p = self.obs, self.parts
+        streams = (obs.joint_states, obs.sent, obs.commands, obs.dynamics)
+        # every stream flowing; whether the controller holds the arm is not this test's
+        # question (without lockstep a loaded machine may fault it: it keeps its rates then)
+        self.assertTrue(obs.wait_until(lambda: min(len(r) for r in streams) > 10,
+                                       STARTUP_TIMEOUT_S), [len(r) for r in streams])
+        sim0, wall0 = obs.now_s(), time.monotonic()
         time.sleep(WINDOW_S)
-        clocks = self.clock.take_all()
-        joints = self.joints.take_all()
-        commands = self.commands.take_all()
-        wall = time.time() - t0
-        self.assertGreater(len(clocks), 1, "no /clock")
-        sim = _sim_seconds(clocks[-1][0]) - _sim_seconds(clocks[0][0])
-        in_window = [m for m, _ in joints
-                     if _sim_seconds(clocks[0][0]) <= cv.stamp_of(m).seconds
-                     <= _sim_seconds(clocks[-1][0])]
-        cmd_window = [m for m, _ in commands
-                      if _sim_seconds(clocks[0][0]) <= cv.stamp_of(m).seconds
-                      <= _sim_seconds(clocks[-1][0])]
-        print(f"\n{sim:.2f} simulated s in {wall:.2f} wall s (factor {sim / wall:.2f}); "
-              f"joint_states {len(in_window) / sim:.1f} and muscle_commands "
-              f"{len(cmd_window) / sim:.1f} per simulated second", flush=True)
-        self.assertGreater(sim / wall, 0.5 * REAL_TIME_FACTOR)
-        self.assertGreaterEqual(len(in_window) / sim, 400.0)
-        self.assertAlmostEqual(len(cmd_window) / sim, 125.0, delta=10.0)
-        qp = self.diag.latest("activation_qp_node")
-        self.assertEqual(qp.level, cv.OK, qp.message)
-
-
-@launch_testing.post_shutdown_test()
-class TestShutdown(unittest.TestCase):
-
-    def test_every_process_exits_cleanly(self, proc_info):
-        launch_testing.asserts.assertExitCodes(proc_info)
+        sim1, wall1 = obs.now_s(), time.monotonic()
+        factor = (sim1 - sim0) / (wall1 - wall0)
+        print(f"\n{sim1 - sim0:.2f} simulated s in {wall1 - wall0:.2f} wall s: factor "
+              f"{factor:.3f} (asked {REAL_TIME_FACTOR})", flush=True)
+        self.assertGreater(factor, 0.0, "simulated time does not advance")
+        self.assertLessEqual(factor, REAL_TIME_FACTOR * 1.05, "faster than asked: wall clock?")
+        rates, loop = p.drivers.rates, p.controller.loop
+        for name, rec, nominal in (("joint_states", obs.joint_states, rates.sensor_rate_hz),
+                                   ("hw/tendon_commands", obs.sent, rates.driver_rate_hz),
+                                   ("muscle_commands", obs.commands, loop.control_rate_hz),
+                                   ("dynamics", obs.dynamics, loop.dynamics_rate_hz)):
+            stamps = obs.snapshot(rec).stamp
+            self.assertTrue(stamps, f"no {name}")
+            self.assertLess(abs(stamps[-1] - sim1), 0.5,
+                            f"{name} stamped {stamps[-1]:.3f} s, /clock at {sim1:.3f} s")
+            rate, received = rate_by_stamps(stamps, sim0, sim1)
+            print(f"{name}: last stamp {stamps[-1]:.3f} s (clock {sim1:.3f} s); {rate:.2f} Hz "
+                  f"per simulated second (nominal {nominal:g} Hz), {received:.0%} received",
+                  flush=True)
+            self.assertAlmostEqual(rate, nominal, delta=RATE_TOLERANCE * nominal, msg=name)
+        f_min = p.robot.hill.f_min_n
+        commands = obs.snapshot(obs.commands).since(sim0)
+        safe = sum(minimum_tension(f, f_min) for f in commands.values)
+        print(f"controller: {'released and holding' if released(obs) else 'NOT holding'}; "
+              f"{safe} of {len(commands)} commands at minimum tension; last: "
+              f"{obs.diagnostics_of('activation_qp_node')[-1:]}", flush=True)

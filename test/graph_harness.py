@@ -4,7 +4,9 @@ wheels of the test extra), one ROS_DOMAIN_ID per test, bounded time, processes t
 ``running_graph`` starts exactly what ``mock_arm.launch.py`` starts (the same
 :func:`~musculo_control.nodes.graph.graph_nodes`), by default on simulated time (the mock arm
 publishes /clock below real time and holds it for a lagging node), and yields the processes
-and an observer on the same domain.
+and an observer on the same domain. The judging helpers below (safe state, rates by stamps,
+first event after an instant) serve these tests and the launch tests of ``launch_tests/``,
+which watch the graph ``ros2 launch`` starts with the same observer.
 """
 
 from __future__ import annotations
@@ -61,13 +63,16 @@ def running_graph(parts: LoopParts, workdir: Path, *, sim: bool = True, rtf: flo
         graph.stop()
 
 
+def released(obs: GraphObserver) -> bool:
+    """The controller holds the arm: the mock let it go and commands come."""
+    mock = obs.diagnostics_of("mock_hardware_node")
+    return bool(mock) and mock[-1].message == "running" and len(obs.commands) > 0
+
+
 def wait_running(graph: GraphProcesses, obs: GraphObserver) -> float:
     """Wait until the controller holds the arm (the mock let it go and commands pull); the
     observer's time then [s]."""
-    def released() -> bool:
-        mock = [d for d in obs.diagnostics if d.name.endswith("mock_hardware_node")]
-        return bool(mock) and mock[-1].message == "running" and len(obs.commands) > 0
-    if not obs.wait_until(released, START_TIMEOUT_S):
+    if not obs.wait_until(lambda: released(obs), START_TIMEOUT_S):
         raise AssertionError("the graph did not start:\n" + logs(graph))
     return obs.now_s()
 
@@ -80,6 +85,38 @@ def logs(graph: GraphProcesses, tail: int = 2000) -> str:
 def minimum_tension(tension_n: np.ndarray, f_min_n: float) -> bool:
     """Every muscle at the minimum tension (the safe state)."""
     return bool(np.all(np.abs(np.asarray(tension_n) - f_min_n) < 1e-6))
+
+
+def rate_by_stamps(stamps: list[float], t0: float, t1: float) -> tuple[float, float]:
+    """(the publisher's rate from the median stamp interval [Hz], the share of its samples the
+    observer received) over [t0, t1): the observer itself may drop samples when it is busy."""
+    s = np.asarray(stamps)
+    s = s[(s >= t0) & (s < t1)]
+    rate = 1.0 / float(np.median(np.diff(s)))
+    return rate, s.size / ((t1 - t0) * rate)
+
+
+def errors_after(obs: GraphObserver, t0: float) -> list[Any]:
+    """ERROR diagnostics received at or after ``t0``."""
+    return [d for d in obs.diagnostics if d.t >= t0 and d.level >= 2]
+
+
+def first_after(recording: Any, t0: float, condition: Any) -> float | None:
+    """The first receive time at or after ``t0`` whose value meets ``condition``."""
+    for t, value in zip(recording.t, recording.values):
+        if t >= t0 and condition(value):
+            return t
+    return None
+
+
+def first_diagnostic(obs: GraphObserver, t0: float, node: str, level: int,
+                     words: tuple[str, ...] = ()) -> Any:
+    """The first diagnostic of ``node`` at or after ``t0`` of at least ``level`` whose message
+    holds every one of ``words``, or ``None``."""
+    for d in obs.diagnostics_of(node):
+        if d.t >= t0 and d.level >= level and all(w in d.message for w in words):
+            return d
+    return None
 
 
 #: Wall-clock limits for a graph of Python nodes on a 2-core test machine [s]: measured there, a

@@ -14,8 +14,12 @@ import signal
 import numpy as np
 import pytest
 from graph_harness import (
+    errors_after,
+    first_after,
+    first_diagnostic,
     logs,
     minimum_tension,
+    rate_by_stamps,
     running_graph,
     wait_running,
     wall_clock_config,
@@ -33,19 +37,6 @@ def parts():
     return load_parts(default_config_dir())
 
 
-def _rate(stamps: list[float], t0: float, t1: float) -> tuple[float, float]:
-    """(the publisher's rate from the median stamp interval [Hz], the share of its samples the
-    observer received) over [t0, t1): the observer itself may drop samples when it is busy."""
-    s = np.asarray(stamps)
-    s = s[(s >= t0) & (s < t1)]
-    rate = 1.0 / float(np.median(np.diff(s)))
-    return rate, s.size / ((t1 - t0) * rate)
-
-
-def _errors_after(obs, t0: float) -> list:
-    return [d for d in obs.diagnostics if d.t >= t0 and d.level >= 2]
-
-
 def test_nominal_run_never_goes_to_the_safe_state_and_every_stream_keeps_its_rate(parts,
                                                                                 tmp_path):
     f_min = parts.robot.hill.f_min_n
@@ -55,8 +46,8 @@ def test_nominal_run_never_goes_to_the_safe_state_and_every_stream_keeps_its_rat
         t1 = obs.now_s()
         commands = obs.snapshot(obs.commands).since(t0)
         unsafe = [t for t, f in zip(commands.t, commands.values) if minimum_tension(f, f_min)]
-        assert not unsafe, (unsafe[:5], _errors_after(obs, t0)[:5])
-        assert not _errors_after(obs, t0), _errors_after(obs, t0)[:5]
+        assert not unsafe, (unsafe[:5], errors_after(obs, t0)[:5])
+        assert not errors_after(obs, t0), errors_after(obs, t0)[:5]
         # rates by stamps, in simulated time, over the window
         rates = parts.drivers.rates
         loop = parts.controller.loop
@@ -65,7 +56,7 @@ def test_nominal_run_never_goes_to_the_safe_state_and_every_stream_keeps_its_rat
                              (obs.sent, rates.driver_rate_hz),
                              (obs.commands, loop.control_rate_hz),
                              (obs.dynamics, loop.dynamics_rate_hz)):
-            rate, received = _rate(obs.snapshot(rec).stamp, *window)
+            rate, received = rate_by_stamps(obs.snapshot(rec).stamp, *window)
             assert rate == pytest.approx(nominal, rel=0.02), (nominal, rate)
             assert received > 0.8, (nominal, received)
         # the driver's clamp never acted: the controller keeps within the envelope itself
@@ -93,21 +84,6 @@ def test_a_goal_10_cm_away_is_reached_within_2_cm_in_5_s(parts, tmp_path):
         assert inside.size and inside[0] - t_goal < 5.0
 
 
-def _first(recording, t0: float, condition) -> float | None:
-    """The first receive time at or after ``t0`` whose value meets ``condition``."""
-    for t, value in zip(recording.t, recording.values):
-        if t >= t0 and condition(value):
-            return t
-    return None
-
-
-def _first_diag(obs, t0: float, node: str, level: int, words: tuple[str, ...] = ()):
-    for d in obs.diagnostics_of(node):
-        if d.t >= t0 and d.level >= level and all(w in d.message for w in words):
-            return d
-    return None
-
-
 @pytest.mark.parametrize("node, reason", [
     ("dynamics_node", "snapshot_stale"),
     ("potentiometer_node", "joint_state_stale"),
@@ -123,13 +99,13 @@ def test_killing_a_node_ends_in_minimum_tension_within_100_ms_with_the_reason(
         graph.send(node, signal.SIGKILL)
         assert obs.wait_for(0.5, 60.0), logs(graph)
         commands = obs.snapshot(obs.commands)
-        safe_t = _first(commands, t_kill, lambda f: minimum_tension(f, f_min))
-        diag = _first_diag(obs, t_kill, "activation_qp_node", 2, (reason,))
+        safe_t = first_after(commands, t_kill, lambda f: minimum_tension(f, f_min))
+        diag = first_diagnostic(obs, t_kill, "activation_qp_node", 2, (reason,))
         assert safe_t is not None and safe_t - t_kill <= 0.1, (safe_t, t_kill, logs(graph))
         assert diag is not None and diag.t - t_kill <= 0.1, (diag, obs.diagnostics[-5:])
         if node == "tendon_driver_node":
             # nobody forwards the QP's minimum tension now: the actuator modules' own watchdog
-            mock = _first_diag(obs, t_kill, "mock_hardware_node", 2, ("watchdog",))
+            mock = first_diagnostic(obs, t_kill, "mock_hardware_node", 2, ("watchdog",))
             assert mock is not None and mock.t - t_kill <= 0.1, obs.diagnostics[-5:]
         # and it stays safe
         later = commands.since(safe_t)
@@ -155,10 +131,10 @@ def test_killing_the_mock_arm_ends_in_minimum_tension_within_limit_and_40_ms(par
             "the driver sent only minimum tension before the kill:\n" + logs(graph)
         graph.send("mock_hardware_node", signal.SIGKILL)
         assert obs.wait_for(0.5, 60.0)
-        sent_safe = _first(obs.snapshot(obs.sent), t_kill, lambda f: minimum_tension(f, f_min))
-        cmd_safe = _first(obs.snapshot(obs.commands), t_kill,
+        sent_safe = first_after(obs.snapshot(obs.sent), t_kill, lambda f: minimum_tension(f, f_min))
+        cmd_safe = first_after(obs.snapshot(obs.commands), t_kill,
                           lambda f: minimum_tension(f, f_min))
-        driver = _first_diag(obs, t_kill, "tendon_driver_node", 2, ("tendon state",))
+        driver = first_diagnostic(obs, t_kill, "tendon_driver_node", 2, ("tendon state",))
         assert sent_safe is not None and sent_safe - t_kill <= limit, (sent_safe, t_kill)
         assert cmd_safe is not None and cmd_safe - t_kill <= limit, (cmd_safe, t_kill)
         assert driver is not None and driver.t - t_kill <= limit, obs.diagnostics[-5:]
@@ -188,7 +164,7 @@ def test_bad_goals_are_refused_and_the_arm_keeps_its_goal(parts, tmp_path):
             t = obs.now_s()
             position = kwargs.pop("position_m")
             obs.send_goal_pose(position, orientation, **kwargs)
-            assert obs.wait_until(lambda t=t, rule=rule: _first_diag(
+            assert obs.wait_until(lambda t=t, rule=rule: first_diagnostic(
                 obs, t, "activation_qp_node", 1, (rule,)) is not None, 30.0), (rule, kwargs)
         assert obs.wait_for(0.3, 30.0)
         assert np.allclose(obs.snapshot(obs.goals_in_force).values[-1][0], good)
@@ -268,7 +244,7 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
         assert fault is not None and fault.t - inject_at <= 0.024 + 0.016, \
             (fault, obs.diagnostics[-10:])
         commands = obs.snapshot(obs.commands)
-        safe = _first(commands, inject_at, lambda f: minimum_tension(f, f_min))
+        safe = first_after(commands, inject_at, lambda f: minimum_tension(f, f_min))
         assert safe is not None and safe - inject_at <= 0.024 + 0.024
         # the tendon is mended, but the fault stays latched: minimum tension until acknowledged
         states = obs.snapshot(obs.controller_state)
@@ -282,7 +258,7 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
         assert obs.wait_for(2.0, 120.0), logs(graph)
         after = obs.snapshot(obs.controller_state).since(t_ack + 0.2)
         assert after.values and after.values[-1]["supervisor_state"] == 0.0
-        resumed = _first(obs.snapshot(obs.commands), t_ack,
+        resumed = first_after(obs.snapshot(obs.commands), t_ack,
                          lambda f: not minimum_tension(f, f_min))
         assert resumed is not None and resumed - t_ack < 0.2
         # on the ramp from where the hand was, back to the goal
@@ -303,14 +279,14 @@ def test_a_late_snapshot_is_reported_and_nothing_stops(parts, tmp_path):
         assert obs.wait_for(0.5, 60.0)
         graph.send("dynamics_node", signal.SIGSTOP)
         t_stop = obs.now_s()
-        late = obs.wait_until(lambda: _first_diag(obs, t_stop, "activation_qp_node", 1,
+        late = obs.wait_until(lambda: first_diagnostic(obs, t_stop, "activation_qp_node", 1,
                                                   ("snapshot_late",)) is not None, 60.0)
         graph.send("dynamics_node", signal.SIGCONT)
         assert late, obs.diagnostics[-5:]
         assert obs.wait_for(0.5, 60.0)
         commands = obs.snapshot(obs.commands).since(t0)
         assert not any(minimum_tension(f, f_min) for f in commands.values), \
-            _errors_after(obs, t0)[:5]
+            errors_after(obs, t0)[:5]
         assert not [d for d in obs.diagnostics_of("activation_qp_node")
                     if d.t >= t0 and d.level >= 2]
 
@@ -409,7 +385,7 @@ def test_the_planar_arm_runs_on_the_graph_and_reaches_a_goal(tmp_path):
         assert obs.wait_for(5.0, 120.0), logs(graph)
         commands = obs.snapshot(obs.commands).since(t0)
         unsafe = [t for t, f in zip(commands.t, commands.values) if minimum_tension(f, f_min)]
-        assert not unsafe, (unsafe[:5], _errors_after(obs, t0)[:5], logs(graph))
+        assert not unsafe, (unsafe[:5], errors_after(obs, t0)[:5], logs(graph))
         hand = obs.snapshot(obs.hand).since(t_goal)
         dist = np.linalg.norm(np.asarray(hand.values) - goal, axis=1)
         assert dist[-1] < 0.02, (dist[-1], logs(graph))
