@@ -24,6 +24,7 @@ COMMANDS = (
     "musculo_control.commands.sweep",
     "musculo_control.commands.operating_point",
     "musculo_control.commands.reliability",
+    "musculo_control.commands.graph",
 )
 
 

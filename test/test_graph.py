@@ -362,3 +362,60 @@ def test_the_graph_fault_matrix_detects_injected_faults_and_writes_the_runners_j
         assert row["recovered"], row
     assert rows["command_nan"]["rule"] == "command_invalid"
     assert doc["fault_free_run"]["alarms"] == 0
+
+
+# -- the other shipped robot -------------------------------------------------------------------------
+def test_the_planar_arm_runs_on_the_graph_and_reaches_a_goal(tmp_path):
+    """The second shipped robot (MJCF, wrapping tendons, 2 joints) through the same nodes: no
+    safe-state command after start-up, and a goal 5 cm away along its first task row reached
+    within 2 cm in 5 s."""
+    from musculo_control.paths import config_root
+
+    planar = load_parts(config_root() / "planar_arm")
+    f_min = planar.robot.hill.f_min_n
+    axis = {"vx": 0, "vy": 1, "vz": 2}[planar.controller.task.rows[0]]
+    with running_graph(planar, tmp_path) as (graph, obs):
+        t0 = wait_running(graph, obs)
+        assert obs.wait_until(lambda: len(obs.hand) > 0 and len(obs.goals_in_force) > 0, 30.0)
+        start = obs.snapshot(obs.hand).values[-1]
+        goal = np.array(start, dtype=float)
+        goal[axis] += 0.05
+        obs.send_goal_pose(goal)
+        t_goal = obs.now_s()
+        assert obs.wait_for(5.0, 120.0), logs(graph)
+        commands = obs.snapshot(obs.commands).since(t0)
+        unsafe = [t for t, f in zip(commands.t, commands.values) if minimum_tension(f, f_min)]
+        assert not unsafe, (unsafe[:5], _errors_after(obs, t0)[:5], logs(graph))
+        hand = obs.snapshot(obs.hand).since(t_goal)
+        dist = np.linalg.norm(np.asarray(hand.values) - goal, axis=1)
+        assert dist[-1] < 0.02, (dist[-1], logs(graph))
+
+
+# -- musculo graph: the graph without ros2 launch -------------------------------------------------
+def test_musculo_graph_runs_the_nodes_and_stops_them_cleanly(tmp_path):
+    import subprocess
+    import sys
+
+    logs = tmp_path / "logs"
+    done = subprocess.run([sys.executable, "-m", "musculo_control.cli", "graph", "--sim-time",
+                           "--real-time-factor", "0.5", "--duration", "20", "--logs", str(logs)],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, (done.stdout, done.stderr[-3000:])
+    import re
+
+    codes = re.findall(r"(\w+_node) (-?\d+)", done.stdout.split("exit codes:")[-1])
+    assert len(codes) == 6 and all(code == "0" for _, code in codes), done.stdout
+    qp = (logs / "activation_qp_node.log").read_text()
+    assert "running" in qp, qp[-2000:]  # the controller came to hold the arm
+
+
+def test_musculo_graph_refuses_a_bad_config_folder_before_starting_anything(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "musculo_control.cli", "graph", "--config",
+                           str(tmp_path / "missing"), "--logs", str(tmp_path / "logs")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "ros_params.yaml" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "logs" / "activation_qp_node.log").exists()

@@ -1,0 +1,107 @@
+"""``musculo graph``: the node graph without ``ros2 launch`` (for the ROS 2 wheels from PyPI).
+
+Starts every node of the graph ``mock_arm.launch.py`` (or, with ``--robot``, ``arm.launch.py``)
+starts, from the same description (:mod:`musculo_control.nodes.graph`), each in its own process
+with the parameters the launch file would give it; prints where each node logs; stops them all
+on Ctrl-C, after ``--duration``, or when a node dies (printing the end of its log, exit 1).
+Other ROS 2 tools (``ros2 topic``, RViz, Foxglove) on the same ``ROS_DOMAIN_ID`` see the nodes.
+
+    musculo graph [--config DIR] [--controller osc] [--robot] [--sim-time] [--real-time-factor F]
+                  [--goal-mode none|trajectory] [--trajectory-file F] [--duration S] [--logs DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from musculo_control.commands.checks import writable_dir
+from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.paths import default_config_dir
+
+#: How often the processes are checked [s].
+_POLL_S = 0.5
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("graph", help="run the ROS 2 node graph without ros2 launch",
+                       description=__doc__.split("\n\n")[1])
+    p.add_argument("--config", type=Path, default=None, help="config folder (default: shipped arm)")
+    p.add_argument("--controller", choices=CONTROLLER_NAMES, default="osc")
+    p.add_argument("--robot", action="store_true",
+                   help="the real arm (arm.launch.py): no mock arm; the raw hw/ topics come "
+                        "from the robot")
+    p.add_argument("--sim-time", action="store_true",
+                   help="simulated time: the mock arm publishes /clock (lockstepped)")
+    p.add_argument("--real-time-factor", type=float, default=1.0, metavar="F",
+                   help="with --sim-time: simulated seconds per wall second (default 1)")
+    p.add_argument("--goal-mode", choices=("none", "trajectory"), default="none",
+                   help="goal_node: none (send goals yourself on hand_goal or "
+                        "hand_goal/trajectory) or trajectory (play --trajectory-file); the "
+                        "interactive marker needs a ROS 2 distribution (ros2 launch)")
+    p.add_argument("--trajectory-file", default="", help="trajectory YAML for --goal-mode "
+                                                         "trajectory (default: the parameter "
+                                                         "file's)")
+    p.add_argument("--duration", type=float, default=None, metavar="S",
+                   help="stop after S wall seconds (default: run until Ctrl-C)")
+    p.add_argument("--logs", type=Path, default=None,
+                   help="folder for one log per node (default: a temporary folder)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from musculo_control.nodes.graph import GraphOptions
+        from musculo_control.nodes.launcher import GraphProcesses
+    except ImportError as exc:
+        raise SystemExit(f"musculo graph needs rclpy ({exc}); install with: "
+                         "pip install -e '.[ros]'") from exc
+    if args.duration is not None and not args.duration > 0:
+        raise SystemExit(f"--duration must be > 0 s, got {args.duration}")
+    if not args.real_time_factor > 0:
+        raise SystemExit(f"--real-time-factor must be > 0, got {args.real_time_factor}")
+    if args.logs is not None:
+        writable_dir(args.logs, "--logs")
+    folder = args.config or default_config_dir()
+    extra = {"mock_hardware_node": {"lockstep": True}} if args.sim_time and not args.robot else {}
+    options = GraphOptions(folder, mock=not args.robot, controller=args.controller,
+                           use_sim_time=args.sim_time and not args.robot,
+                           real_time_factor=args.real_time_factor, goal_mode=args.goal_mode,
+                           trajectory_file=args.trajectory_file, extra=extra)
+    logs = args.logs or Path(tempfile.mkdtemp(prefix="musculo_graph_"))
+    graph = GraphProcesses(options, logs)  # checks the options and parameter file first
+    stop = {"why": ""}
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop["why"] = signal.Signals(signum).name
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, on_signal)
+    graph.start()
+    print(f"{len(graph.nodes)} nodes ({', '.join(graph.nodes)}), config {folder}; logs in "
+          f"{logs}; Ctrl-C stops them", flush=True)
+    t0 = time.monotonic()
+    dead = ""
+    try:
+        while not stop["why"]:
+            dead = next((n for n in graph.nodes if not graph.alive(n)), "")
+            if dead:
+                break
+            if args.duration is not None and time.monotonic() - t0 >= args.duration:
+                stop["why"] = f"{args.duration:g} s"
+                break
+            time.sleep(_POLL_S)
+    finally:
+        codes = graph.stop()
+    if dead:
+        print(f"{dead} ended (exit code {codes.get(dead)}); the others were stopped. End of its "
+              f"log ({graph.log_path(dead)}):\n{graph.log(dead)[-3000:]}", file=sys.stderr)
+        return 1
+    print(f"stopped ({stop['why']}); exit codes: "
+          + ", ".join(f"{n} {c}" for n, c in codes.items()))
+    return 0
