@@ -98,9 +98,9 @@ class RecordLayout:
 
     def pack(self, values: Mapping[str, npt.ArrayLike | float]) -> FloatArray:
         """The flat (length,) vector of ``values`` (every field, nothing else)."""
-        missing = [f.name for f in self.fields if f.name not in values]
-        extra = sorted(set(values) - set(self._index))
-        if missing or extra:
+        if values.keys() != self._index.keys():
+            missing = [f.name for f in self.fields if f.name not in values]
+            extra = sorted(set(values) - set(self._index))
             raise InputError(f"record '{self.schema}'", f"exactly the fields {list(self._index)}",
                              {"missing": missing, "unknown": extra})
         out = np.empty(self.length)

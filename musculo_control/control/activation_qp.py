@@ -40,7 +40,6 @@ Per-tick bounds ``lower <= a <= upper`` are arguments of every solve.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,6 +56,7 @@ try:  # a required dependency; the import is guarded so that a broken install sa
 except ImportError:  # pragma: no cover - exercised only on an incomplete install
     daqp = None
 
+from musculo_control.arrays import all_finite
 from musculo_control.errors import ConfigError
 from musculo_control.model.config import spec
 
@@ -347,20 +347,6 @@ class QPStructure(_Problem):
         # built from (data, indices, indptr): explicit zeros stay in the pattern
         return sp.csc_matrix((Ax.copy(), self.A_indices.copy(), self.A_indptr.copy()),
                              shape=(self.n_constraints, self.n_variables))
-
-
-def all_finite(*arrays: FloatArray) -> bool:
-    """True when no array holds a NaN or an infinity.
-
-    One dot product of each array with itself instead of an elementwise test (the cheapest
-    numpy call that touches every entry): a NaN or an infinity makes it non-finite. It also
-    overflows from finite values beyond ~1e154, which then count as non-finite too; no torque,
-    tension or activation gets there, and such a value is refused as it should be.
-    """
-    total = 0.0
-    for arr in arrays:
-        total += float(arr.dot(arr) if arr.ndim == 1 else np.vdot(arr, arr))
-    return math.isfinite(total)
 
 
 def build_qp(formulation: str, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,

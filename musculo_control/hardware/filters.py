@@ -40,16 +40,21 @@ class FilteredDifferentiator:
         element's previous one are ignored. ``valid=None`` means every element is valid.
         """
         if valid is None and self._common_t is not None:
-            # fast path: every element sampled together, as in normal operation
+            # fast path: every element sampled together, as in normal operation; the per-element
+            # times are all _common_t and written out only when the slow path needs them
             dt = stamp_s - self._common_t
             if dt > 0.0:
                 alpha = 1.0 - math.exp(-self._omega * dt)
-                raw = (x - self._x) / dt
-                self.velocity += alpha * (raw - self.velocity)
+                step = x - self._x
+                step /= dt  # the raw derivative
+                step -= self.velocity
+                step *= alpha
+                self.velocity += step
                 self._x[:] = x
-                self._t[:] = stamp_s
                 self._common_t = stamp_s
             return self.velocity.copy()
+        if self._common_t is not None:
+            self._t[:] = self._common_t
         ok = np.ones(self.size, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
         dt_all = stamp_s - self._t  # NaN where no previous sample
         step = ok & (dt_all > 0.0)

@@ -103,8 +103,9 @@ class PotentiometerReader:
             return self._reject(stamp_s, f"potentiometers: stamp {stamp_s} not after the "
                                          f"previous sample's {self._last_stamp}")
         self._last_stamp = stamp_s
-        if self.config.stuck_timeout_s == 0.0 and bool(np.all(
-                (c > self._fast_lo) & (c < self._fast_hi))):
+        inside = c > self._fast_lo
+        inside &= c < self._fast_hi
+        if self.config.stuck_timeout_s == 0.0 and np.count_nonzero(inside) == self.n:
             # fast path: every joint good (NaN fails both comparisons)
             q = self.calibration.counts_to_rad(c)
             self._q[:] = q

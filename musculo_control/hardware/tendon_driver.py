@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.arrays import finite
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.calibration import Calibration
 from musculo_control.hardware.filters import FilteredDifferentiator
@@ -136,8 +137,8 @@ class TendonDriver:
         if f.shape != (self.m,):
             return self._bad(stamp, f"tendon command: expected {self.m} tensions "
                                     f"{list(self.names)}, received shape {f.shape}")
-        bad = ~np.isfinite(f)
-        if np.any(bad):
+        if not finite(f):
+            bad = ~np.isfinite(f)
             names = [self.names[i] for i in np.flatnonzero(bad)]
             return self._bad(stamp, f"tendon command: non-finite tension for {names}")
         if not math.isfinite(stamp):
@@ -188,9 +189,8 @@ class TendonDriver:
                           == -math.inf else
                           f"tendon driver: newest tendon state {now - self._read_stamp:.3f} s "
                           f"old (limit {self.state_timeout_s} s)")
-        limited = np.zeros(self.m, dtype=bool)
-        clamped = limited
         if faults:
+            limited = clamped = np.zeros(self.m, dtype=bool)
             self._out = np.full(self.m, self._f_min)
         else:
             dt = 0.0 if self._out_stamp is None else now - self._out_stamp
@@ -198,10 +198,13 @@ class TendonDriver:
             delta = self._target - self._out
             clamped = self._clamped
             limited = clamped | (np.abs(delta) > step)
-            out = self._out + np.maximum(np.minimum(delta, step), -step)
+            np.minimum(delta, step, out=delta)
+            np.maximum(delta, -step, out=delta)
+            out = self._out + delta
             # the previous output and the target are inside the limits, so this only guards
             # rounding (np.minimum/np.maximum: np.clip costs twice as much on short arrays)
-            self._out = np.maximum(np.minimum(out, self._f_max), self._f_min)
+            np.minimum(out, self._f_max, out=out)
+            self._out = np.maximum(out, self._f_min, out=out)
         if math.isfinite(now) and (self._out_stamp is None or now >= self._out_stamp):
             self._out_stamp = now
         tension = self._out.copy()
@@ -231,7 +234,7 @@ class TendonDriver:
         self._read_stamp = stamp_s
         length = self.calibration.encoder_to_length(enc)
         tension = self.calibration.loadcell_to_n(cell)
-        if bool(np.isfinite(length).all()) and bool(np.isfinite(tension).all()):
+        if finite(length, tension):
             # fast path: every tendon read
             self._length[:] = length
             self._tension[:] = tension

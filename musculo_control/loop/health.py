@@ -32,6 +32,7 @@ class Health:
         self.message = "starting"
         self.since_s = float("nan")  # when the level last changed [s]
         self._key: object = None
+        self._auto: tuple[str, str] | None = None  # the last sentence and its masked key
         self.refusals = Rejections(throttle_s)
         self.warnings: list[str] = []  # to be logged by the node, oldest first
         self.on_change: Callable[[int, str, float], None] | None = None
@@ -43,7 +44,12 @@ class Health:
         say; by default the sentence with its numbers masked): a new level or a new key is a
         change, a new number in the same sentence is not."""
         if key is None:
-            key = _NUMBER.sub("#", message)
+            auto = self._auto
+            if auto is not None and auto[0] == message:  # the same sentence (sample rate)
+                key = auto[1]
+            else:
+                key = _NUMBER.sub("#", message)
+                self._auto = (message, key)
         changed = level != self.level or key != self._key
         self.level, self.message, self._key = level, message, key
         if changed:

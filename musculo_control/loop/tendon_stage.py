@@ -9,9 +9,9 @@ bad, or when the arm's tendon states stop arriving.
 
 from __future__ import annotations
 
-import numpy as np
 import numpy.typing as npt
 
+from musculo_control.arrays import any_true, largest
 from musculo_control.hardware.tendon_driver import DriverOutput, TendonDriver, TendonState
 from musculo_control.loop.health import ERROR, OK, Health
 from musculo_control.loop.streams import StampOrder
@@ -76,9 +76,9 @@ class TendonStage:
             self.fault_ticks += 1
             self.health.set(ERROR, "minimum tension: " + "; ".join(out.faults), now_s)
         else:
-            self.limited_ticks += int(bool(np.any(out.limited)))
-            self.clamped_ticks += int(bool(np.any(out.clamped)))
-            top = float(out.tension_n.max())
+            self.limited_ticks += int(any_true(out.limited))
+            self.clamped_ticks += int(any_true(out.clamped))
+            top = largest(out.tension_n)
             if top > self.sent_max_n:
                 self.sent_max_n = top
             self.health.set(OK, "passing commands", now_s)

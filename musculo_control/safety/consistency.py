@@ -27,6 +27,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.arrays import any_true, finite
 from musculo_control.safety.config import ConsistencyConfig
 from musculo_control.safety.rules import Finding
 
@@ -67,8 +68,7 @@ class ConsistencyMonitor:
         """Compare one pair of samples taken at ``stamp_s`` [s], with the measured muscle
         length rates ``rate_m_s`` [m/s]; ``None`` when they agree."""
         r = measured_m - model_m
-        if not (bool(np.isfinite(r).all()) and bool(np.isfinite(rate_m_s).all())
-                and math.isfinite(stamp_s)):
+        if not (finite(r, rate_m_s) and math.isfinite(stamp_s)):
             return None  # non-finite inputs are other rules' business
         if self._baseline is None or self._travel is None:
             self._baseline = r.copy()
@@ -83,9 +83,11 @@ class ConsistencyMonitor:
             self._travel += np.abs(rate_m_s) * dt
         dev = r - self._baseline
         self.deviation_m = dev
-        tol = cfg.tolerance_m + cfg.relative_tolerance * self._travel  # (m,) [m]
-        bad = ~(np.abs(dev) <= tol)
-        if bad.any():
+        tol = cfg.relative_tolerance * self._travel
+        tol += cfg.tolerance_m  # (m,) [m]
+        bad = np.abs(dev) <= tol
+        np.logical_not(bad, out=bad)
+        if any_true(bad):
             idx = np.flatnonzero(bad)
             worst = idx[np.argsort(-np.abs(dev[idx]))][:4]
             return Finding("consistency", "joint angles and muscle lengths disagree: "

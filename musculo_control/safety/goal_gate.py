@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from musculo_control.arrays import any_true
 from musculo_control.control.goal import HandGoal, WorkspaceConfig, check_goal
 from musculo_control.errors import InputError
 from musculo_control.loop.streams import StampOrder
@@ -132,7 +133,7 @@ class GoalGate:
         if goal is None or self.extrapolate_max_s <= 0.0:
             return goal
         dt = min(max(t_s - self.accepted_stamp_s, 0.0), self.extrapolate_max_s)
-        if dt == 0.0 or not (goal.velocity_m_s.any() or goal.acceleration_m_s2.any()):
+        if dt == 0.0 or not (any_true(goal.velocity_m_s) or any_true(goal.acceleration_m_s2)):
             return goal
         a = goal.acceleration_m_s2
         return HandGoal(goal.position_m + goal.velocity_m_s * dt + 0.5 * a * dt * dt,

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.arrays import any_true, finite, smallest
 from musculo_control.control.controller import Controller
 from musculo_control.control.fresh_state import FreshStateEstimator
 from musculo_control.control.goal import HandGoal, WorkspaceConfig
@@ -240,10 +241,12 @@ class Supervisor:
                                               tendons.velocity_m_s)
             if finding is not None:
                 add(finding)
-            snapped = self.consistency.unwound() & (
-                tendons.tension_n < cfg.tendons.slack_tension_n)
+            # a snapped tendon reads slack: the winch test only for those that do
+            snapped = tendons.tension_n < cfg.tendons.slack_tension_n
+            if any_true(snapped):
+                snapped &= self.consistency.unwound()
             deviation = self.consistency.deviation_m
-            if snapped.any() and deviation is not None:
+            if any_true(snapped) and deviation is not None:
                 add(Finding("tendon_snapped", "tendon snapped: " + ", ".join(
                     f"{self.robot.muscle_names[i]} reads {tendons.tension_n[i]:.1f} N and its "
                     f"winch has wound {-1e3 * float(deviation[i]):.1f} mm past its path"
@@ -325,7 +328,7 @@ class Supervisor:
                                              f"(limit {self.config.joint_state_timeout_s * 1e3:.1f}"
                                              f" ms)"))
             return False
-        if not (bool(np.isfinite(joints.q_rad).all()) and bool(np.isfinite(joints.qd_rad_s).all())):
+        if not finite(joints.q_rad, joints.qd_rad_s):
             add(Finding("joint_state", "joint state not finite"))
             return False
         return True
@@ -375,15 +378,19 @@ class Supervisor:
             f = np.asarray(out.tension_n, dtype=float)
         except (TypeError, ValueError):
             f = np.empty(0)
-        if f.shape != (self.m,) or not bool(np.isfinite(f).all()) \
-                or not f.min() >= self._hill_min - _TENSION_SLACK_N:
+        if f.shape != (self.m,) or not finite(f) \
+                or not smallest(f) >= self._hill_min - _TENSION_SLACK_N:
             add(Finding("command_invalid", f"controller command refused (expected {self.m} "
                                            f"finite tensions >= {self._hill_min} N): "
                                            f"{np.round(f, 2).tolist()}"))
             return None
         above = f > self.tension_max_n
-        self._saturated_since[~(above & sending)] = np.nan
-        if above.any() and sending:
+        saturated = sending and any_true(above)
+        if saturated:
+            self._saturated_since[~above] = np.nan
+        else:
+            self._saturated_since.fill(np.nan)
+        if saturated:
             new = above & np.isnan(self._saturated_since)
             self._saturated_since[new] = t
             names = [self.robot.muscle_names[i] for i in np.flatnonzero(above)]
@@ -394,7 +401,7 @@ class Supervisor:
                 add(Finding("saturation_persistent", f"{names} at the limit for "
                                                      f"{longest:.2f} s (limit "
                                                      f"{self.config.saturation_timeout_s} s)"))
-        if above.any() or f.min() < self.tension_min_n:
+        if any_true(above) or smallest(f) < self.tension_min_n:
             f = np.maximum(np.minimum(f, self.tension_max_n), self.tension_min_n)
             out = dataclasses.replace(out, tension_n=f)
         return out

@@ -37,6 +37,7 @@ from collections import deque
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.arrays import all_finite, any_true
 from musculo_control.hardware.tendon_driver import TendonState
 from musculo_control.safety.config import TendonMonitorConfig
 from musculo_control.safety.rules import Finding
@@ -101,66 +102,91 @@ class TendonMonitor:
         self._advance(stamp)  # keeps the queue to the commands of one delay
 
     def check(self, state: TendonState) -> tuple[Finding, ...]:
-        """Check one tendon sample; returns the findings (empty when every tendon is fine)."""
+        """Check one tendon sample; returns the findings (empty when every tendon is fine).
+
+        Runs at the sensor rate on ``m`` values, so it is written in as few numpy calls as the
+        rules allow (on short arrays each call costs more than its arithmetic)."""
         cfg = self.config
         self._advance(state.stamp_s)
         f, length, rate = state.tension_n, state.length_m, state.velocity_m_s
-        valid = np.isfinite(f) & np.isfinite(length) & np.isfinite(rate)
+        # valid: every tendon (None), or the mask of those with finite readings
+        valid = None if all_finite(f, length, rate) else (
+            np.isfinite(f) & np.isfinite(length) & np.isfinite(rate))
         findings: list[Finding] = []
         # speed of each winch: the filtered rate lags ~1 / (2 pi f_c); the difference of the
         # last two samples does not (the envelope bites within milliseconds)
-        speed = np.abs(rate)
+        abs_rate = np.abs(rate)
+        speed = abs_rate
         dt = state.stamp_s - self._last_stamp
         if self._last_length is not None and dt > 0.0:
-            speed = np.maximum(speed, np.abs(length - self._last_length) / dt)
+            jump = length - self._last_length
+            np.abs(jump, out=jump)
+            jump /= dt
+            speed = np.maximum(abs_rate, jump)
         if dt > 0.0:
             self._last_length = np.array(length, dtype=float)
             self._last_stamp = state.stamp_s
         # a winch at its speed limit cannot keep its tendon taut (the motor envelope); a
         # snapped tendon's free winch runs there too, and the consistency check sees it
-        slow = valid & (speed < cfg.tracking_max_rate_m_s)
+        slow = speed < cfg.tracking_max_rate_m_s
+        if valid is not None:
+            slow &= valid
         low = slow & (f < cfg.slack_tension_n)
-        self._slack_count[low] += 1
-        self._slack_count[~low] = 0
+        # consecutive counts: +1 where the condition holds, back to 0 where it does not
+        self._slack_count += 1
+        self._slack_count *= low
         slack = self._slack_count >= cfg.slack_samples
-        if slack.any():
+        if any_true(slack):
             findings.append(Finding("tendon_slack", f"tendon slack or snapped: "
                                     f"{_names(self.names, slack)} read "
                                     f"{np.round(f[slack], 2).tolist()} N (< "
                                     f"{cfg.slack_tension_n} N)"))
-        racing = valid & (np.abs(rate) > cfg.max_length_rate_m_s)
-        outside = valid & ((length < self._lo) | (length > self._hi))
-        if racing.any() or outside.any():
+        racing = abs_rate > cfg.max_length_rate_m_s
+        outside = length < self._lo
+        outside |= length > self._hi
+        if valid is not None:
+            racing &= valid
+            outside &= valid
+        if any_true(racing) or any_true(outside):
             parts = []
-            if racing.any():
+            if any_true(racing):
                 parts.append(f"{_names(self.names, racing)} length rate "
                              f"{np.round(rate[racing], 3).tolist()} m/s (limit "
                              f"{cfg.max_length_rate_m_s} m/s)")
-            if outside.any():
+            if any_true(outside):
                 parts.append(f"{_names(self.names, outside)} length "
                              f"{np.round(length[outside], 4).tolist()} m outside the range "
                              f"+- {cfg.length_margin_m} m")
             findings.append(Finding("tendon_runaway", "tendon running away: " + "; ".join(parts)))
-        fast = valid & ~slow
-        # where the envelope may bind, the lag model restarts from what the load cell reads
-        self._expected[fast] = f[fast]
-        error = np.abs(f - self._expected)
+        fast = ~slow
+        if valid is not None:
+            fast &= valid
+        if any_true(fast):
+            # where the envelope may bind, the lag model restarts from what the load cell reads
+            np.copyto(self._expected, f, where=fast)
+        error = f - self._expected
+        np.abs(error, out=error)
         # a healthy actuator closes any gap at its lag's rate (both follow the same command
         # through the same lag), so a gap left by a jolt shrinks by exp(-dt / tau) a sample;
         # one that stops shrinking (at half that pace) is an actuator that cannot deliver
         shrink = 1.0 - 0.5 * (1.0 - math.exp(-max(dt, 0.0) / cfg.actuator_time_constant_s)) \
             if math.isfinite(dt) else 1.0
         recovering = error < shrink * self._last_error
-        self._last_error = np.where(valid, error, 0.0)
+        self._last_error = error if valid is None else np.where(valid, error, 0.0)
         # when a command reaches the actuator is known to within command_jitter_s: while the
         # expectation moves, that is worth its rate times the jitter
-        moving = np.abs(self._sent - self._expected) / cfg.actuator_time_constant_s  # [N/s]
-        tolerance = cfg.tracking_tolerance_n + cfg.command_jitter_s * moving
-        off = slow & (error > tolerance) & ~recovering
-        self._off_count[off] += 1
-        self._off_count[~off] = 0
+        moving = self._sent - self._expected
+        np.abs(moving, out=moving)
+        moving /= cfg.actuator_time_constant_s  # [N/s]
+        moving *= cfg.command_jitter_s
+        moving += cfg.tracking_tolerance_n  # the tolerance [N]
+        off = error > moving
+        off &= slow
+        np.greater(off, recovering, out=off)  # off & ~recovering (booleans: True > False)
+        self._off_count += 1
+        self._off_count *= off
         bad = self._off_count >= cfg.tracking_samples
-        if bad.any():
+        if any_true(bad):
             findings.append(Finding("actuator_tracking", f"actuator not delivering its command: "
                                     f"{_names(self.names, bad)} measure "
                                     f"{np.round(f[bad], 1).tolist()} N, expected "

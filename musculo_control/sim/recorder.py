@@ -22,21 +22,36 @@ FloatArray = npt.NDArray[np.float64]
 
 
 class Recorder:
-    """Accumulates samples of named vector signals with fixed component labels."""
+    """Accumulates samples of named vector signals with fixed component labels.
+
+    The samples go into one growing (samples, components) buffer, a row per sample: a run
+    records tens of signals at the control rate, and one copy per signal and sample into a row
+    costs a fraction of keeping each as its own array.
+    """
 
     def __init__(self, signals: dict[str, tuple[str, ...]]) -> None:
         self.labels = {name: tuple(labels) for name, labels in signals.items()}
         self._time: list[float] = []
-        self._data: dict[str, list[FloatArray]] = {name: [] for name in signals}
+        self._slices: dict[str, tuple[int, int]] = {}  # name -> its columns [start, stop)
+        width = 0
+        for name, labels in self.labels.items():
+            self._slices[name] = (width, width + len(labels))
+            width += len(labels)
+        self._rows = np.empty((256, width))
 
     def add(self, t_s: float, values: dict[str, Any]) -> None:
         """One sample; ``values`` must hold every signal, each with its declared length."""
+        n = len(self._time)
+        if n == len(self._rows):
+            self._rows = np.concatenate([self._rows, np.empty_like(self._rows)])
+        row = self._rows[n]
+        for name, (start, stop) in self._slices.items():
+            arr = np.asarray(values[name], dtype=float)
+            if not (arr.shape == (stop - start,) or (arr.ndim == 0 and stop - start == 1)):
+                raise ValueError(f"signal '{name}': expected {stop - start} values, got "
+                                 f"{np.atleast_1d(arr).shape}")
+            row[start:stop] = arr
         self._time.append(float(t_s))
-        for name, labels in self.labels.items():
-            arr = np.atleast_1d(np.asarray(values[name], dtype=float))
-            if arr.shape != (len(labels),):
-                raise ValueError(f"signal '{name}': expected {len(labels)} values, got {arr.shape}")
-            self._data[name].append(arr.copy())
 
     def __len__(self) -> int:
         return len(self._time)
@@ -47,8 +62,8 @@ class Recorder:
 
     def array(self, name: str) -> FloatArray:
         """(samples, components) array of one signal."""
-        rows = self._data[name]
-        return np.array(rows) if rows else np.zeros((0, len(self.labels[name])))
+        start, stop = self._slices[name]
+        return self._rows[:len(self._time), start:stop].copy()
 
     def save(self, out_dir: Path, run_info: dict[str, Any]) -> list[Path]:
         """Write run.yaml and signals.csv into ``out_dir``; returns the paths."""

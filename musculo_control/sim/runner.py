@@ -19,7 +19,6 @@ the loop until then, and that moment is time 0 of the run.
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections import deque
@@ -30,6 +29,7 @@ from typing import Generic, NamedTuple, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.arrays import finite, largest
 from musculo_control.control.controller import LoopConfig
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.output import ControlOutput
@@ -108,10 +108,13 @@ class DelayLine(Generic[T]):
     def send(self, step: int, message: T) -> None:
         self._queue.append((step + self.delay, message))
 
-    def receive(self, step: int) -> list[T]:
+    def receive(self, step: int) -> list[T] | tuple[()]:
+        queue = self._queue
+        if not queue or queue[0][0] > step:
+            return ()  # most steps: nothing due (no list made)
         out = []
-        while self._queue and self._queue[0][0] <= step:
-            out.append(self._queue.popleft()[1])
+        while queue and queue[0][0] <= step:
+            out.append(queue.popleft()[1])
         return out
 
     def clear(self) -> None:
@@ -346,11 +349,12 @@ class ClosedLoop:
             ticks["driver"] += 1
             sent = self.tendons.output(t)
             self.driver_output = sent
-            top = float(sent.tension_n.max())
-            if not (math.isfinite(top) and bool(np.isfinite(sent.units).all())):
+            if not finite(sent.tension_n, sent.units):
                 self.sent_nonfinite += 1
-            elif top > self.sent_max_n:
-                self.sent_max_n = top
+            else:
+                top = largest(sent.tension_n)
+                if top > self.sent_max_n:
+                    self.sent_max_n = top
             self._to_arm.send(k, sent.units)
             self._sent.send(k, (t, sent.tension_n))
         for units in self._to_arm.receive(k):

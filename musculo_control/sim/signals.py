@@ -20,6 +20,8 @@ from musculo_control.records import RecordLayout
 from musculo_control.sim.runner import LoopState
 
 XYZ = ("x", "y", "z")
+_IDENTITY = np.array([0.0, 0.0, 0.0, 1.0])  # (x, y, z, w): no rotation
+_IDENTITY.setflags(write=False)
 
 
 def record_labels(layout: RecordLayout) -> tuple[str, ...]:
@@ -41,6 +43,9 @@ class RunSignals:
         self.period_s = 1.0 / control_rate_hz
         self._nan_joints = np.full(len(joints), np.nan)
         self._nan_muscles = np.full(len(muscles), np.nan)
+        # the goal's quaternion, computed again only when its rotation changes
+        self._rotation_key = b""
+        self._quaternion = _IDENTITY
         #: name -> component labels (Recorder's argument)
         self.labels: dict[str, tuple[str, ...]] = {
             # measured: the potentiometer reader's and the tendon driver's output
@@ -63,6 +68,9 @@ class RunSignals:
         joints, tendons = state.joints, state.tendons
         hand = mock.hand_position_m
         rot = goal.rotation
+        if rot is not None and rot.tobytes() != self._rotation_key:  # the goal's turned
+            self._rotation_key = rot.tobytes()
+            self._quaternion = quaternion_from_rotation(rot)
         return {
             "q_measured_rad": joints.q_rad if joints is not None else self._nan_joints,
             "qd_measured_rad_s": joints.qd_rad_s if joints is not None else self._nan_joints,
@@ -72,8 +80,7 @@ class RunSignals:
             "muscle_tension_measured_n": (tendons.tension_n if tendons is not None
                                           else self._nan_muscles),
             "hand_goal_m": goal.position_m,
-            "hand_goal_quaternion_xyzw": (quaternion_from_rotation(rot) if rot is not None
-                                          else np.array([0.0, 0.0, 0.0, 1.0])),
+            "hand_goal_quaternion_xyzw": self._quaternion if rot is not None else _IDENTITY,
             "activation": out.activations, "activation_norm": np.linalg.norm(out.activations),
             "tension_command_n": out.tension_n,
             "controller_state": self.layout.pack(controller_state_values(
