@@ -165,7 +165,8 @@ class CondensedFreshQP:
         return None
 
     def solve(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
-              rows: LinearRows | None = None) -> QPResult:
+              rows: LinearRows | None = None,
+              tau_null_bound: FloatArray | None = None) -> QPResult:
         s = self.structure
         t0 = time.perf_counter()
         jm = balance.muscle_jacobian
@@ -177,8 +178,9 @@ class CondensedFreshQP:
         weights = np.r_[np.full(m, np.sqrt(s.k)), np.full(nv - m, np.sqrt(s.r))]
         R = np.vstack([top, np.diag(weights)])
         rhs = np.r_[-c, np.zeros(nv)]
-        lb = np.r_[lower, np.full(nv - m, -np.inf)]
-        ub = np.r_[upper, np.full(nv - m, np.inf)]
+        free = np.full(nv - m, np.inf) if tau_null_bound is None else tau_null_bound
+        lb = np.r_[lower, -free]
+        ub = np.r_[upper, free]
         if self._qpsolvers:
             import qpsolvers
 
@@ -220,7 +222,10 @@ class LiftedFreshQP:
         return None
 
     def solve(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
-              rows: LinearRows | None = None) -> QPResult:
+              rows: LinearRows | None = None,
+              tau_null_bound: FloatArray | None = None) -> QPResult:
+        if tau_null_bound is not None:
+            raise ValueError("the lifted baseline solves eq. 11 without per-tick tau_null bounds")
         s = self.structure
         t0 = time.perf_counter()
         Ax, l, u, c = s.new_buffers()
