@@ -68,7 +68,9 @@ GEOMETRY_ERROR = {
     # up to 3 mm; masses off by up to 10 % as always
     "planar_arm": ["mock_arm.model_error.via_point_error_mm=3",
                    "mock_arm.model_error.wrap_radius_error_mm=3"],
-    "musashi_left_arm": ["mock_arm.model_error.via_point_error_mm=3"],
+    # (Musashi: 5 mm; its wires' friction holds the hand nearer the goal than a frictionless
+    # plant would, so 3 mm leaves only a 4 mm steady error to remove)
+    "musashi_left_arm": ["mock_arm.model_error.via_point_error_mm=5"],
 }
 POSE = {"planar_arm": "reach_start", "musashi_left_arm": "trajectory_b"}
 
@@ -95,8 +97,8 @@ def test_the_hand_settles_within_half_a_centimetre_despite_the_geometry_error(ro
     without, arm_error = _final_error(robot_name, 0.0)
     with_integral, _ = _final_error(robot_name, 600.0)
     assert 1e-3 < arm_error < 6e-3  # a few millimetres of moment arm
-    assert without > 0.005  # the paper's law keeps a steady error: the check can fail
-    assert with_integral < 0.005, (without, with_integral)
+    assert without > 0.004  # the paper's law keeps a steady error: the check can fail
+    assert with_integral < min(0.005, 0.5 * without), (without, with_integral)
 
 
 def test_the_option_leaves_the_default_controller_unchanged():

@@ -4,6 +4,7 @@ error on by default, a push-only force gauge, and determinism per seed."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import replace
 
@@ -439,6 +440,9 @@ def test_elastic_wire_tension_rises_no_faster_than_the_winch_winds(robot, cal, m
     """A held arm, a big tension step: the tension rises at k times the winch's top speed at
     that tension (the motor line), slower than the lag asks for; it still gets there."""
     cfg = _exact_cfg(mock_cfg)
+    # elastic wires are an option (off in the shipped mock_arm.yaml): its comment's EA estimate
+    cfg = dataclasses.replace(cfg, tendon=dataclasses.replace(cfg.tendon,
+                                                              axial_stiffness_n=1.2e5))
     act, ten = cfg.actuator, cfg.tendon
     assert ten.axial_stiffness_n is not None
     arm = MockArm(robot, cal, cfg)
