@@ -115,10 +115,16 @@ def main() -> int:
             return bool(mock) and mock[-1].message == "running" and len(obs.commands) > 0
 
         print("starting the graph ...", flush=True)
-        if not obs.wait_until(running, 120.0):
-            print("the graph did not start; node logs:\n" + "\n".join(
-                f"--- {n}\n{graph.log(n)[-2000:]}" for n in graph.nodes), file=sys.stderr)
-            return 1
+        released = obs.wait_until(running, 60.0)
+        if not released:
+            # a machine too slow for the config's timing limits: the controller never holds the
+            # arm for long enough and the mock keeps it; the figures still say why
+            if not obs.wait_until(lambda: len(obs.commands) > 0, 60.0):
+                print("the graph did not start; node logs:\n" + "\n".join(
+                    f"--- {n}\n{graph.log(n)[-2000:]}" for n in graph.nodes), file=sys.stderr)
+                return 1
+            print("the mock arm never released the arm (the controller did not hold it for its "
+                  "release time within 60 s): measuring the graph as it runs", flush=True)
         obs.wait_for(1.0, 30.0)  # past the release transient
         pids = {name: graph.pid(name) for name in graph.nodes}
         cpu0 = {name: _cpu_s(pid) for name, pid in pids.items()}
@@ -159,14 +165,18 @@ def main() -> int:
     nodes = [{"node": n, "cpu_share_of_one_core": round(cpu[n], 3),
               "rss_mb": round(rss[n], 1)} for n in sorted(cpu)]
     node_table = markdown_table(nodes)
+    verdict = ("the controller held the arm" if released else
+               "the mock arm never released the arm (the controller never held it long enough)")
     lines = [f"Node graph at real time, {duration:g} s, {parts.robot.n_muscles} muscles "
-             f"({args.config.name}); {machine.describe()}", "", *table, "", *node_table,
-             f"\nall nodes: {sum(cpu.values()):.2f} cores"]
+             f"({args.config.name}); {machine.describe()}", "",
+             f"{verdict}; {unsafe} of {len(states)} QP ticks not running (at minimum tension)",
+             "", *table, "", *node_table, f"\nall nodes: {sum(cpu.values()):.2f} cores"]
     text = "\n".join(lines) + "\n"
     print(text)
     summary = {"rows": rows, "nodes": nodes, "duration_s": duration,
                "qp_period_p99_vs_baseline": round(p_row["p99_ms"] / base, 2),
-               "unsafe_ticks": unsafe, "machine": machine.as_dict()}
+               "unsafe_ticks": unsafe, "ticks": len(states), "released": released,
+               "machine": machine.as_dict()}
     for path in write_reports(args.out, "bench_graph", rows, text, summary):
         print(f"wrote {path}")
     return 0

@@ -133,6 +133,12 @@ WALL_CLOCK_LIMITS = {
 
 def wall_clock_config(config_dir: Path, workdir: Path) -> Path:
     """A copy of ``config_dir`` with :data:`WALL_CLOCK_LIMITS` written over its timing limits."""
+    return config_copy(config_dir, workdir / "wall_clock_config", WALL_CLOCK_LIMITS)
+
+
+def config_copy(config_dir: Path, copy: Path, changes_by_file: dict[str, dict[str, Any]]) -> Path:
+    """A copy of ``config_dir`` at ``copy`` with ``changes_by_file`` (file name -> nested
+    mapping of existing keys) written over it."""
     import shutil
 
     import yaml
@@ -146,9 +152,8 @@ def wall_clock_config(config_dir: Path, workdir: Path) -> Path:
             else:
                 into[key] = value
 
-    copy = workdir / "wall_clock_config"
     shutil.copytree(config_dir, copy)
-    for name, changes in WALL_CLOCK_LIMITS.items():
+    for name, changes in changes_by_file.items():
         data = yaml.safe_load((copy / name).read_text())
         merge(data, changes, name)
         (copy / name).write_text(yaml.safe_dump(data, sort_keys=False))

@@ -216,3 +216,22 @@ def test_simulate_faults_writes_the_documented_json(tmp_path, config_dir):
                 "recovered"} <= set(row)
         assert row["detected"] is True and row["any_nan"] is False
     assert (tmp_path / "faults.md").read_text().count("\n") == 4
+
+
+@pytest.mark.parametrize("gate", ["shipped", None])
+def test_an_arm_that_fell_while_latched_gets_back_after_the_acknowledge(config_dir, matrix_cfg,
+                                                                        gate):
+    """A snapped tendon acknowledged after 0.8 s: the arm has fallen at minimum tension, 60 cm
+    from its goal. The shipped controller gets it back; without the distance gate of
+    qp.nullspace_step_rad (bounded tau_null whatever the hand's error) it stays stuck (the
+    check can fail)."""
+    import dataclasses
+
+    sets = [] if gate == "shipped" else ["controller.qp.nullspace_step_within_m=null"]
+    setup = load_setup(config_dir, Overrides.parse(sets))
+    cfg = dataclasses.replace(matrix_cfg, cases=("tendon_snap",), acknowledge_after_s=0.8,
+                              observe_after_s=5.0)
+    results, _ = run_matrix(setup, cfg)
+    (r,) = results
+    assert r.max_deviation_m > 0.3  # the premise: it did fall
+    assert r.recovered is (gate == "shipped"), r

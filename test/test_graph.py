@@ -131,15 +131,15 @@ def test_killing_the_mock_arm_ends_in_minimum_tension_within_limit_and_40_ms(par
             "the driver sent only minimum tension before the kill:\n" + logs(graph)
         graph.send("mock_hardware_node", signal.SIGKILL)
         assert obs.wait_for(0.5, 60.0)
-        sent_safe = first_after(obs.snapshot(obs.sent), t_kill, lambda f: minimum_tension(f, f_min))
-        cmd_safe = first_after(obs.snapshot(obs.commands), t_kill,
-                          lambda f: minimum_tension(f, f_min))
         driver = first_diagnostic(obs, t_kill, "tendon_driver_node", 2, ("tendon state",))
-        assert sent_safe is not None and sent_safe - t_kill <= limit, (sent_safe, t_kill)
-        assert cmd_safe is not None and cmd_safe - t_kill <= limit, (cmd_safe, t_kill)
         assert driver is not None and driver.t - t_kill <= limit, obs.diagnostics[-5:]
-        # and from then on, nothing but minimum tension
-        assert all(minimum_tension(f, f_min) for f in obs.snapshot(obs.sent).since(sent_safe).values)
+        # from the limit on, the driver sends and the controller commands minimum tension only
+        # (before it, a flapping tick may already have; that proves nothing)
+        for name, recording in (("hw/tendon_commands", obs.sent),
+                                ("muscle_commands", obs.commands)):
+            rec = obs.snapshot(recording)  # by stamp: the observer's own receive may lag
+            after = [v for st, v in zip(rec.stamp, rec.values) if st >= t_kill + limit]
+            assert after and all(minimum_tension(f, f_min) for f in after), name
 
 
 def test_bad_goals_are_refused_and_the_arm_keeps_its_goal(parts, tmp_path):
@@ -255,7 +255,7 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
         ok, message = obs.acknowledge()
         assert ok and "tendon_runaway" in message, message
         t_ack = obs.now_s()
-        assert obs.wait_for(2.0, 120.0), logs(graph)
+        assert obs.wait_for(3.0, 180.0), logs(graph)
         after = obs.snapshot(obs.controller_state).since(t_ack + 0.2)
         assert after.values and after.values[-1]["supervisor_state"] == 0.0
         resumed = first_after(obs.snapshot(obs.commands), t_ack,
@@ -263,8 +263,13 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
         assert resumed is not None and resumed - t_ack < 0.2
         # on the ramp from where the hand was, back to the goal
         goal = obs.snapshot(obs.goals_in_force).values[-1][0]
-        hand = obs.snapshot(obs.hand).values[-1]
-        assert np.linalg.norm(hand - goal) < 0.03, np.linalg.norm(hand - goal)
+        hands = obs.snapshot(obs.hand).since(t_ack)
+        hand = hands.values[-1]
+        assert np.linalg.norm(hand - goal) < 0.03, (
+            np.linalg.norm(hand - goal),
+            [(round(t, 2), np.round(h, 3)) for t, h in zip(hands.t[::25], hands.values[::25])],
+            [(round(d.t, 2), d.message[:150]) for d in obs.diagnostics_of("activation_qp_node")
+             if d.t >= t_ack - 0.1])
 
 
 # -- a late snapshot degrades gracefully -----------------------------------------------------------

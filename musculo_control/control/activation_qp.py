@@ -168,6 +168,10 @@ class QPConfig:
         None, gt=0.0, doc="velocity-aware bound of eq. 11's nullspace torque: each |tau_null_i| "
                           "<= 2 M_ii step / T^2, what would move joint i by at most this within "
                           "one snapshot period T [rad]; null: none (the paper's)")
+    nullspace_step_within_m: float | None = spec(
+        None, gt=0.0, doc="apply nullspace_step_rad only while the hand is this close to its "
+                          "goal [m]; farther (a recovery, a long move) eq. 11's tau_null is "
+                          "free; null: always")
     predictive_joint_limits: PredictiveLimitsConfig = spec(PredictiveLimitsConfig(),
                                                            doc="SPEC section 9")
     accept_inaccurate: bool = spec(False, doc="use an answer OSQP marks 'solved inaccurate'")

@@ -242,6 +242,7 @@ class OSCController(_TickBase):
         self._step_gain = (2.0 * self._step * config.loop.dynamics_rate_hz ** 2
                            if self._step is not None else 0.0)
         bound = qp.tau_null_max_nm
+        self._free_null = np.full(n, math.inf if bound is None else bound)
         if self._step is not None and bound is None:
             bound = math.inf  # the rows, with this tick's bounds
         self.qp = ActivationQP(self.formulation, mc, n, k=qp.k, r=qp.r,
@@ -304,7 +305,13 @@ class OSCController(_TickBase):
                 self.robot.arm.lower_rad, self.robot.arm.upper_rad, self._limits.horizon_s,
                 self._limits.margin_rad)
         null_bound = None
-        if self._step is not None:
+        within = self.config.qp.nullspace_step_within_m
+        if self._step is not None and within is not None and \
+                float(np.linalg.norm(goal.position_m - fresh.hand.position_m)) > within:
+            # far from the goal the task needs eq. 11's free tau_null to get back (a bounded one
+            # left an arm that had fallen at minimum tension stuck 20 cm off its goal)
+            null_bound = self._free_null
+        elif self._step is not None:
             # |tau_null_i| <= 2 M_ii step / T^2: alone it moves joint i by at most `step` in a
             # snapshot period, so the nullspace drifts no faster than the model follows
             null_bound = self._step_gain * np.diagonal(snapshot.mass_matrix)
