@@ -395,8 +395,8 @@ def test_velocity_aware_nullspace_bound_follows_the_inertia(robot, config_dir, e
     binding = 0
     for q in random_poses(robot, 10, seed=31):
         s = estimator.compute(q, np.zeros(7), 0.0)
-        # a goal 3 cm off: a task that leaves room to trade in the nullspace
-        goal = HandGoal.hold(s.hand_position_m + 0.03, s.hand_rotation)
+        # a goal 3.5 cm off (inside qp.nullspace_step_within_m): room to trade in the nullspace
+        goal = HandGoal.hold(s.hand_position_m + 0.02, s.hand_rotation)
         out = bounded.tick(s, q, np.zeros(7), goal, 0.0)
         free = paper.tick(s, q, np.zeros(7), goal, 0.0)
         bounded.reset()
@@ -405,4 +405,11 @@ def test_velocity_aware_nullspace_bound_follows_the_inertia(robot, config_dir, e
         limit = 2.0 * step * cfg.loop.dynamics_rate_hz ** 2 * np.diag(s.mass_matrix)
         assert np.all(np.abs(out.tau_null_nm) <= limit + 1e-6)
         binding += np.any(np.abs(free.tau_null_nm) > limit + 1e-6)
+        # beyond the gate (10 cm off) tau_null is eq. 11's free one
+        far = HandGoal.hold(s.hand_position_m + 0.1, s.hand_rotation)
+        out, free = bounded.tick(s, q, np.zeros(7), far, 0.0), paper.tick(s, q, np.zeros(7),
+                                                                           far, 0.0)
+        bounded.reset()
+        paper.reset()
+        np.testing.assert_allclose(out.tau_null_nm, free.tau_null_nm, atol=1e-6)
     assert binding > 0
