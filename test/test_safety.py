@@ -527,3 +527,33 @@ def test_an_exception_inside_is_a_fault_not_a_crash(robot, safety_cfg, ctrl_cfg,
     out, report = tick(sup, World(robot, snap), Boom(), TICK, goal)
     assert_minimum(out, sup)
     assert report.rules == {"command_invalid"} and "bug in a controller" in out.reason
+
+
+@pytest.mark.parametrize("with_history", [True, False])
+def test_consistency_pairs_the_tendon_sample_with_the_joint_sample_of_its_instant(
+        robot, safety_cfg, ctrl_cfg, drivers, home, with_history):
+    """Joints and tendons reach a node by different hops: the newest joint sample is often one
+    sensor period newer than the newest tendon sample. The check then compares the tendon
+    sample with the recent joint sample of its instant; without that history it never
+    compares, and a length mismatch goes unseen (the check can fail)."""
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    period = 0.002  # a 500 Hz sensor period [s]
+    history: list = []
+    found = False
+    for k in range(1, 12):
+        t = k * TICK
+        sampled = t - 0.003
+        history += [world.joints(sampled - period), world.joints(sampled)]
+        lengths = world.lengths.copy()
+        if k > 6:
+            lengths[6] += 10 * safety_cfg.consistency.tolerance_m
+        # the newest joint sample is one period ahead of the newest tendon sample
+        kw = dict(joints=world.joints(sampled + period),
+                  tendons=world.tendons(sampled, lengths=lengths))
+        if with_history:
+            kw["recent_joints"] = history[-8:]
+        out, report = tick(sup, world, ctrl, t, goal, **kw)
+        found |= "consistency" in report.rules
+    assert found is with_history

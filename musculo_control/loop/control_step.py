@@ -22,6 +22,7 @@ snapshot is never older than the joint state.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import NamedTuple
 
 import numpy as np
@@ -64,6 +65,10 @@ class ControlStep:
         self.supervisor = supervisor
         self.estimator = estimator
         self.joints: Latest[PotentiometerReading] = Latest(JOINTS_TOPIC)
+        # the last joint samples, so the consistency check finds the one taken with the newest
+        # tendon sample (they reach a node by different hops, the QP node by two processes)
+        self._recent_joints: deque[PotentiometerReading] = deque()
+        self._pair_history_s = supervisor.config.consistency.pair_history_s
         self.tendons: Latest[TendonState] = Latest(TENDONS_TOPIC)
         self.snapshots: Latest[DynamicsSnapshot] = Latest(DYNAMICS_TOPIC)
         self.sent: Latest[FloatArray] = Latest(SENT_TOPIC)
@@ -85,6 +90,7 @@ class ControlStep:
         for stream in (self.joints, self.tendons, self.snapshots, self.sent):
             stream.reset()
         self._events.clear()
+        self._recent_joints.clear()
         self.last = None
         self.ticks = self.unsafe_ticks = 0
 
@@ -93,6 +99,11 @@ class ControlStep:
         late = self.joints.offer(reading.stamp_s, reading)
         if late is not None:
             self.health.refuse(JOINTS_TOPIC, late, reading.stamp_s)
+            return
+        recent = self._recent_joints
+        recent.append(reading)
+        while recent[0].stamp_s < reading.stamp_s - self._pair_history_s:
+            recent.popleft()
 
     def receive_tendons(self, state: TendonState) -> None:
         late = self.tendons.offer(state.stamp_s, state)
@@ -154,7 +165,8 @@ class ControlStep:
         self._feed_monitor()
         out, report = self.supervisor.tick(now_s, self.controller, joints=joints,
                                            tendons=self.tendons.value, snapshot=snapshot,
-                                           driver_stamp_s=self.sent.stamp_s)
+                                           driver_stamp_s=self.sent.stamp_s,
+                                           recent_joints=self._recent_joints)
         self.ticks += 1
         if not report.ok:
             self.unsafe_ticks += 1

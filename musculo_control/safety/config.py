@@ -53,6 +53,10 @@ class ConsistencyConfig:
                                                          "off) [-]")
     max_stamp_skew_s: float = spec(0.001, ge=0.0, doc="compare only joint and tendon samples "
                                                       "this close in time [s]")
+    pair_history_s: float = spec(0.02, ge=0.0, doc="look this far back among the joint samples "
+                                                   "for the one taken with the newest tendon "
+                                                   "sample (joints and tendons reach a node by "
+                                                   "different hops) [s]")
     snap_margin_m: float = spec(gt=0.0, doc="a slack tendon whose winch has wound in this much "
                                             "past its path (plus the travel allowance) has "
                                             "snapped [m]")

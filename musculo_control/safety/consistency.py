@@ -56,6 +56,11 @@ class ConsistencyMonitor:
         cfg = self.config
         return -self.deviation_m > cfg.snap_margin_m + cfg.relative_tolerance * self._travel
 
+    @property
+    def last_stamp_s(self) -> float:
+        """Stamp of the last pair compared [s] (-inf: none since the reset)."""
+        return self._t
+
     def reset(self) -> None:
         """Forget the baseline: the next comparison starts a new one."""
         self._baseline: FloatArray | None = None

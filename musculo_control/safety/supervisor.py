@@ -181,15 +181,19 @@ class Supervisor:
     def tick(self, t_s: float, controller: Controller, *, joints: PotentiometerReading | None,
              tendons: TendonState | None, snapshot: DynamicsSnapshot | None,
              driver_stamp_s: float | None = None,
-             joint_faults: Sequence[str] = ()) -> SupervisedOutput:
+             joint_faults: Sequence[str] = (),
+             recent_joints: Sequence[PotentiometerReading] = ()) -> SupervisedOutput:
         """One control tick: check every input, tick the controller, check its command.
 
         ``driver_stamp_s``: the stamp of the tendon driver's newest output received (-inf:
-        none yet; ``None``: not watched). Never raises: an exception inside (a bug) is itself
+        none yet; ``None``: not watched). ``recent_joints``: the last few joint readings, oldest
+        first, so that the consistency check pairs the newest tendon sample with the joint
+        sample of its instant when the newest joint sample is of another (joints and tendons
+        reach a node by different hops). Never raises: an exception inside (a bug) is itself
         a fault, with minimum tension."""
         try:
             return self._tick(float(t_s), controller, joints, tendons, snapshot, driver_stamp_s,
-                              joint_faults)
+                              joint_faults, recent_joints)
         # the last check before the actuators: any bug in it means minimum tension
         except Exception as exc:  # noqa: BLE001
             finding = Finding("command_invalid", f"supervisor error {type(exc).__name__}: {exc}")
@@ -202,9 +206,25 @@ class Supervisor:
             self.report = report
             return SupervisedOutput(self._safe(report, None), report)
 
+    def _paired_joints(self, joints: PotentiometerReading, tendons: TendonState,
+                       recent: Sequence[PotentiometerReading]) -> PotentiometerReading | None:
+        """The joint sample taken with the newest tendon sample (within
+        ``consistency.max_stamp_skew_s``): the newest one, or one of ``recent``; ``None`` when
+        there is none, or when that instant was compared already."""
+        skew = self.config.consistency.max_stamp_skew_s
+        if tendons.stamp_s < self.consistency.last_stamp_s:
+            return None  # never compare backwards in time
+        if abs(joints.stamp_s - tendons.stamp_s) <= skew:
+            return joints
+        for reading in reversed(recent):
+            if abs(reading.stamp_s - tendons.stamp_s) <= skew:
+                return reading if reading.ok else None
+        return None
+
     def _tick(self, t: float, controller: Controller, joints: PotentiometerReading | None,
               tendons: TendonState | None, snapshot: DynamicsSnapshot | None,
-              driver_stamp_s: float | None, joint_faults: Sequence[str]) -> SupervisedOutput:
+              driver_stamp_s: float | None, joint_faults: Sequence[str],
+              recent_joints: Sequence[PotentiometerReading] = ()) -> SupervisedOutput:
         cfg = self.config
         faults: dict[str, Finding] = {}
         warnings: dict[str, Finding] = {}
@@ -231,13 +251,15 @@ class Supervisor:
                             if driver_stamp_s == -math.inf else
                             f"newest tendon driver output is {age * 1e3:.2f} ms old (limit "
                             f"{cfg.driver_output_timeout_s * 1e3:.1f} ms)"))
-        if (cfg.consistency.enabled and joints_ok and tendons_ok
-                and joints is not None and tendons is not None
-                and abs(joints.stamp_s - tendons.stamp_s) <= cfg.consistency.max_stamp_skew_s):
+        paired = None
+        if cfg.consistency.enabled and joints_ok and tendons_ok \
+                and joints is not None and tendons is not None:
+            paired = self._paired_joints(joints, tendons, recent_joints)
+        if paired is not None and tendons is not None:
             # exact model lengths at the measured angles (~20 us): a first-order step from a
             # snapshot 50 ms old misses millimetres when a light joint whips
-            model = self.robot.geometry.lengths_at(joints.q_rad)
-            finding = self.consistency.update(joints.stamp_s, tendons.length_m, model,
+            model = self.robot.geometry.lengths_at(paired.q_rad)
+            finding = self.consistency.update(paired.stamp_s, tendons.length_m, model,
                                               tendons.velocity_m_s)
             if finding is not None:
                 add(finding)
