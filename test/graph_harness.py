@@ -125,9 +125,9 @@ def first_diagnostic(obs: GraphObserver, t0: float, node: str, level: int,
 WALL_CLOCK_LIMITS = {
     "safety.yaml": {"joint_state_timeout_s": 0.06, "tendon_state_timeout_s": 0.06,
                     "driver_output_timeout_s": 0.06, "snapshot_late_s": 0.15,
-                    "snapshot_timeout_s": 0.2,
-                    "tendons": {"command_jitter_s": 0.06, "tracking_samples": 50}},
-    "hardware.yaml": {"driver": {"watchdog_timeout_s": 0.06}},
+                    "snapshot_timeout_s": 0.2, "tendons.command_jitter_s": 0.06,
+                    "tendons.tracking_samples": 50},
+    "hardware.yaml": {"driver.watchdog_timeout_s": 0.06},
 }
 
 
@@ -137,24 +137,16 @@ def wall_clock_config(config_dir: Path, workdir: Path) -> Path:
 
 
 def config_copy(config_dir: Path, copy: Path, changes_by_file: dict[str, dict[str, Any]]) -> Path:
-    """A copy of ``config_dir`` at ``copy`` with ``changes_by_file`` (file name -> nested
-    mapping of existing keys) written over it."""
+    """A copy of ``config_dir`` at ``copy`` with ``changes_by_file`` (file name -> dotted keys,
+    which must exist, and their values; as ``--set``) written over it."""
     import shutil
 
     import yaml
 
-    def merge(into: dict[str, Any], changes: dict[str, Any], where: str) -> None:
-        for key, value in changes.items():
-            if key not in into:
-                raise KeyError(f"{where}: no key {key!r} to widen (renamed?)")
-            if isinstance(value, dict):
-                merge(into[key], value, f"{where}.{key}")
-            else:
-                into[key] = value
+    from musculo_control.model.config import apply_overrides
 
     shutil.copytree(config_dir, copy)
     for name, changes in changes_by_file.items():
-        data = yaml.safe_load((copy / name).read_text())
-        merge(data, changes, name)
+        data = apply_overrides(yaml.safe_load((copy / name).read_text()), changes, name)
         (copy / name).write_text(yaml.safe_dump(data, sort_keys=False))
     return copy
