@@ -12,7 +12,6 @@ from musculo_control.paths import default_config_dir
 from musculo_control.sim.experiments import (
     Overrides,
     load_setup,
-    minimum_jerk,
     run_disturbance,
     run_nullspace,
     run_trajectory,
@@ -66,18 +65,6 @@ def test_nullspace_term_lowers_activation_eq10_does_not():
     assert eq10["activation_drop_fraction"] < 0.05
     assert osc["elbow_drop_m"] > 0.04 and eq10["elbow_drop_m"] < 0.02
     assert osc["hand_drift_m"] < 0.02  # the bounded nullspace torque keeps the hand
-
-
-def test_minimum_jerk_boundaries():
-    import numpy as np
-
-    a, b = np.zeros(3), np.array([0.2, 0.0, 0.0])
-    p0, v0, acc0 = minimum_jerk(a, b, 2.0, 0.0)
-    p1, v1, acc1 = minimum_jerk(a, b, 2.0, 2.0)
-    pm, vm, _ = minimum_jerk(a, b, 2.0, 1.0)
-    assert np.allclose(p0, a) and np.allclose(p1, b)
-    assert np.allclose(v0, 0) and np.allclose(v1, 0) and np.allclose(acc0, 0)
-    assert np.allclose(pm, 0.5 * b) and vm[0] == pytest.approx(1.875 * 0.2 / 2.0)
 
 
 def test_overrides_name_the_file_they_address():

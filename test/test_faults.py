@@ -188,7 +188,7 @@ def test_tick_accounting_of_a_supervised_run(rig, setup):
     from musculo_control.sim.experiments import start_pose
 
     q0 = start_pose(setup.robot, "home")
-    x0, rot0 = rig.hand_pose_at(q0)
+    x0, rot0 = rig.robot.arm.hand_pose(q0)
     goal = HandGoal.hold(x0, rot0)
     loop = rig.loop()
     loop.reset(q0, goal)

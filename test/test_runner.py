@@ -25,7 +25,7 @@ def setup():
 def _hold_bench(setup, controller="osc"):
     bench = Bench(setup, controller)
     q0 = setup.robot.home_pose_rad
-    x0, R0 = bench.hand_pose_at(q0)
+    x0, R0 = bench.robot.arm.hand_pose(q0)
     goal = HandGoal.hold(x0, R0)
     bench.loop.reset(q0, goal)
     return bench, goal

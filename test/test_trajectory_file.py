@@ -12,7 +12,6 @@ from musculo_control.errors import ConfigError
 from musculo_control.loop.trajectory_file import (
     GoalTrajectory,
     load_trajectory,
-    minimum_jerk_profile,
 )
 
 START = np.array([0.30, 0.23, 0.32])
@@ -102,8 +101,3 @@ def test_a_waypoint_outside_the_workspace_is_reported(config_dir):
     assert why is not None and why.startswith("waypoint 0")
 
 
-def test_minimum_jerk_profile_ends():
-    assert minimum_jerk_profile(-1.0, 2.0) == (0.0, 0.0, 0.0)
-    assert minimum_jerk_profile(3.0, 2.0) == (1.0, 0.0, 0.0)
-    s, ds, _ = minimum_jerk_profile(1.0, 2.0)
-    assert s == pytest.approx(0.5) and ds == pytest.approx(15 / 16)  # (30/4 - 60/8 + 30/16) / 2 s

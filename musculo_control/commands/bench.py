@@ -46,7 +46,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import osqp
-import pinocchio as pin
 import scipy.sparse as sp
 
 from musculo_control.benchmark import (
@@ -129,16 +128,14 @@ def trajectory_ticks(robot: Robot, estimator: DynamicsEstimator, count: int, see
     def qd_at(t: float) -> FloatArray:
         return amplitude_rad * 2 * np.pi * freq * np.cos(2 * np.pi * freq * t + phase)
 
-    model, data, frame = robot.arm.model, robot.arm.model.createData(), robot.arm.task_frame_id
     ticks: list[Tick] = []
     snap = None
     for i in range(count):
         t = i / rate_hz
         if snap is None or t - snap.stamp_s >= 1.0 / snapshot_hz - 1e-9:
             snap = estimator.compute(q_at(t), qd_at(t), t)
-        pin.framesForwardKinematics(model, data, q_at(t + lead_s))
-        pose = data.oMf[frame]
-        goal = HandGoal(pose.translation.copy(), rotation=pose.rotation.copy())
+        position, rotation = robot.arm.hand_pose(q_at(t + lead_s))
+        goal = HandGoal(position, rotation=rotation)
         ticks.append((snap, q_at(t), qd_at(t), goal, t))
     return ticks
 

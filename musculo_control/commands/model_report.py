@@ -52,8 +52,7 @@ def model_report(robot: Robot, q: np.ndarray) -> dict[str, Any]:
 
     data = robot.new_data()
     kin = robot.geometry.kinematics_at(q)
-    pin.framesForwardKinematics(robot.arm.model, data, q)
-    hand = data.oMf[robot.arm.task_frame_id].translation
+    hand = robot.arm.hand_pose(q)[0]
     g = pin.computeGeneralizedGravity(robot.arm.model, data, q)
     ranges = robot.moment_arm_range()
     muscles = []

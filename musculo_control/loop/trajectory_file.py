@@ -30,6 +30,7 @@ from musculo_control.control.goal import (
     check_goal,
     rotation_from_quaternion,
 )
+from musculo_control.control.minimum_jerk import minimum_jerk_profile
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.model.config import load, spec
 
@@ -87,19 +88,6 @@ class TrajectoryFileConfig:
 def load_trajectory(path: str | Path) -> TrajectoryFileConfig:
     """Read and validate a trajectory file (:class:`ConfigError` names the file and key)."""
     return load(TrajectoryFileConfig, Path(path))
-
-
-def minimum_jerk_profile(t_s: float, duration_s: float) -> tuple[float, float, float]:
-    """s(t), ds/dt, d2s/dt2 of the minimum-jerk profile from 0 to 1 (clamped outside)."""
-    if t_s <= 0.0:
-        return 0.0, 0.0, 0.0
-    if t_s >= duration_s:
-        return 1.0, 0.0, 0.0
-    u = t_s / duration_s
-    s = 10 * u**3 - 15 * u**4 + 6 * u**5
-    ds = (30 * u**2 - 60 * u**3 + 30 * u**4) / duration_s
-    dds = (60 * u - 180 * u**2 + 120 * u**3) / duration_s**2
-    return s, ds, dds
 
 
 def _slerp(q0: FloatArray, q1: FloatArray, s: float) -> FloatArray:

@@ -124,6 +124,7 @@ class Arm:
             raise ConfigError(file, "arm.task_frame", f"a frame of the {kind} "
                               f"{self.frame_names()}", config.task_frame)
         self.task_frame_id = self._add_task_point(config)
+        self._data = self.model.createData()  # for hand_pose (after the task point is added)
         #: the frame goals and hand positions are expressed in (Pinocchio's world)
         self.base_frame: str = config.base_frame or (
             "world" if self.is_mjcf else str(self.model.frames[1].name))
@@ -146,6 +147,20 @@ class Arm:
         return int(self.model.addFrame(pin.Frame(f"{config.task_frame}+task_offset",
                                                  frame.parentJoint, fid, placement,
                                                  pin.FrameType.OP_FRAME)))
+
+    def hand_pose(self, q: FloatArray, data: pin.Data | None = None
+                  ) -> tuple[FloatArray, FloatArray]:
+        """Forward kinematics of the task point: position [m] (3,) and rotation world_R_hand
+        (3, 3) at ``q`` in the base frame; the one hand pose function of the package.
+
+        ``data``: Pinocchio data to compute in (default: the arm's own, so not to be shared
+        across threads).
+        """
+        if data is None:
+            data = self._data
+        pin.forwardKinematics(self.model, data, q)
+        placement = pin.updateFramePlacement(self.model, data, self.task_frame_id)
+        return placement.translation.copy(), placement.rotation.copy()
 
     def frame_names(self) -> list[str]:
         return [str(f.name) for f in self.model.frames]

@@ -29,11 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.loop.build import LoopParts
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
 from musculo_control.nodes.observer import GraphObserver
-from musculo_control.sim.experiments import minimum_jerk, start_pose
+from musculo_control.sim.experiments import start_pose
 from musculo_control.sim.fault_matrix import FaultMatrixConfig, FaultResult, fault_duration
 from musculo_control.sim.faults import CONTROLLER_FAULTS, MOCK_FAULTS, fault_kind
 

@@ -30,6 +30,7 @@ from musculo_control.control.controller import (
     load_controller_config,
 )
 from musculo_control.control.goal import HandGoal
+from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.mock_arm import MockArm, MockArmConfig
 from musculo_control.model.checks import check_reachable, check_workspace
@@ -257,9 +258,6 @@ class Bench:
         """Give a joint-space baseline the target ``q_rad`` (no effect on the OSC)."""
         self.joint_target_at = lambda t: q_rad
 
-    def hand_pose_at(self, q: FloatArray) -> tuple[FloatArray, FloatArray]:
-        return self.rig.hand_pose_at(q)
-
     def record(self, state: LoopState) -> None:
         self.recorder.add(state.t_s, self.signals.sample(state, self.mock, self._goal_now))
 
@@ -283,17 +281,6 @@ def start_pose(robot: Robot, name: str) -> FloatArray:
     if robot.poses is None:
         raise ConfigError(robot.robot_file, "poses", f"a poses section defining '{name}'")
     return robot.poses.solve_named(name, robot.home_pose_rad).q_rad
-
-
-def minimum_jerk(start: FloatArray, end: FloatArray, duration_s: float,
-                 t_s: float) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Position, velocity and acceleration of a minimum-jerk move at ``t_s`` (clamped)."""
-    s = min(max(t_s / duration_s, 0.0), 1.0)
-    d = end - start
-    pos = start + d * (10 * s**3 - 15 * s**4 + 6 * s**5)
-    vel = d * (30 * s**2 - 60 * s**3 + 30 * s**4) / duration_s
-    acc = d * (60 * s - 180 * s**2 + 120 * s**3) / duration_s**2
-    return pos, vel, acc
 
 
 def joint_path(robot: Robot, q0: FloatArray, start: FloatArray, end: FloatArray,
@@ -399,7 +386,7 @@ def _start_holding(setup: Setup, controller: str,
     """A loop at rest in ``pose``, the hand goal (and a baseline's joint target) held there."""
     bench = Bench(setup, controller)
     q0 = start_pose(setup.robot, pose)
-    x0, R0 = bench.hand_pose_at(q0)
+    x0, R0 = setup.robot.arm.hand_pose(q0)
     goal = HandGoal.hold(x0, R0)
     bench.hold_joints(q0)
     bench.loop.reset(q0, goal)
@@ -461,7 +448,7 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
         gains=dataclasses.replace(setup.controller_config.gains, kr_s2=cfg.orientation_gain_s2))
     bench = Bench(setup, controller, ctrl_cfg)
     q0 = start_pose(setup.robot, pose_name)
-    x0, R0 = bench.hand_pose_at(q0)
+    x0, R0 = setup.robot.arm.hand_pose(q0)
     start, end = np.asarray(cfg.start_m), np.asarray(cfg.end_m)
     if np.linalg.norm(x0 - start) > 1e-3:
         raise ConfigError(setup.robot.robot_file, f"poses.named[{pose_name}]",

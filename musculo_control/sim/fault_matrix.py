@@ -31,12 +31,13 @@ import numpy.typing as npt
 
 from musculo_control.control.controller import CONTROLLER_NAMES, make_controller
 from musculo_control.control.goal import HandGoal
+from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.loop.health import ERROR
 from musculo_control.model.config import spec
 from musculo_control.model.robot import Robot
-from musculo_control.sim.experiments import Setup, minimum_jerk, start_pose
+from musculo_control.sim.experiments import Setup, start_pose
 from musculo_control.sim.faults import (
     FAULT_NAMES,
     FaultInjector,
@@ -191,7 +192,7 @@ def run_case(setup: Setup, cfg: FaultMatrixConfig, name: str | None,
     rig = Rig(setup, cfg.controller, safety_overrides=safety_overrides)
     robot: Robot = setup.robot
     q0 = start_pose(robot, cfg.start_pose)
-    x0, rot0 = rig.hand_pose_at(q0)
+    x0, rot0 = rig.robot.arm.hand_pose(q0)
     goal_at = _goal_function(cfg, x0, rot0)
     t_on = cfg.inject_at_s
     t_off = t_on + fault_duration(cfg, name)

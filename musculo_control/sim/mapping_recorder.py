@@ -146,7 +146,7 @@ def record_on_mock(setup: Setup, config: RecordConfig, *, progress: bool = True)
     def target_at(t: float) -> FloatArray:
         return np.array([np.interp(t, times, points[:, j]) for j in range(points.shape[1])])
 
-    x0, rot0 = rig.hand_pose_at(start)
+    x0, rot0 = rig.robot.arm.hand_pose(start)
     goal = HandGoal.hold(x0, rot0)
     controller.set_joint_target(start)
     loop.reset(start, goal)

@@ -13,7 +13,6 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.control.controller import Controller, ControllerConfig
-from musculo_control.control.fresh_state import FreshStateEstimator
 from musculo_control.control.goal import HandGoal
 from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.loop import build
@@ -52,7 +51,6 @@ class Rig:
         #: the actuators' limit: the driver's clamp, or the motor's at rest if lower [N]
         self.tension_limit_n = float(min(self.parts.drivers.tendons.config.max_tension_n,
                                          float(self.mock.max_tension_n.min())))
-        self._hand = FreshStateEstimator(robot)
         self.estimator = DynamicsEstimator(robot, self.parts.controller.task)
 
     def loop(self, controller: Controller | None = None,
@@ -69,14 +67,9 @@ class Rig:
                           self.setup.experiments.runner,
                           str(self.robot.config_dir / "experiments.yaml"), faults=faults)
 
-    def hand_pose_at(self, q: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Model hand position [m] and rotation at joint angles ``q``."""
-        hand = self._hand.hand_state(np.asarray(q, dtype=float), np.zeros(len(q)))
-        return hand.position_m, hand.rotation
-
     def holding_tension_n(self, q: FloatArray) -> FloatArray:
         """The controller's answer for holding still at ``q`` (all muscles) [N]."""
-        x, rot = self.hand_pose_at(q)
+        x, rot = self.robot.arm.hand_pose(q)
         snap = self.estimator.compute(q, np.zeros_like(q), 0.0)
         out = self.controller.tick(snap, q, np.zeros_like(q), HandGoal.hold(x, rot), 0.0)
         self.controller.reset()

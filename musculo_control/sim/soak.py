@@ -40,6 +40,7 @@ import pinocchio as pin
 
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.control.goal import HandGoal, check_goal
+from musculo_control.control.minimum_jerk import minimum_jerk_profile
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.model.config import spec
@@ -127,11 +128,7 @@ class Segment:
     def goal(self, t: float) -> HandGoal:
         if self.kind != "move":
             return HandGoal.hold(self.p1, self.r1)
-        T = self.t1 - self.t0
-        s = min(max((t - self.t0) / T, 0.0), 1.0)
-        h = 10 * s**3 - 15 * s**4 + 6 * s**5
-        hd = (30 * s**2 - 60 * s**3 + 30 * s**4) / T
-        hdd = (60 * s - 180 * s**2 + 120 * s**3) / T**2
+        h, hd, hdd = minimum_jerk_profile(t - self.t0, self.t1 - self.t0)
         d = self.p1 - self.p0
         return HandGoal(self.p0 + h * d, hd * d, hdd * d, self.r0 @ pin.exp3(h * self.turn))
 
@@ -144,7 +141,7 @@ class SoakSchedule:
         self.rig = rig
         self.rng = np.random.default_rng(cfg.seed)
         self.q0 = q0
-        self.home = rig.hand_pose_at(q0)
+        self.home = rig.robot.arm.hand_pose(q0)
         robot = rig.robot
         self.lo = robot.arm.lower_rad + cfg.joint_margin_rad
         self.hi = robot.arm.upper_rad - cfg.joint_margin_rad
@@ -160,7 +157,7 @@ class SoakSchedule:
         for _ in range(1000):
             q = np.clip(self.q0 + self.rng.uniform(-cfg.pose_spread_rad, cfg.pose_spread_rad,
                                                    self.q0.shape), self.lo, self.hi)
-            x, rot = self.rig.hand_pose_at(q)
+            x, rot = self.rig.robot.arm.hand_pose(q)
             if check_goal(HandGoal.hold(x, rot), self.workspace) is None:
                 return x, rot
         raise ConfigError("reliability.yaml", "soak.pose_spread_rad",
