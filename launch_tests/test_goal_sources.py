@@ -45,7 +45,7 @@ from launch_helpers import (
 from musculo_control.hardware.mock_arm import load_mock_config
 from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.ros_common import MSGS
-from musculo_control.sim.experiments import Overrides, experiment_config, load_setup
+from musculo_control.sim.setup import Overrides, experiment_config, load_setup
 
 DRAG_M = np.array([0.0, 0.05, 0.0])
 #: How far the gauge's tip is set into the arm's surface [m].

@@ -15,7 +15,7 @@ import pytest
 
 from musculo_control.cli import join_negative_values, main
 from musculo_control.paths import default_config_dir
-from musculo_control.sim.experiments import Overrides, load_setup
+from musculo_control.sim.setup import Overrides, load_setup
 
 Q_DES = "-0.43,0.48,-0.43,-1.8,0.68,0.5,0.4"
 

@@ -21,9 +21,9 @@ from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.mock_arm import MockArm, load_mock_config
 from musculo_control.model.config import load_with_overrides
 from musculo_control.safety.config import load_safety_config
-from musculo_control.sim.experiments import ExperimentsConfig
 from musculo_control.sim.fault_matrix import load_fault_matrix_config
 from musculo_control.sim.runner import divisors
+from musculo_control.sim.setup import ExperimentsConfig
 from musculo_control.sim.soak import load_soak_config
 
 

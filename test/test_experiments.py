@@ -9,13 +9,8 @@ import pytest
 from musculo_control.cli import main
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.paths import default_config_dir
-from musculo_control.sim.experiments import (
-    Overrides,
-    load_setup,
-    run_disturbance,
-    run_nullspace,
-    run_trajectory,
-)
+from musculo_control.sim.experiments import run_disturbance, run_nullspace, run_trajectory
+from musculo_control.sim.setup import Overrides, load_setup
 
 # the push at the experiment's speed (4 cm in 1 s): the wires' friction grows with the speed
 SHORT_DISTURBANCE = ["experiments.disturbance.settle_s=0.3", "experiments.disturbance.push_s=1.0",
@@ -113,7 +108,8 @@ def test_the_mock_arm_seed_reaches_the_mock_and_run_yaml(tmp_path, how):
     assert drawn["mock_arm.seed"] == 3
     assert info["parameters"]["mock_arm"]["seed"] == 3
     seed0 = load_setup(default_config_dir(), Overrides.parse([]))
-    from musculo_control.sim.experiments import Bench, drawn_record
+    from musculo_control.sim.experiments import Bench
+    from musculo_control.sim.run_record import drawn_record
 
     other = drawn_record(seed0, Bench(seed0, "osc").mock)
     assert other["mock_arm.seed"] == 0

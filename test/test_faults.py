@@ -14,14 +14,14 @@ import pytest
 from musculo_control.cli import main
 from musculo_control.control.goal import HandGoal
 from musculo_control.safety.goal_gate import GoalRequest
-from musculo_control.sim.experiments import Overrides, load_setup
 from musculo_control.sim.fault_matrix import (
     FaultMatrixConfig,
     run_matrix,
 )
 from musculo_control.sim.faults import FAULT_NAMES, FAULTS, FaultInjector, fault_kind
+from musculo_control.sim.reliability import load_reliability_section
 from musculo_control.sim.rig import Rig
-from musculo_control.sim.supervised_loop import load_reliability_section
+from musculo_control.sim.setup import Overrides, load_setup
 
 #: Faults that cannot meet the 16 ms target by physics, and why (doc/safety.md says more).
 SLOW_BY_NATURE = {"pot_stuck": "a frozen reading is right until its joint moves"}
@@ -185,7 +185,7 @@ def test_faults_end_at_minimum_tension_and_warnings_do_not(matrix):
 
 # -- the runner's accounting --------------------------------------------------------------------
 def test_tick_accounting_of_a_supervised_run(rig, setup):
-    from musculo_control.sim.experiments import start_pose
+    from musculo_control.sim.setup import start_pose
 
     q0 = start_pose(setup.robot, "home")
     x0, rot0 = rig.robot.arm.hand_pose(q0)

@@ -306,12 +306,8 @@ def test_a_late_snapshot_is_reported_and_nothing_stops(parts, tmp_path):
 def test_trajectory_b_from_pose_a_tracks_like_the_runner(parts, tmp_path):
     import yaml
 
-    from musculo_control.sim.experiments import (
-        Overrides,
-        load_setup,
-        run_trajectory,
-        start_pose,
-    )
+    from musculo_control.sim.experiments import run_trajectory
+    from musculo_control.sim.setup import Overrides, load_setup, start_pose
 
     setup = load_setup(parts.config_dir, Overrides.parse([]))
     cfg = setup.experiments.trajectory

@@ -16,7 +16,8 @@ from musculo_control.errors import ConfigError
 from musculo_control.hardware.mujoco_arm import tendon_jacobian
 from musculo_control.model.config import parse
 from musculo_control.paths import config_root
-from musculo_control.sim.experiments import Bench, Overrides, load_setup, run_trajectory
+from musculo_control.sim.experiments import Bench, run_trajectory
+from musculo_control.sim.setup import Overrides, load_setup
 
 ON = GainsConfig(ki_s3=600.0, integral_zone_m=0.01, integral_max_m_s2=2.0,
                  integral_reset_after_s=0.1)

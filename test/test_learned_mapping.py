@@ -297,8 +297,8 @@ def test_learn_mapping_command_end_to_end(tmp_path, planar, capsys):
 def test_record_on_the_mock_through_the_loop(tmp_path, planar):
     """A short recording of the planar arm: the mock's own sensors, stamps rising, inside the
     limits, the calibration pose among the recorded poses."""
-    from musculo_control.sim.experiments import Overrides, load_setup
     from musculo_control.sim.mapping_recorder import load_mapping_config, record_on_mock
+    from musculo_control.sim.setup import Overrides, load_setup
 
     setup = load_setup(PLANAR, Overrides.parse([]))
     cfg = dataclasses.replace(load_mapping_config(PLANAR).record, targets=4, dwell_s=0.2,

@@ -347,7 +347,7 @@ def test_an_mjcf_split_into_includes_is_read_through_mujocos_export(planar_copy)
 def test_an_arm_in_a_tilted_plane_meets_only_the_in_plane_hand_axes(planar_copy):
     """Turn the torso 0.1 rad about z: the arm's plane is no longer the base x-z plane, so a
     hand target (x, 0, z) is off the plane. With hand_axes [x, z] the pose meets x and z."""
-    from musculo_control.sim.experiments import Overrides, load_setup
+    from musculo_control.sim.setup import Overrides, load_setup
 
     xml = planar_copy / "arm.xml"
     xml.write_text(xml.read_text().replace('<body name="torso">',

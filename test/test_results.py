@@ -14,7 +14,7 @@ import pytest
 from musculo_control.errors import ConfigError
 from musculo_control.model.config import parse
 from musculo_control.paths import default_config_dir
-from musculo_control.sim.experiments import Overrides, RunResult, load_setup
+from musculo_control.sim.experiments import RunResult
 from musculo_control.sim.recorder import Recorder
 from musculo_control.sim.results import (
     current_block,
@@ -31,6 +31,7 @@ from musculo_control.sim.scoring import (
     judge,
     trajectory_metrics,
 )
+from musculo_control.sim.setup import Overrides, load_setup
 
 REPO = Path(__file__).resolve().parent.parent
 HOLD = {"hand_tolerance_m": 0.02, "elbow_tolerance_m": 0.02}

@@ -13,8 +13,9 @@ from musculo_control.control.goal import HandGoal
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.drivers import HardwareRates
 from musculo_control.paths import default_config_dir
-from musculo_control.sim.experiments import Bench, Overrides, load_setup
+from musculo_control.sim.experiments import Bench
 from musculo_control.sim.runner import DelayLine, RunnerConfig, divisors
+from musculo_control.sim.setup import Overrides, load_setup
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 from musculo_control.hardware.mock_arm import load_mock_arm
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import config_root
-from musculo_control.sim.experiments import Overrides, load_setup
+from musculo_control.sim.setup import Overrides, load_setup
 
 
 def shipped_folders() -> list[Path]:

@@ -10,10 +10,10 @@ import pytest
 
 from musculo_control.cli import main
 from musculo_control.control.goal import check_goal
-from musculo_control.sim.experiments import Overrides, load_setup, start_pose
+from musculo_control.sim.reliability import load_reliability_section
 from musculo_control.sim.rig import Rig
+from musculo_control.sim.setup import Overrides, load_setup, start_pose
 from musculo_control.sim.soak import SoakConfig, SoakSchedule
-from musculo_control.sim.supervised_loop import load_reliability_section
 
 SHORT = ["--set", "reliability.soak.warmup_s=2", "--set", "reliability.soak.memory_every_s=2",
          "--set", "reliability.soak.rest_every_s=4", "--set", "reliability.soak.rest_s=1.5",

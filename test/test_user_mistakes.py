@@ -19,7 +19,7 @@ from musculo_control.estimation.snapshot import DynamicsEstimator, TaskConfig
 from musculo_control.model.checks import check_task, check_workspace
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import config_root
-from musculo_control.sim.experiments import Overrides, load_setup
+from musculo_control.sim.setup import Overrides, load_setup
 
 
 @pytest.fixture(scope="module")

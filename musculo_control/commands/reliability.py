@@ -30,32 +30,22 @@ from pathlib import Path
 from typing import Any
 
 from musculo_control.commands.checks import writable_dir, writable_file
-from musculo_control.commands.simulate import add_common
+from musculo_control.commands.options import add_common, setup_from_args
 from musculo_control.control.controller import CONTROLLER_NAMES
-from musculo_control.paths import default_config_dir
-from musculo_control.sim.experiments import Overrides, load_setup
 from musculo_control.sim.fault_matrix import (
     comparison_markdown,
     load_fault_matrix_config,
     matrix_markdown,
     run_matrix,
 )
+from musculo_control.sim.setup import RELIABILITY_FILES, Setup
 from musculo_control.sim.soak import load_soak_config, run_soak
-from musculo_control.sim.supervised_loop import split_overrides
-
-_OWN_PREFIXES = ("safety", "reliability")
 
 
-def _split(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], Overrides, Path]:
-    """(safety overrides, reliability overrides, the rest, config folder)."""
-    items = list(args.overrides)
-    if getattr(args, "seed", None) is not None:
-        items.append(f"mock_arm.seed={args.seed}")
-    mine, rest = split_overrides(items, _OWN_PREFIXES)
-    safety = {k.partition(".")[2]: v for k, v in mine.items() if k.startswith("safety.")}
-    reliability = {k.partition(".")[2]: v for k, v in mine.items()
-                   if k.startswith("reliability.")}
-    return safety, reliability, Overrides.parse(rest), args.config or default_config_dir()
+def _setup(args: argparse.Namespace) -> tuple[Setup, dict[str, Any], dict[str, Any]]:
+    """(the setup, safety.yaml overrides, reliability.yaml overrides) of ``--set``."""
+    setup = setup_from_args(args, RELIABILITY_FILES)
+    return setup, setup.overrides.safety, dict(setup.overrides.reliability)
 
 
 def _write_json(doc: dict[str, Any], *paths: Path | None) -> None:
@@ -79,8 +69,8 @@ def run_faults(args: argparse.Namespace) -> int:
     """``musculo simulate faults``: the fault matrix."""
     writable_dir(args.out, "--out")
     writable_file(args.json, "--json")
-    safety, reliability, overrides, folder = _split(args)
-    setup = load_setup(folder, overrides)
+    setup, safety, reliability = _setup(args)
+    folder = setup.robot.config_dir
     cfg = load_fault_matrix_config(folder, setup.robot, reliability)
     if args.controller != cfg.controller:
         cfg = dataclasses.replace(cfg, controller=args.controller)
@@ -88,7 +78,7 @@ def run_faults(args: argparse.Namespace) -> int:
     if graph:
         # the runner's matrix too (seconds), for the side-by-side table
         runner, _ = run_matrix(setup, cfg, safety, progress=False)
-        results, baseline = _graph_matrix(args, folder, safety, overrides, cfg)
+        results, baseline = _graph_matrix(args, folder, setup, cfg)
     else:
         results, baseline = run_matrix(setup, cfg, safety, progress=True)
     print(matrix_markdown(results), end="")
@@ -121,11 +111,13 @@ def run_faults(args: argparse.Namespace) -> int:
     return 0
 
 
-def _graph_matrix(args: argparse.Namespace, folder: Path, safety: dict[str, Any],
-                  overrides: Overrides, cfg: Any) -> tuple[list[Any], dict[str, Any]]:
+def _graph_matrix(args: argparse.Namespace, folder: Path, setup: Setup,
+                  cfg: Any) -> tuple[list[Any], dict[str, Any]]:
     """The matrix on the node graph; the nodes read the config folder, so only
     ``reliability.faults`` overrides (the scenario, which the observer drives) apply."""
-    if safety or overrides.controller or overrides.experiments or overrides.mock_arm:
+    overrides = setup.overrides
+    if (overrides.safety or overrides.controller or overrides.experiments or overrides.mock_arm
+            or overrides.robot):
         raise SystemExit("musculo simulate faults --graph: the nodes read the config folder "
                          "itself; --set applies only to reliability.faults.* (copy the folder "
                          "and edit it to change other values)")
@@ -162,14 +154,14 @@ def add_parser(sub: Any) -> None:
 
 def run_soak_command(args: argparse.Namespace) -> int:
     writable_file(args.json, "--json")
-    safety, reliability, overrides, folder = _split(args)
+    setup, safety, reliability = _setup(args)
+    folder = setup.robot.config_dir
     if args.hours is not None:
         reliability["soak.duration_s"] = args.hours * 3600.0
     elif args.duration is not None:
         reliability["soak.duration_s"] = args.duration
     if args.controller is not None:
         reliability["soak.controller"] = args.controller
-    setup = load_setup(folder, overrides)
     cfg = load_soak_config(folder, setup.robot, reliability)
     report = run_soak(setup, cfg, safety,
                       progress=lambda line: print(line, file=sys.stderr, flush=True))

@@ -16,18 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from musculo_control.commands.checks import names, writable_dir
-from musculo_control.commands.simulate import (
-    add_common,
-    metrics_json,
-    plot_runs,
-    print_runs,
-    save_runs,
-    setup_from_args,
-)
+from musculo_control.commands.options import add_common, setup_from_args
+from musculo_control.commands.simulate import plot_runs, print_runs, save_runs
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.provenance import provenance
-from musculo_control.sim.experiments import EXPERIMENT_NAMES, RunResult, Setup, run_experiment
+from musculo_control.sim.experiments import RunResult, metrics_json, run_experiment
 from musculo_control.sim.results import build_results, dumps, results_table
+from musculo_control.sim.setup import EXPERIMENT_NAMES, Setup
 
 
 def add_parser(sub: Any) -> None:

@@ -8,40 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from musculo_control.commands.checks import writable_dir, writable_file
+from musculo_control.commands.options import add_common, setup_from_args
+from musculo_control.commands.reliability import run_faults
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.loop.state_record import controller_state_layout
-from musculo_control.paths import default_config_dir
-from musculo_control.sim.experiments import (
-    EXPERIMENT_NAMES,
-    Overrides,
-    RunResult,
-    Setup,
-    load_setup,
-    run_experiment,
-)
+from musculo_control.sim.experiments import RunResult, metrics_json, run_experiment
 from musculo_control.sim.plots import plot_disturbance, plot_nullspace, plot_trajectory
 from musculo_control.sim.results import dumps
 from musculo_control.sim.rosbag_log import write_bag
 from musculo_control.sim.scoring import judge, problems
-
-
-def add_common(p: argparse.ArgumentParser) -> None:
-    """Options shared by the simulation commands."""
-    p.add_argument("--config", type=Path, default=None, help="config folder (default: shipped arm)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FILE.KEY=V",
-                   help="override a config value, e.g. controller.qp.r=0.01 or "
-                        "experiments.nullspace.duration_s=5 or mock_arm.seed=3 or "
-                        "robot.muscle_geometry.learned_model=out/mapping.npz (repeatable)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="seed of the mock arm's model error and sensor noise: the same as "
-                        "--set mock_arm.seed=N")
-
-
-def setup_from_args(args: argparse.Namespace) -> Setup:
-    items = list(args.overrides)
-    if args.seed is not None:
-        items.append(f"mock_arm.seed={args.seed}")
-    return load_setup(args.config or default_config_dir(), Overrides.parse(items))
+from musculo_control.sim.setup import EXPERIMENT_NAMES, Setup
 
 
 def add_parser(sub: Any) -> None:
@@ -62,17 +38,6 @@ def add_parser(sub: Any) -> None:
                    help="with --graph: simulated seconds per wall second (default 0.5)")
     add_common(p)
     p.set_defaults(func=run)
-
-
-def metrics_json(experiment: str, runs: list[RunResult]) -> dict[str, Any]:
-    """Metrics of one experiment with one controller; trajectory keys map pose -> value."""
-    if experiment != "trajectory":
-        return dict(runs[0].metrics)
-    out: dict[str, Any] = {}
-    for run in runs:
-        for key, value in run.metrics.items():
-            out.setdefault(key, {})[run.variant] = value
-    return out
 
 
 def save_runs(runs: list[RunResult], folder: Path, setup: Setup) -> None:
@@ -112,8 +77,6 @@ def print_runs(runs: list[RunResult]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.experiment == "faults":
-        from musculo_control.commands.reliability import run_faults
-
         return run_faults(args)
     writable_dir(args.out, "--out")
     writable_file(args.json, "--json")

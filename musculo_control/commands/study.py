@@ -24,10 +24,9 @@ from musculo_control.commands.sweep import parse_params
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import InputError
 from musculo_control.paths import default_config_dir
-from musculo_control.sim.experiments import Overrides, load_setup
+from musculo_control.sim.setup import Overrides, load_setup
 from musculo_control.sim.study import (
     Cache,
-    ConditionConfig,
     DaskEngine,
     Engine,
     LocalEngine,
@@ -41,6 +40,7 @@ from musculo_control.sim.study import (
     summarise,
     summary_table,
 )
+from musculo_control.sim.study_config import ConditionConfig
 
 ENGINES = ("local", "dask")
 

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from musculo_control.commands.checks import writable_dir
-from musculo_control.commands.simulate import add_common, metrics_json
+from musculo_control.commands.options import add_common, override_items
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import InputError
 from musculo_control.model.config import parse_value
 from musculo_control.paths import default_config_dir
-from musculo_control.sim.experiments import EXPERIMENT_NAMES, Overrides, load_setup, run_experiment
+from musculo_control.sim.experiments import metrics_json, run_experiment
+from musculo_control.sim.setup import EXPERIMENT_NAMES, Overrides, load_setup
 
 
 def add_parser(sub: Any) -> None:
@@ -79,8 +80,7 @@ def _scalar_metrics(m: dict[str, Any]) -> dict[str, float]:
 
 def run(args: argparse.Namespace) -> int:
     params = parse_params(args.param)
-    base = list(args.overrides) + ([f"mock_arm.seed={args.seed}"] if args.seed is not None
-                                   else [])
+    base = override_items(args)
     out: Path = writable_dir(args.out, "--out")
     rows: list[dict[str, Any]] = []
     grid = list(itertools.product(*[values for _, values in params]))

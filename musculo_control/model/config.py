@@ -21,7 +21,7 @@ from typing import Any, TypeVar, Union
 
 import yaml
 
-from musculo_control.errors import ConfigError
+from musculo_control.errors import ConfigError, InputError
 
 T = TypeVar("T")
 
@@ -99,13 +99,26 @@ def parse_value(text: str, what: str) -> Any:
 
 def parse_override(item: str, option: str = "--set") -> tuple[str, Any]:
     """``'controller.qp.k=1e-2'`` -> ``('controller.qp.k', 0.01)``: a dotted key and its value."""
-    from musculo_control.errors import InputError
-
     key, sep, text = item.partition("=")
     key = key.strip()
     if not sep or "." not in key or not all(key.split(".")) or not text.strip():
         raise InputError(option, "FILE.KEY=VALUE, e.g. controller.qp.r=0.01", item)
     return key, parse_value(text, f"{option} {key}")
+
+
+def overrides_by_file(items: list[str] | tuple[str, ...], files: tuple[str, ...],
+                      option: str = "--set") -> dict[str, dict[str, Any]]:
+    """``FILE.KEY=VALUE`` items grouped by file, e.g. ``["controller.qp.r=0.3"]`` ->
+    ``{"controller": {"qp.r": 0.3}, ...}`` (every file of ``files`` present); an item naming
+    another file is an :class:`InputError` listing ``files``. The one parser of ``--set``."""
+    out: dict[str, dict[str, Any]] = {f: {} for f in files}
+    for item in items:
+        key, value = parse_override(item, option)
+        prefix, _, rest = key.partition(".")
+        if prefix not in out:
+            raise InputError(option, f"a key starting with one of {list(files)}", item)
+        out[prefix][rest] = value
+    return out
 
 
 def read_yaml(path: Path) -> Any:
@@ -187,17 +200,41 @@ def load_with_overrides(cls: type[T], path: Path,
         raise _with_position(exc, path, set(overrides or ())) from None
 
 
+def load_section(cls: type[T], path: Path, section: str, sections: tuple[str, ...],
+                 overrides: dict[str, Any] | None = None) -> T:
+    """Parse top-level ``section`` of a file whose top level holds the independent
+    ``sections`` (each parsed by its own reader) into ``cls``; ``overrides`` are dotted keys of
+    the whole file (e.g. ``{"soak.duration_s": 60}``)."""
+    data = read_yaml(path)
+    try:
+        if not isinstance(data, dict):
+            raise ConfigError(str(path), "<top level>", f"a mapping with keys {list(sections)}",
+                              type(data).__name__)
+        check_known_keys(data, sections, str(path), "")
+        if overrides:
+            data = apply_overrides(data, overrides, str(path))
+        if section not in data:
+            raise ConfigError(str(path), section, "a section", "missing")
+        return parse(cls, data[section], str(path), section)
+    except ConfigError as exc:
+        raise _with_position(exc, path, set(overrides or ())) from None
+
+
+def check_known_keys(data: dict[Any, Any], known: Any, file: str, key: str) -> None:
+    """Reject the first key of ``data`` not in ``known``, listing the known ones."""
+    unknown = sorted(set(map(str, data)) - set(known))
+    if unknown:
+        raise ConfigError(file, _join(key, unknown[0]), f"one of the known keys {sorted(known)}",
+                          "unknown key")
+
+
 def parse(cls: type[T], data: Any, file: str, key: str = "") -> T:
     """Build the frozen dataclass ``cls`` from ``data`` (a mapping), validating every field."""
     where = key or "<top level>"
     if not isinstance(data, dict):
         raise ConfigError(file, where, f"a mapping with keys {_field_names(cls)}", _short(data))
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(map(str, data)) - set(fields))
-    if unknown:
-        raise ConfigError(
-            file, _join(key, unknown[0]), f"one of the known keys {sorted(fields)}", "unknown key"
-        )
+    check_known_keys(data, fields, file, key)
     hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
     for name, f in fields.items():

@@ -34,9 +34,9 @@ from musculo_control.loop.build import LoopParts
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
 from musculo_control.nodes.observer import GraphObserver
-from musculo_control.sim.experiments import start_pose
 from musculo_control.sim.fault_matrix import FaultMatrixConfig, FaultResult, fault_duration
 from musculo_control.sim.faults import CONTROLLER_FAULTS, MOCK_FAULTS, fault_kind
+from musculo_control.sim.setup import start_pose
 
 #: The node whose health is each stage's (FaultKind.stages names stages).
 STAGE_NODES = {"potentiometers": "potentiometer_node", "tendon actuators": "tendon_driver_node",

@@ -6,10 +6,9 @@
   rising elbow height, orientation feedback off.
 - ``nullspace`` (8 C): released from a high-elbow pose with the hand goal at its start.
 
-Each run is set up from one parameter set (``experiments.yaml`` plus the robot's folder, with
-command-line overrides) and saves its parameters, initial state and sampled signals. A robot's
-``experiments.yaml`` holds a section for each experiment that applies to it: the nullspace
-experiment needs a task with fewer rows than the arm has joints.
+Each run is set up from one parameter set (:class:`~musculo_control.sim.setup.Setup`:
+``experiments.yaml`` plus the robot's folder, with command-line overrides) and saves its
+parameters, initial state (:mod:`musculo_control.sim.run_record`) and sampled signals.
 """
 
 from __future__ import annotations
@@ -18,195 +17,40 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.control.controller import (
-    CONTROLLER_NAMES,
-    ControllerConfig,
-    load_controller_config,
-)
+from musculo_control.control.controller import CONTROLLER_NAMES, ControllerConfig
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.errors import ConfigError, InputError
-from musculo_control.hardware.mock_arm import MockArm, MockArmConfig
-from musculo_control.model.checks import check_reachable, check_workspace
-from musculo_control.model.config import load_with_overrides, parse_override, spec
-from musculo_control.model.robot import Robot, load_robot
-from musculo_control.provenance import provenance
+from musculo_control.hardware.mock_arm import MockArm
+from musculo_control.model.robot import Robot
 from musculo_control.sim.recorder import Recorder
-from musculo_control.sim.runner import LoopState, RunnerConfig
+from musculo_control.sim.rig import Rig
+from musculo_control.sim.run_record import run_record
+from musculo_control.sim.runner import LoopState
 from musculo_control.sim.scoring import (
     Scored,
-    Target,
     disturbance_metrics,
     nullspace_metrics,
     trajectory_metrics,
 )
+from musculo_control.sim.setup import (  # noqa: F401  Overrides, load_setup: benchmarks/bench_runner.py reads them here
+    DisturbanceConfig,
+    NullspaceConfig,
+    Overrides,
+    Setup,
+    TrajectoryConfig,
+    experiment_config,
+    load_setup,
+    start_pose,
+)
 from musculo_control.sim.signals import RunSignals
-from musculo_control.sim.study import StudyConfig
-from musculo_control.sim.supervised_loop import check_start_pose
 
 FloatArray = npt.NDArray[np.float64]
-
-EXPERIMENT_NAMES = ("disturbance", "trajectory", "nullspace")
-
-
-@dataclass(frozen=True, kw_only=True)
-class DisturbanceConfig:
-    """Experiment A: push the elbow with a hand-held gauge, the hand goal fixed."""
-
-    start_pose: str = spec("home", doc="'home' (robot.yaml home_pose_rad) or a named pose")
-    settle_s: float = spec(1.0, ge=0.0, doc="hold before the gauge touches [s]")
-    axis: tuple[float, ...] = spec(length=3, doc="gauge axis, the push direction, base frame "
-                                                 "(the paper's: medial) [-]")
-    displacement_m: float = spec(0.04, gt=0.0, doc="how far the tip moves from first contact [m]")
-    push_s: float = spec(1.0, gt=0.0, doc="time the tip takes for that distance [s]")
-    hold_s: float = spec(6.0, gt=0.0, doc="the tip then stays put this long [s]")
-    final_window_s: float = spec(1.0, gt=0.0, doc="final push force = mean over the last [s]")
-    contact_gap_tolerance_m: float = spec(
-        0.002, gt=0.0, doc="contact is lost when the elbow gets further than this ahead of the "
-                           "gauge tip along the push axis [m]")
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrajectoryConfig:
-    """Experiment B: one point-to-point move from several start poses."""
-
-    start_m: tuple[float, ...] = spec(length=3, doc="hand start point, base frame [m]")
-    end_m: tuple[float, ...] = spec(length=3, doc="hand end point, base frame [m]")
-    start_poses: tuple[str, ...] = spec(min_length=1,
-                                        doc="named poses with the hand at start_m (A, B, C)")
-    settle_s: float = spec(1.0, ge=0.0, doc="hold at the start before moving [s]")
-    move_s: float = spec(2.0, gt=0.0, doc="duration of the minimum-jerk move [s]")
-    hold_s: float = spec(1.0, ge=0.0, doc="hold at the end, still scored [s]")
-    orientation_gain_s2: float = spec(0.0, ge=0.0,
-                                      doc="kr during this experiment (paper: feedback off) [1/s^2]")
-
-
-@dataclass(frozen=True, kw_only=True)
-class NullspaceConfig:
-    """Experiment C: released from a high-elbow pose, the hand goal at its start."""
-
-    start_pose: str = spec(doc="named pose to release from (the paper's: a high elbow)")
-    duration_s: float = spec(10.0, gt=0.0, doc="length of the run [s]")
-    window_s: float = spec(0.5, gt=0.0, doc="||a|| at start and end = mean over this window [s]")
-    start_skip_s: float = spec(0.1, ge=0.0, doc="the start window begins after this [s]")
-    drift_joint: str = spec(doc="the joint whose drift lowers the elbow (plotted; its change is "
-                                "reported)")
-
-
-@dataclass(frozen=True, kw_only=True)
-class StartHoldConfig:
-    """Before the score starts, the arm must hold its start pose (see sim/scoring.py)."""
-
-    hand_tolerance_m: float = spec(0.02, gt=0.0, doc="largest hand motion from its start [m]")
-    elbow_tolerance_m: float = spec(0.02, gt=0.0, doc="largest elbow motion from its start [m]")
-
-
-@dataclass(frozen=True, kw_only=True)
-class ExperimentsConfig:
-    """``experiments.yaml``."""
-
-    runner: RunnerConfig = spec(RunnerConfig(), doc="loop rates and transport delay")
-    compare_with_paper: bool = spec(
-        False, doc="the robot stands in for the paper's arm: reports show the physical robot's "
-                   "results (SPEC section 8) beside the simulated ones")
-    start_hold: StartHoldConfig = spec(StartHoldConfig(), doc="the start pose must be held "
-                                                              "until the score starts")
-    disturbance: DisturbanceConfig | None = spec(None, doc="experiment A; absent: not run")
-    trajectory: TrajectoryConfig | None = spec(None, doc="experiment B; absent: not run")
-    nullspace: NullspaceConfig | None = spec(
-        None, doc="experiment C; absent: not run (it needs fewer task rows than joints)")
-    targets: tuple[Target, ...] = spec((), doc="what the results are judged against")
-    studies: tuple[StudyConfig, ...] = spec((), doc="named studies of `musculo study`")
-
-    def configured(self) -> tuple[str, ...]:
-        """The experiments this robot's file sets up, in EXPERIMENT_NAMES order."""
-        return tuple(e for e in EXPERIMENT_NAMES if getattr(self, e) is not None)
-
-
-@dataclass(frozen=True)
-class Overrides:
-    """``--set file.key=value`` overrides, split by the file they address."""
-
-    controller: dict[str, Any]
-    experiments: dict[str, Any]
-    mock_arm: dict[str, Any]
-    robot: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    PREFIXES = ("controller", "experiments", "mock_arm", "robot")
-
-    @classmethod
-    def parse(cls, items: list[str] | tuple[str, ...] = ()) -> Overrides:
-        """``controller.qp.r=0.01`` -> controller.yaml key qp.r = 0.01 (value parsed as YAML)."""
-        out: dict[str, dict[str, Any]] = {p: {} for p in cls.PREFIXES}
-        for item in items:
-            key, value = parse_override(item)
-            prefix, _, rest = key.partition(".")
-            if prefix not in out:
-                raise InputError("--set", f"a key starting with one of {list(cls.PREFIXES)}",
-                                 item)
-            out[prefix][rest] = value
-        return cls(out["controller"], out["experiments"], out["mock_arm"], out["robot"])
-
-
-@dataclass
-class Setup:
-    """Everything one run needs, loaded from one config folder and its overrides."""
-
-    robot: Robot
-    controller_config: ControllerConfig
-    experiments: ExperimentsConfig
-    mock_config: MockArmConfig
-    overrides: Overrides
-
-
-def load_setup(config_dir: Path, overrides: Overrides) -> Setup:
-    """Load and validate the robot, controller, experiments and mock arm files."""
-    robot = load_robot(config_dir, overrides.robot)
-    ctrl = load_controller_config(config_dir, overrides.controller)
-    exp = load_with_overrides(ExperimentsConfig, config_dir / "experiments.yaml",
-                              overrides.experiments)
-    mock = load_with_overrides(MockArmConfig, config_dir / "mock_arm.yaml", overrides.mock_arm)
-    mock.physics.check_joints(robot.arm.n_joints, str(config_dir / "mock_arm.yaml"), "physics")
-    file = str(config_dir / "experiments.yaml")
-    if exp.disturbance is not None:
-        check_start_pose(robot, exp.disturbance.start_pose, file, "disturbance.start_pose")
-    if exp.nullspace is not None:
-        check_start_pose(robot, exp.nullspace.start_pose, file, "nullspace.start_pose")
-        if exp.nullspace.drift_joint not in robot.arm.joint_names:
-            raise ConfigError(file, "nullspace.drift_joint",
-                              f"a joint of the robot {list(robot.arm.joint_names)}",
-                              exp.nullspace.drift_joint)
-        rows, n = len(ctrl.task.rows), robot.arm.n_joints
-        if rows >= n:
-            raise ConfigError(file, "nullspace",
-                              f"no section: the task has {rows} rows for {n} joints, so it leaves "
-                              f"no nullspace for the arm to drift in", "a nullspace section")
-    if exp.trajectory is not None:
-        for i, name in enumerate(exp.trajectory.start_poses):
-            check_start_pose(robot, name, file, f"trajectory.start_poses[{i}]")
-            check_reachable(robot, start_pose(robot, name), exp.trajectory.start_m,
-                            exp.trajectory.end_m, file, "trajectory")
-    check_workspace(robot, ctrl.workspace, str(config_dir / "controller.yaml"))
-    return Setup(robot, ctrl, exp, mock, overrides)
-
-
-def experiment_config(setup: Setup, experiment: str) -> Any:
-    """The section of ``experiment``, or :class:`InputError` saying it is not set up."""
-    if experiment not in EXPERIMENT_NAMES:
-        raise InputError("experiment", f"one of {list(EXPERIMENT_NAMES)}", experiment)
-    cfg = getattr(setup.experiments, experiment)
-    if cfg is None:
-        file = setup.robot.config_dir / "experiments.yaml"
-        raise InputError(f"experiment '{experiment}'",
-                         f"a section '{experiment}' in {file} (this robot runs "
-                         f"{list(setup.experiments.configured())})", "none")
-    return cfg
 
 
 @dataclass
@@ -240,8 +84,6 @@ class Bench:
                  controller_config: ControllerConfig | None = None) -> None:
         if controller_name not in CONTROLLER_NAMES:
             raise InputError("controller", f"one of {list(CONTROLLER_NAMES)}", controller_name)
-        from musculo_control.sim.rig import Rig
-
         self.rig = rig = Rig(setup, controller_name, controller_config)
         robot = setup.robot
         self.robot = robot
@@ -274,15 +116,6 @@ class Bench:
         return self.loop.run(duration_s, goal_fn, hook=hook, on_control=self.record, label=label)
 
 
-def start_pose(robot: Robot, name: str) -> FloatArray:
-    """Joint angles of 'home' or of a named pose of robot.yaml's ``poses`` section."""
-    if name == "home":
-        return robot.home_pose_rad.copy()
-    if robot.poses is None:
-        raise ConfigError(robot.robot_file, "poses", f"a poses section defining '{name}'")
-    return robot.poses.solve_named(name, robot.home_pose_rad).q_rad
-
-
 def joint_path(robot: Robot, q0: FloatArray, start: FloatArray, end: FloatArray,
                move_s: float, t_move_s: float, hold_elbow: bool = True,
                samples: int = 41) -> Callable[[float], FloatArray]:
@@ -308,76 +141,6 @@ def joint_path(robot: Robot, q0: FloatArray, start: FloatArray, end: FloatArray,
         return np.array([np.interp(s, times, qs[:, j]) for j in range(qs.shape[1])])
 
     return at
-
-
-def _run_info(setup: Setup, bench: Bench, experiment: str, controller: str, q0: FloatArray,
-              started_unix_ns: int, extra: dict[str, Any]) -> dict[str, Any]:
-    """run.yaml: parameters, initial state, what the seed drew, provenance (metrics follow)."""
-    return {
-        "experiment": experiment,
-        "controller": controller,
-        "config_dir": str(setup.robot.config_dir),
-        "overrides": {"controller": setup.overrides.controller,
-                      "experiments": setup.overrides.experiments,
-                      "mock_arm": setup.overrides.mock_arm, "robot": setup.overrides.robot},
-        "parameters": {"controller": dataclasses.asdict(setup.controller_config),
-                       "experiments": dataclasses.asdict(setup.experiments),
-                       "mock_arm": dataclasses.asdict(setup.mock_config)},
-        "initial_state": {"q_rad": q0, "qd_rad_s": np.zeros_like(q0)},
-        "random": drawn_record(setup, bench.mock),
-        "provenance": provenance(),
-        "log": {"stamp_origin_unix_ns": started_unix_ns,
-                "stamps": "bag stamps = stamp_origin_unix_ns + simulated time"},
-        **extra,
-    }
-
-
-def drawn_record(setup: Setup, mock: MockArm) -> dict[str, Any]:
-    """What ``mock_arm.seed`` drew for this run, by name (for run.yaml)."""
-    robot = setup.robot
-    drawn = mock.drawn()
-    error: Any = drawn["model_error"]
-    record: dict[str, Any] = {}
-    for f in dataclasses.fields(error):  # every part of the model error, by name
-        value = getattr(error, f.name)
-        if f.name == "mass_scale":
-            record["link_mass_scale"] = {k: round(float(v), 6) for k, v in value.items()}
-        elif f.name == "via_point_offset_m":
-            record["via_point_offset_mm"] = _per_muscle(robot, 1e3 * np.asarray(value))
-        else:
-            record[f.name] = np.round(np.asarray(value, dtype=float), 9).tolist()
-    sensors = setup.mock_config.sensors
-    pot = np.asarray(drawn["potentiometer_offset_error_counts"])
-    return {
-        "mock_arm.seed": drawn["seed"],
-        "model_error_enabled": setup.mock_config.model_error.enabled,
-        **record,
-        "potentiometer_offset_error_counts": dict(zip(robot.arm.joint_names,
-                                                      np.round(pot, 4).tolist())),
-        "sensor_noise": {
-            "potentiometer_std_counts": sensors.potentiometer_noise_counts,
-            "encoder_std_counts": sensors.encoder_noise_counts,
-            "loadcell_std_counts": sensors.loadcell_noise_counts,
-            "drawn": "per sample, Gaussian, from the seed's third stream "
-                     "(numpy SeedSequence(seed).spawn(3)[2])",
-        },
-    }
-
-
-def _per_muscle(robot: Robot, offsets_mm: FloatArray) -> Any:
-    """Via-point offsets by muscle name (in the muscles file's point order), or the plain list
-    when the counts do not match that order."""
-    muscles = robot.muscles_config.muscles
-    if any(m.path is None for m in muscles):  # an MJCF's sites: no via-point list per muscle
-        return np.round(offsets_mm, 4).tolist()
-    sizes = [len(m.path) for m in muscles]
-    if offsets_mm.shape[0] != sum(sizes):
-        return np.round(offsets_mm, 4).tolist()
-    out, k = {}, 0
-    for muscle, n in zip(muscles, sizes):
-        out[muscle.name] = np.round(offsets_mm[k:k + n], 4).tolist()
-        k += n
-    return out
 
 
 # -- the experiments -----------------------------------------------------------------------------
@@ -433,7 +196,7 @@ def run_disturbance(setup: Setup, controller: str, label: str = "") -> RunResult
         scored, hand_tolerance_m=hold.hand_tolerance_m,
         elbow_tolerance_m=hold.elbow_tolerance_m,
         contact_gap_tolerance_m=cfg.contact_gap_tolerance_m, unsafe_ticks=len(bench.loop.faults))
-    info = _run_info(setup, bench, "disturbance", controller, q0, started,
+    info = run_record(setup, bench.mock, "disturbance", controller, q0, started,
                      {"hand_goal_m": x0, "metrics": metrics})
     return RunResult("disturbance", controller, "", metrics, rec, info, wall, duration, scored)
 
@@ -486,7 +249,7 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
     metrics = trajectory_metrics(scored, hand_tolerance_m=hold.hand_tolerance_m,
                                  elbow_tolerance_m=hold.elbow_tolerance_m,
                                  unsafe_ticks=len(bench.loop.faults))
-    info = _run_info(setup, bench, "trajectory", controller, q0, started,
+    info = run_record(setup, bench.mock, "trajectory", controller, q0, started,
                      {"start_pose": pose_name, "metrics": metrics})
     return RunResult("trajectory", controller, pose_name, metrics, rec, info, wall, duration,
                      scored)
@@ -508,7 +271,7 @@ def run_nullspace(setup: Setup, controller: str, label: str = "") -> RunResult:
     }, {"start_window_s": cfg.start_skip_s, "end_window_s": cfg.duration_s - cfg.window_s,
         "window_s": cfg.window_s, "end_s": cfg.duration_s})
     metrics = nullspace_metrics(scored, unsafe_ticks=len(bench.loop.faults))
-    info = _run_info(setup, bench, "nullspace", controller, q0, started,
+    info = run_record(setup, bench.mock, "nullspace", controller, q0, started,
                      {"hand_goal_m": x0, "drift_joint": cfg.drift_joint, "metrics": metrics})
     return RunResult("nullspace", controller, "", metrics, rec, info, wall, cfg.duration_s,
                      scored)
@@ -526,3 +289,14 @@ def run_experiment(setup: Setup, experiment: str, controller: str,
     return [run_trajectory(setup, controller, pose, f"{label}/{pose}" if label else "")
             for pose in experiment_config(setup, "trajectory").start_poses]
 
+
+
+def metrics_json(experiment: str, runs: list[RunResult]) -> dict[str, Any]:
+    """Metrics of one experiment with one controller; trajectory keys map pose -> value."""
+    if experiment != "trajectory":
+        return dict(runs[0].metrics)
+    out: dict[str, Any] = {}
+    for run in runs:
+        for key, value in run.metrics.items():
+            out.setdefault(key, {})[run.variant] = value
+    return out

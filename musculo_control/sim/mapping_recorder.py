@@ -33,8 +33,8 @@ from musculo_control.model.config import load_with_overrides, spec
 from musculo_control.model.mapping_fit import FitConfig
 from musculo_control.model.mapping_recording import Recording
 from musculo_control.provenance import provenance
-from musculo_control.sim.experiments import Setup
 from musculo_control.sim.runner import LoopState
+from musculo_control.sim.setup import Setup
 
 FloatArray = npt.NDArray[np.float64]
 

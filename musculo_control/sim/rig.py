@@ -7,7 +7,7 @@ build` exactly as its node builds it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -17,9 +17,7 @@ from musculo_control.control.goal import HandGoal
 from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.loop import build
 from musculo_control.sim.runner import ClosedLoop, StreamFaults
-
-if TYPE_CHECKING:
-    from musculo_control.sim.experiments import Setup
+from musculo_control.sim.setup import Setup
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -45,13 +45,10 @@ from musculo_control.errors import ConfigError
 from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.model.config import spec
 from musculo_control.model.robot import Robot
-from musculo_control.sim.experiments import Setup, start_pose
+from musculo_control.sim.reliability import load_reliability_section
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.runner import LoopState
-from musculo_control.sim.supervised_loop import (
-    check_start_pose,
-    load_reliability_section,
-)
+from musculo_control.sim.setup import Setup, check_start_pose, start_pose
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -29,50 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from musculo_control.control.controller import CONTROLLER_NAMES
-from musculo_control.errors import ConfigError, InputError
-from musculo_control.model.config import parse_override, spec
+from musculo_control.errors import InputError
+from musculo_control.model.config import parse_override
+from musculo_control.sim.experiments import metrics_json, run_experiment
+from musculo_control.sim.results import fmt
+from musculo_control.sim.scoring import judge
+from musculo_control.sim.setup import Overrides, load_setup
+from musculo_control.sim.study_config import ConditionConfig
 
 #: The package's own folder: its source files make the code fingerprint.
 _PACKAGE = Path(__file__).resolve().parent.parent
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConditionConfig:
-    """One condition of a study: a name, the seeds, and the overrides every run gets."""
-
-    name: str = spec(doc="label in the tables (e.g. 'model error x2')")
-    seeds: tuple[int, ...] = spec(min_length=1, doc="mock_arm.seed values, one run each")
-    set: tuple[str, ...] = spec((), doc="FILE.KEY=VALUE overrides, as --set takes them")
-
-    def check(self, file: str, key: str) -> None:
-        for i, item in enumerate(self.set):
-            try:
-                parse_override(item, f"{key}.set[{i}]")
-            except InputError as exc:
-                raise ConfigError(file, f"{key}.set[{i}]", "FILE.KEY=VALUE", item) from exc
-        if any(s < 0 for s in self.seeds):
-            raise ConfigError(file, f"{key}.seeds", "seeds >= 0", list(self.seeds))
-
-
-@dataclass(frozen=True, kw_only=True)
-class StudyConfig:
-    """A named study of ``experiments.yaml`` ``studies`` (run by ``musculo study NAME``)."""
-
-    name: str = spec(doc="the study's name on the command line")
-    experiments: tuple[str, ...] = spec(min_length=1, doc="experiments to run")
-    controllers: tuple[str, ...] = spec(min_length=1, doc="controllers to run")
-    conditions: tuple[ConditionConfig, ...] = spec(min_length=1, doc="the table's columns")
-    doc: str = spec("", doc="what the study shows (the README's caption)")
-
-    def check(self, file: str, key: str) -> None:
-        for i, c in enumerate(self.controllers):
-            if c not in CONTROLLER_NAMES:
-                raise ConfigError(file, f"{key}.controllers[{i}]",
-                                  f"one of {list(CONTROLLER_NAMES)}", c)
-        names = [c.name for c in self.conditions]
-        if len(set(names)) != len(names):
-            raise ConfigError(file, f"{key}.conditions", "distinct names", names)
 
 
 @dataclass(frozen=True)
@@ -164,10 +130,6 @@ def execute(spec_: RunSpec) -> dict[str, Any]:
     """Run one spec and return its record: metrics (trajectory: per pose), the verdict against
     the targets, problems, wall and simulated time. Used by every engine (top-level, so that
     worker processes and Dask workers can import it)."""
-    from musculo_control.commands.simulate import metrics_json
-    from musculo_control.sim.experiments import Overrides, load_setup, run_experiment
-    from musculo_control.sim.scoring import judge
-
     items = [*spec_.overrides, f"mock_arm.seed={spec_.seed}"]
     setup = load_setup(Path(spec_.config_dir), Overrides.parse(items))
     t0 = time.perf_counter()
@@ -372,8 +334,6 @@ def summarise(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _cell(values: list[float], metric: str) -> str:
-    from musculo_control.sim.results import fmt
-
     if not values:
         return "n/a"
     lo, hi = fmt(metric, min(values)), fmt(metric, max(values))
@@ -391,8 +351,6 @@ def robustness_table(records: Sequence[dict[str, Any]], conditions: Sequence[str
     condition, each cell the range over its runs (seeds and start poses); **bold** where a run
     missed that target or did not count (start pose not held, contact lost, minimum tension),
     with the count of such runs."""
-    from musculo_control.sim.results import fmt
-
     header = ["experiment (controller): metric", *conditions, "target"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for t in targets:
@@ -420,8 +378,6 @@ def robustness_table(records: Sequence[dict[str, Any]], conditions: Sequence[str
 
 def summary_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Every metric: min / median / max per condition (Markdown)."""
-    from musculo_control.sim.results import fmt
-
     lines = ["| experiment | controller | condition | metric | runs met | min | median | max |",
              "|---|---|---|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["experiment"], r["controller"], r["metric"],

@@ -1,0 +1,201 @@
+"""One run's setup: the experiments' config (``experiments.yaml``), the ``--set`` overrides,
+and :class:`Setup`, everything a run needs, loaded and cross-checked from one config folder.
+
+A robot's ``experiments.yaml`` holds a section for each experiment that applies to it: the
+nullspace experiment needs a task with fewer rows than the arm has joints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from musculo_control.control.controller import ControllerConfig, load_controller_config
+from musculo_control.errors import ConfigError, InputError
+from musculo_control.hardware.mock_arm import MockArmConfig
+from musculo_control.model.checks import check_reachable, check_workspace
+from musculo_control.model.config import load_with_overrides, overrides_by_file, spec
+from musculo_control.model.robot import Robot, load_robot
+from musculo_control.sim.runner import RunnerConfig
+from musculo_control.sim.scoring import Target
+from musculo_control.sim.study_config import StudyConfig
+
+FloatArray = npt.NDArray[np.float64]
+
+EXPERIMENT_NAMES = ("disturbance", "trajectory", "nullspace")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DisturbanceConfig:
+    """Experiment A: push the elbow with a hand-held gauge, the hand goal fixed."""
+
+    start_pose: str = spec("home", doc="'home' (robot.yaml home_pose_rad) or a named pose")
+    settle_s: float = spec(1.0, ge=0.0, doc="hold before the gauge touches [s]")
+    axis: tuple[float, ...] = spec(length=3, doc="gauge axis, the push direction, base frame "
+                                                 "(the paper's: medial) [-]")
+    displacement_m: float = spec(0.04, gt=0.0, doc="how far the tip moves from first contact [m]")
+    push_s: float = spec(1.0, gt=0.0, doc="time the tip takes for that distance [s]")
+    hold_s: float = spec(6.0, gt=0.0, doc="the tip then stays put this long [s]")
+    final_window_s: float = spec(1.0, gt=0.0, doc="final push force = mean over the last [s]")
+    contact_gap_tolerance_m: float = spec(
+        0.002, gt=0.0, doc="contact is lost when the elbow gets further than this ahead of the "
+                           "gauge tip along the push axis [m]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrajectoryConfig:
+    """Experiment B: one point-to-point move from several start poses."""
+
+    start_m: tuple[float, ...] = spec(length=3, doc="hand start point, base frame [m]")
+    end_m: tuple[float, ...] = spec(length=3, doc="hand end point, base frame [m]")
+    start_poses: tuple[str, ...] = spec(min_length=1,
+                                        doc="named poses with the hand at start_m (A, B, C)")
+    settle_s: float = spec(1.0, ge=0.0, doc="hold at the start before moving [s]")
+    move_s: float = spec(2.0, gt=0.0, doc="duration of the minimum-jerk move [s]")
+    hold_s: float = spec(1.0, ge=0.0, doc="hold at the end, still scored [s]")
+    orientation_gain_s2: float = spec(0.0, ge=0.0,
+                                      doc="kr during this experiment (paper: feedback off) [1/s^2]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NullspaceConfig:
+    """Experiment C: released from a high-elbow pose, the hand goal at its start."""
+
+    start_pose: str = spec(doc="named pose to release from (the paper's: a high elbow)")
+    duration_s: float = spec(10.0, gt=0.0, doc="length of the run [s]")
+    window_s: float = spec(0.5, gt=0.0, doc="||a|| at start and end = mean over this window [s]")
+    start_skip_s: float = spec(0.1, ge=0.0, doc="the start window begins after this [s]")
+    drift_joint: str = spec(doc="the joint whose drift lowers the elbow (plotted; its change is "
+                                "reported)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartHoldConfig:
+    """Before the score starts, the arm must hold its start pose (see sim/scoring.py)."""
+
+    hand_tolerance_m: float = spec(0.02, gt=0.0, doc="largest hand motion from its start [m]")
+    elbow_tolerance_m: float = spec(0.02, gt=0.0, doc="largest elbow motion from its start [m]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentsConfig:
+    """``experiments.yaml``."""
+
+    runner: RunnerConfig = spec(RunnerConfig(), doc="loop rates and transport delay")
+    compare_with_paper: bool = spec(
+        False, doc="the robot stands in for the paper's arm: reports show the physical robot's "
+                   "results (SPEC section 8) beside the simulated ones")
+    start_hold: StartHoldConfig = spec(StartHoldConfig(), doc="the start pose must be held "
+                                                              "until the score starts")
+    disturbance: DisturbanceConfig | None = spec(None, doc="experiment A; absent: not run")
+    trajectory: TrajectoryConfig | None = spec(None, doc="experiment B; absent: not run")
+    nullspace: NullspaceConfig | None = spec(
+        None, doc="experiment C; absent: not run (it needs fewer task rows than joints)")
+    targets: tuple[Target, ...] = spec((), doc="what the results are judged against")
+    studies: tuple[StudyConfig, ...] = spec((), doc="named studies of `musculo study`")
+
+    def configured(self) -> tuple[str, ...]:
+        """The experiments this robot's file sets up, in EXPERIMENT_NAMES order."""
+        return tuple(e for e in EXPERIMENT_NAMES if getattr(self, e) is not None)
+
+
+#: the files ``--set FILE.KEY=V`` addresses in a simulation
+SIMULATION_FILES = ("controller", "experiments", "mock_arm", "robot")
+#: and, for the fault matrix and the soak, safety.yaml and reliability.yaml too
+RELIABILITY_FILES = (*SIMULATION_FILES, "safety", "reliability")
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """``--set file.key=value`` overrides, split by the file they address (dotted keys)."""
+
+    controller: dict[str, Any] = dataclasses.field(default_factory=dict)
+    experiments: dict[str, Any] = dataclasses.field(default_factory=dict)
+    mock_arm: dict[str, Any] = dataclasses.field(default_factory=dict)
+    robot: dict[str, Any] = dataclasses.field(default_factory=dict)
+    safety: dict[str, Any] = dataclasses.field(default_factory=dict)
+    reliability: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, items: list[str] | tuple[str, ...] = (),
+              files: tuple[str, ...] = SIMULATION_FILES) -> Overrides:
+        """``controller.qp.r=0.01`` -> controller.yaml key qp.r = 0.01 (value parsed as YAML);
+        an item addressing a file not in ``files`` is an :class:`InputError`."""
+        return cls(**overrides_by_file(items, files))
+
+
+@dataclass
+class Setup:
+    """Everything one run needs, loaded from one config folder and its overrides."""
+
+    robot: Robot
+    controller_config: ControllerConfig
+    experiments: ExperimentsConfig
+    mock_config: MockArmConfig
+    overrides: Overrides
+
+
+def load_setup(config_dir: Path, overrides: Overrides) -> Setup:
+    """Load and validate the robot, controller, experiments and mock arm files."""
+    robot = load_robot(config_dir, overrides.robot)
+    ctrl = load_controller_config(config_dir, overrides.controller)
+    exp = load_with_overrides(ExperimentsConfig, config_dir / "experiments.yaml",
+                              overrides.experiments)
+    mock = load_with_overrides(MockArmConfig, config_dir / "mock_arm.yaml", overrides.mock_arm)
+    mock.physics.check_joints(robot.arm.n_joints, str(config_dir / "mock_arm.yaml"), "physics")
+    file = str(config_dir / "experiments.yaml")
+    if exp.disturbance is not None:
+        check_start_pose(robot, exp.disturbance.start_pose, file, "disturbance.start_pose")
+    if exp.nullspace is not None:
+        check_start_pose(robot, exp.nullspace.start_pose, file, "nullspace.start_pose")
+        if exp.nullspace.drift_joint not in robot.arm.joint_names:
+            raise ConfigError(file, "nullspace.drift_joint",
+                              f"a joint of the robot {list(robot.arm.joint_names)}",
+                              exp.nullspace.drift_joint)
+        rows, n = len(ctrl.task.rows), robot.arm.n_joints
+        if rows >= n:
+            raise ConfigError(file, "nullspace",
+                              f"no section: the task has {rows} rows for {n} joints, so it leaves "
+                              f"no nullspace for the arm to drift in", "a nullspace section")
+    if exp.trajectory is not None:
+        for i, name in enumerate(exp.trajectory.start_poses):
+            check_start_pose(robot, name, file, f"trajectory.start_poses[{i}]")
+            check_reachable(robot, start_pose(robot, name), exp.trajectory.start_m,
+                            exp.trajectory.end_m, file, "trajectory")
+    check_workspace(robot, ctrl.workspace, str(config_dir / "controller.yaml"))
+    return Setup(robot, ctrl, exp, mock, overrides)
+
+
+def experiment_config(setup: Setup, experiment: str) -> Any:
+    """The section of ``experiment``, or :class:`InputError` saying it is not set up."""
+    if experiment not in EXPERIMENT_NAMES:
+        raise InputError("experiment", f"one of {list(EXPERIMENT_NAMES)}", experiment)
+    cfg = getattr(setup.experiments, experiment)
+    if cfg is None:
+        file = setup.robot.config_dir / "experiments.yaml"
+        raise InputError(f"experiment '{experiment}'",
+                         f"a section '{experiment}' in {file} (this robot runs "
+                         f"{list(setup.experiments.configured())})", "none")
+    return cfg
+
+
+def start_pose(robot: Robot, name: str) -> FloatArray:
+    """Joint angles of 'home' or of a named pose of robot.yaml's ``poses`` section."""
+    if name == "home":
+        return robot.home_pose_rad.copy()
+    if robot.poses is None:
+        raise ConfigError(robot.robot_file, "poses", f"a poses section defining '{name}'")
+    return robot.poses.solve_named(name, robot.home_pose_rad).q_rad
+
+
+def check_start_pose(robot: Robot, name: str, file: str, key: str) -> None:
+    """A start pose must be 'home' or a named pose of robot.yaml."""
+    names = [p.name for p in robot.poses.config.named] if robot.poses is not None else []
+    if name != "home" and name not in names:
+        raise ConfigError(file, key, f"'home' or a named pose of {robot.robot_file} 'poses' "
+                                     f"{names}", name)
