@@ -15,9 +15,10 @@ import yaml
 
 from musculo_control.control.controller import load_controller_config
 from musculo_control.errors import ConfigError, ConfigWarning
-from musculo_control.estimation.snapshot import DynamicsEstimator, TaskConfig
-from musculo_control.model.checks import check_task, check_workspace
+from musculo_control.estimation.snapshot import DynamicsEstimator
+from musculo_control.model.checks import check_workspace
 from musculo_control.model.robot import load_robot
+from musculo_control.model.task import TaskConfig
 from musculo_control.paths import config_root
 from musculo_control.sim.setup import Overrides, load_setup
 
@@ -44,7 +45,7 @@ def test_a_task_row_no_joint_moves_is_an_error(planar):
     """The planar arm moves in x-z: a vy row is never moved."""
     task = TaskConfig(rows=("vx", "vy"), mask=((True, True), (True, True)))
     with pytest.raises(ConfigError) as info:
-        check_task(planar, task, "controller.yaml")
+        task.check_robot(planar, "controller.yaml")
     err = info.value
     assert err.key == "task.rows[1]" and err.received == "vy"
     assert "'hand'" in err.expected and "['shoulder', 'elbow']" in err.expected
@@ -56,7 +57,7 @@ def test_a_task_row_masked_off_every_joint_that_moves_it_is_an_error():
     robot = load_robot(config_root() / "musashi_left_arm")
     task = TaskConfig(rows=("vx",), mask=((False, False, False, False, True, True, False),))
     with pytest.raises(ConfigError) as info:
-        check_task(robot, task, "controller.yaml")
+        task.check_robot(robot, "controller.yaml")
     assert info.value.key == "task.rows[0]"
     assert "['elbow_y', 'wrist_r']" in info.value.expected
 
@@ -72,7 +73,7 @@ def test_more_task_rows_than_joints_is_an_error(planar):
 def test_the_shipped_tasks_pass(planar):
     for folder in ("planar_arm", "musashi_left_arm"):
         robot = planar if folder == "planar_arm" else load_robot(config_root() / folder)
-        check_task(robot, load_controller_config(config_root() / folder).task, "controller.yaml")
+        load_controller_config(config_root() / folder).task.check_robot(robot, "controller.yaml")
 
 
 def test_a_trajectory_beyond_reach_names_the_end_and_how_short_it_falls(planar_copy):

@@ -52,12 +52,12 @@ from musculo_control.control.task_space import (
     nullspace_damping_torque,
     reference_acceleration,
     reference_torque,
-    task_rows,
 )
 from musculo_control.errors import ConfigError, InputError
-from musculo_control.estimation.snapshot import DynamicsSnapshot, TaskConfig
+from musculo_control.estimation.snapshot import DynamicsSnapshot
 from musculo_control.model.config import load_with_overrides, spec
 from musculo_control.model.robot import Robot
+from musculo_control.model.task import TaskConfig
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -228,7 +228,7 @@ class OSCController(_TickBase):
         self.formulation = formulation or config.qp.formulation
         qp = config.qp
         n, mc = robot.arm.n_joints, len(robot.controlled_idx)
-        self._rows = task_rows(config.task.rows, file)
+        self._rows = config.task.row_indices()
         self._limits = qp.predictive_joint_limits
         if self._limits.enabled:
             half = 0.5 * float(np.min(robot.arm.upper_rad - robot.arm.lower_rad))

@@ -33,7 +33,6 @@ import pinocchio as pin
 
 from musculo_control.control.goal import HandGoal
 from musculo_control.errors import ConfigError
-from musculo_control.estimation.snapshot import TASK_ROW_NAMES
 from musculo_control.model.config import spec
 
 FloatArray = npt.NDArray[np.float64]
@@ -89,14 +88,6 @@ def orientation_error(rotation_des: FloatArray, rotation: FloatArray) -> FloatAr
     ``theta = log(R_des R^T)``: no Euler angles, so no wrap-around jumps (paper eq. 15).
     """
     return np.asarray(pin.log3(rotation_des @ rotation.T), dtype=float)
-
-
-def task_rows(rows: tuple[str, ...], file: str = "controller.yaml") -> npt.NDArray[np.intp]:
-    """Indices of the named task rows in the 6-D [vx, vy, vz, wx, wy, wz] order."""
-    for i, r in enumerate(rows):
-        if r not in TASK_ROW_NAMES:
-            raise ConfigError(file, f"task.rows[{i}]", f"one of {list(TASK_ROW_NAMES)}", r)
-    return np.array([TASK_ROW_NAMES.index(r) for r in rows], dtype=np.intp)
 
 
 def reference_acceleration_6d(goal: HandGoal, hand: HandState, gains: GainsConfig) -> FloatArray:

@@ -21,53 +21,11 @@ import numpy.typing as npt
 import pinocchio as pin
 from scipy.linalg import lapack
 
-from musculo_control.errors import ConfigError, InputError
-from musculo_control.model.config import spec
+from musculo_control.errors import InputError
 from musculo_control.model.robot import Robot
+from musculo_control.model.task import TaskConfig
 
 FloatArray = npt.NDArray[np.float64]
-
-#: Row names of a frame Jacobian in Pinocchio's [linear; angular] order.
-TASK_ROW_NAMES = ("vx", "vy", "vz", "wx", "wy", "wz")
-
-
-@dataclass(frozen=True, kw_only=True)
-class TaskConfig:
-    """The operational-space task: which rows, the decoupling mask, the singularity guard."""
-
-    rows: tuple[str, ...] = spec(min_length=1,
-                                 doc="task rows of the hand's world-aligned Jacobian (the "
-                                     "paper's: [vx, vy, vz, wy, wz])")
-    mask: tuple[tuple[bool, ...], ...] = spec(
-        doc="rows x joints: which joints each task row may use (paper eq. 13)")
-    singular_eigenvalue: float = spec(1e-4, gt=0.0,
-                                      doc="smallest eigenvalue of J M^-1 J^T [1/kg or 1/(kg m^2)] "
-                                          "below which the damped inverse engages")
-    damping: float = spec(1e-3, gt=0.0,
-                          doc="damping mu of the inverse w / (w^2 + mu^2), same units")
-
-    def check(self, file: str, key: str) -> None:
-        for i, row in enumerate(self.rows):
-            if row not in TASK_ROW_NAMES:
-                raise ConfigError(file, f"{key}.rows[{i}]", f"one of {list(TASK_ROW_NAMES)}", row)
-        if len(set(self.rows)) != len(self.rows):
-            raise ConfigError(file, f"{key}.rows", "distinct rows", list(self.rows))
-        if len(self.mask) != len(self.rows):
-            raise ConfigError(file, f"{key}.mask", f"{len(self.rows)} rows (one per task row)",
-                              f"{len(self.mask)} rows")
-        widths = {len(r) for r in self.mask}
-        if len(widths) != 1:
-            raise ConfigError(file, f"{key}.mask", "rows of equal length", sorted(widths))
-
-    def check_joints(self, n_joints: int, file: str, key: str) -> None:
-        if len(self.mask[0]) != n_joints:
-            raise ConfigError(file, f"{key}.mask[0]", f"{n_joints} entries (one per joint)",
-                              f"{len(self.mask[0])} entries")
-        for i, row in enumerate(self.mask):
-            if not any(row):
-                raise ConfigError(file, f"{key}.mask[{i}]", "at least one joint per task row",
-                                  list(row))
-
 
 @dataclass(frozen=True)
 class DynamicsSnapshot:
@@ -96,15 +54,12 @@ class DynamicsEstimator:
     """Computes :class:`DynamicsSnapshot` objects; holds its own Pinocchio data (not shared)."""
 
     def __init__(self, robot: Robot, task: TaskConfig, file: str = "controller.yaml") -> None:
-        from musculo_control.model.checks import check_task
-
-        task.check_joints(robot.arm.n_joints, file, "task")
-        check_task(robot, task, file)  # rows the arm can follow (issue 13)
+        task.check_robot(robot, file)  # rows the arm can follow
         self.robot = robot
         self.task = task
         self._model = robot.arm.model
         self._data = self._model.createData()
-        self._rows = np.array([TASK_ROW_NAMES.index(r) for r in task.rows])
+        self._rows = task.row_indices()
         self._mask = np.array(task.mask, dtype=float)  # (k, n)
         self._frame = robot.arm.task_frame_id
         n = robot.arm.n_joints

@@ -2,8 +2,9 @@
 
 Each names the file, the dotted key and the offending values, with joint and muscle names:
 
-- :func:`check_task`: more task rows than joints; a task row that no joint (of those its
-  decoupling-mask row allows) moves, anywhere in the joint range;
+- :meth:`~musculo_control.model.task.TaskConfig.check_robot`: more task rows than joints; a
+  task row that no joint (of those its decoupling-mask row allows) moves, anywhere in the joint
+  range;
 - :func:`check_reachable`: a hand path (a trajectory's start and end) the hand cannot follow
   from its start pose, with how close it gets;
 - :func:`check_workspace`: a workspace gate that lets through goals beyond the arm's reach
@@ -28,54 +29,19 @@ from musculo_control.model.robot import Robot
 
 if TYPE_CHECKING:
     from musculo_control.control.goal import WorkspaceConfig
-    from musculo_control.estimation.snapshot import TaskConfig
 
 FloatArray = npt.NDArray[np.float64]
 
-#: A task row whose largest Jacobian entry stays below this over the range is unmovable
-#: [m/rad or rad/rad].
-_UNMOVED = 1e-6
-#: Random poses (beside home and the joint box's centre) the task rows are checked at.
-_TASK_POSES = 64
 #: Points along a hand path that must each be reachable.
 _PATH_POINTS = 21
 #: A workspace reach this much beyond the arm's sampled reach draws a warning [-].
 _REACH_SLACK = 1.05
 
 
-def _poses(robot: Robot, count: int, seed: int = 0) -> FloatArray:
+def sample_poses(robot: Robot, count: int, seed: int = 0) -> FloatArray:
     lo, hi = robot.arm.lower_rad, robot.arm.upper_rad
     rand = lo + (hi - lo) * np.random.default_rng(seed).random((count, robot.arm.n_joints))
     return np.vstack([robot.home_pose_rad, 0.5 * (lo + hi), rand])
-
-
-def check_task(robot: Robot, task: TaskConfig, file: str, key: str = "task") -> None:
-    """Task rows the arm can follow: no more rows than joints, each row moved by some joint."""
-    from musculo_control.estimation.snapshot import TASK_ROW_NAMES
-
-    arm = robot.arm
-    joints = list(arm.joint_names)
-    if len(task.rows) > arm.n_joints:
-        raise ConfigError(file, f"{key}.rows",
-                          f"at most {arm.n_joints} rows, one per joint {joints} (more rows than "
-                          f"joints cannot all be followed)", list(task.rows))
-    data = arm.model.createData()
-    most = np.zeros(len(task.rows))
-    mask = np.array(task.mask, dtype=bool)
-    idx = [TASK_ROW_NAMES.index(r) for r in task.rows]
-    for q in _poses(robot, _TASK_POSES):
-        pin.computeJointJacobians(arm.model, data, q)
-        pin.updateFramePlacements(arm.model, data)
-        J = pin.getFrameJacobian(arm.model, data, arm.task_frame_id, pin.LOCAL_WORLD_ALIGNED)
-        most = np.maximum(most, np.abs(J[idx] * mask).max(axis=1))
-    for i, row in enumerate(task.rows):
-        if most[i] < _UNMOVED:
-            allowed = [j for j, ok in zip(joints, mask[i]) if ok]
-            raise ConfigError(file, f"{key}.rows[{i}]",
-                              f"a row some joint moves: no joint its mask row allows {allowed} "
-                              f"moves '{row}' of the task frame '{arm.config.task_frame}' "
-                              f"anywhere in the joint range (largest entry "
-                              f"{most[i]:.1e})", row)
 
 
 def check_reachable(robot: Robot, q_start: FloatArray, start_m: npt.ArrayLike,
@@ -113,7 +79,7 @@ def check_workspace(robot: Robot, workspace: WorkspaceConfig, file: str,
     data = arm.model.createData()
     center = np.asarray(workspace.center_m, dtype=float)
     reach = 0.0
-    for q in _poses(robot, 1024, seed=1):
+    for q in sample_poses(robot, 1024, seed=1):
         pin.framesForwardKinematics(arm.model, data, q)
         reach = max(reach, float(np.linalg.norm(data.oMf[arm.task_frame_id].translation
                                                 - center)))
