@@ -174,8 +174,8 @@ def test_config_key_selects_the_learned_mapping(planar, model_file):
     assert np.array_equal(robot.geometry.kinematics_at(q).jacobian, mapping.evaluate(q)[1])
     # the dynamics snapshot (the dynamics node's and the QP's Jm and l) is the learned one
     from musculo_control.estimation.snapshot import DynamicsEstimator
-    from musculo_control.model.task import TaskConfig
     from musculo_control.model.config import load
+    from musculo_control.model.task import TaskConfig
 
     task = load(TaskConfig, PLANAR / "controller.yaml", "task")
     snap = DynamicsEstimator(robot, task).compute(q, np.zeros_like(q), 0.0)
