@@ -157,6 +157,29 @@ def test_missing_snapshot_gives_minimum_tension_and_age_is_reported(robot, confi
     assert out.ok and out.snapshot_age_s == pytest.approx(0.04)
 
 
+@pytest.mark.parametrize("error, logged", [(np.linalg.LinAlgError("singular"), False),
+                                            (FloatingPointError("overflow"), False),
+                                            (AttributeError("no such field"), True)])
+def test_a_fault_inside_the_tick_is_safe_and_a_bug_leaves_its_traceback(
+        robot, config, hold, monkeypatch, caplog, error, logged):
+    """Numerical trouble of one tick gives minimum tension and why; a programming error gives
+    minimum tension too, but is not hidden: its traceback is logged."""
+    s, goal = hold
+    ctrl = make_controller("osc", robot, config)
+
+    def broken(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(ctrl, "_control", broken)
+    with caplog.at_level("ERROR", logger="musculo_control.control.controller"):
+        out = ctrl.tick(s, s.q_rad, s.qd_rad_s, goal, 0.0)
+    assert_safe(out, robot)
+    assert type(error).__name__ in out.reason
+    traced = [r for r in caplog.records if r.exc_info is not None]
+    assert bool(traced) == logged
+    assert ("internal error" in out.reason) == logged
+
+
 def test_commands_stay_within_the_actuator_limit_as_part_of_the_problem(robot, config,
                                                                          estimator):
     """With tension_max_n the QP bounds every tension (a f_a + f_p <= f_max); without it,

@@ -511,7 +511,8 @@ def test_property_supervised_command_is_always_finite_and_in_range(robot, safety
         assert np.all(f >= sup.tension_min_n) and np.all(f <= sup.tension_max_n)
 
 
-def test_an_exception_inside_is_a_fault_not_a_crash(robot, safety_cfg, ctrl_cfg, drivers, home):
+def test_an_exception_inside_is_a_fault_not_a_crash(robot, safety_cfg, ctrl_cfg, drivers, home,
+                                                    caplog):
     snap, goal = home
 
     class Boom:
@@ -524,9 +525,13 @@ def test_an_exception_inside_is_a_fault_not_a_crash(robot, safety_cfg, ctrl_cfg,
             pass
 
     sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
-    out, report = tick(sup, World(robot, snap), Boom(), TICK, goal)
+    with caplog.at_level("ERROR", logger="musculo_control.safety.supervisor"):
+        out, report = tick(sup, World(robot, snap), Boom(), TICK, goal)
     assert_minimum(out, sup)
     assert report.rules == {"command_invalid"} and "bug in a controller" in out.reason
+    # not hidden: the bug's traceback is in the log
+    assert any(r.exc_info is not None and "bug in a controller" in str(r.exc_info[1])
+               for r in caplog.records)
 
 
 @pytest.mark.parametrize("with_history", [True, False])

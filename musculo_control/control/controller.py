@@ -18,6 +18,7 @@ minimum tension) with the reason.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ from musculo_control.model.config import load_with_overrides, spec
 from musculo_control.model.robot import Robot
 from musculo_control.model.task import TaskConfig
 
+_log = logging.getLogger(__name__)
 FloatArray = npt.NDArray[np.float64]
 
 #: Controller names accepted by :func:`make_controller`.
@@ -183,8 +185,12 @@ class _TickBase:
             return self._control(snapshot, self._terms, q, qd, fresh, goal, age, t0)
         except InputError as exc:
             return self._fail(str(exc), age, t0)
-        except Exception as exc:  # a control loop turns any fault into safe tension
-            return self._fail(f"{type(exc).__name__}: {exc}", age, t0)
+        except (ArithmeticError, ValueError) as exc:  # numerical trouble of this tick (LAPACK,
+            return self._fail(f"{type(exc).__name__}: {exc}", age, t0)  # OSQP, NaN): safe tension
+        except Exception as exc:  # noqa: BLE001  a bug: still safe tension, and its traceback
+            _log.exception("%s: unexpected error in a control tick; minimum tension", self.name)
+            return self._fail(f"internal error {type(exc).__name__}: {exc} (traceback logged)",
+                              age, t0)
 
     def _control(self, snapshot: DynamicsSnapshot, terms: _SnapshotTerms, q: FloatArray,
                  qd: FloatArray, fresh: FreshState, goal: HandGoal, age: float,

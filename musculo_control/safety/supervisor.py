@@ -26,6 +26,7 @@ here reads a clock.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from collections import deque
 from collections.abc import Sequence
@@ -50,6 +51,7 @@ from musculo_control.safety.resume import ResumeRamp
 from musculo_control.safety.rules import WARNING, Finding, rule
 from musculo_control.safety.tendon_monitor import TendonMonitor
 
+_log = logging.getLogger(__name__)
 FloatArray = npt.NDArray[np.float64]
 
 RUNNING, FAULT_STATE, HOLDING, LATCHED = "running", "fault", "holding", "latched"
@@ -194,8 +196,10 @@ class Supervisor:
         try:
             return self._tick(float(t_s), controller, joints, tendons, snapshot, driver_stamp_s,
                               joint_faults, recent_joints)
-        # the last check before the actuators: any bug in it means minimum tension
+        # the last check before the actuators: any bug in it (or in the controller's own net)
+        # means minimum tension, and its traceback in the log
         except Exception as exc:  # noqa: BLE001
+            _log.exception("safety supervisor: unexpected error in a tick; minimum tension")
             finding = Finding("command_invalid", f"supervisor error {type(exc).__name__}: {exc}")
             t = float(t_s) if isinstance(t_s, (int, float)) else math.nan
             self._last_fault_t = t if math.isfinite(t) else self._last_fault_t
