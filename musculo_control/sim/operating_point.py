@@ -1,0 +1,177 @@
+"""The operating point of an arm: how much activation holding still takes at its home and
+named poses, and along a sweep that lowers the elbow with the hand in place (SPEC sections 1
+and 8C: the paper's robot needs ||a|| of about 10 at the high-elbow pose, falling below half as
+the elbow sinks; that fall is what gives eq. 11's nullspace term something to find).
+
+Any arm gets the holds at its poses; the elbow sweep and its checks need a
+``poses.operating_point`` section in robot.yaml and an arm whose elbow can move with the hand
+held (more joints than hand coordinates). ``musculo operating-point`` prints and plots it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from musculo_control.control.static_hold import StaticHold, static_hold
+from musculo_control.errors import InputError
+from musculo_control.estimation.snapshot import DynamicsEstimator
+from musculo_control.model.poses import OperatingPointConfig, PoseSolver
+from musculo_control.model.robot import Robot
+from musculo_control.model.task import TaskConfig
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class SweepPoint(NamedTuple):
+    """One pose of the elbow sweep with both holds."""
+
+    q_rad: FloatArray
+    elbow_z_m: float
+    eq10: StaticHold
+    eq11: StaticHold
+
+
+def hold_at(robot: Robot, estimator: DynamicsEstimator, q: FloatArray, k: float, r: float,
+            ) -> tuple[StaticHold, StaticHold]:
+    """(eq. 10 hold, eq. 11 hold) at ``q``."""
+    snap = estimator.compute(q, np.zeros(robot.arm.n_joints))
+    return static_hold(robot, snap, k), static_hold(robot, snap, k, r)
+
+
+def elbow_sweep(robot: Robot, estimator: DynamicsEstimator, q_start: FloatArray,
+                config: OperatingPointConfig) -> list[SweepPoint]:
+    """Both holds at poses that lower the elbow from ``q_start`` in steps, the hand fixed.
+
+    The sweep runs from the start's elbow height down by ``sweep_drop_m`` in ``sweep_step_m``
+    steps and ends early at the first height the arm cannot reach with the hand in place.
+    """
+    if robot.poses is None:
+        raise InputError("robot description", "a 'poses' section in robot.yaml", None)
+    z0 = robot.poses.targets_at(q_start)[1]
+    steps = int(np.floor(config.sweep_drop_m / config.sweep_step_m + 1e-9))
+    heights = z0 - config.sweep_step_m * np.arange(steps + 1)
+    out = []
+    for sol in robot.poses.elbow_path(q_start, heights):
+        h10, h11 = hold_at(robot, estimator, sol.q_rad, config.activation_weight,
+                           config.nullspace_weight)
+        out.append(SweepPoint(sol.q_rad, sol.elbow_z_m, h10, h11))
+    return out
+
+
+def _hold_summary(h: StaticHold) -> dict[str, Any]:
+    g = float(np.linalg.norm(h.gravity_nm))
+    res = float(np.linalg.norm(h.residual_nm))
+    return {
+        "activation_norm": h.activation_norm,
+        "activation": [float(v) for v in h.activation],
+        "max_tension_n": float(h.tension_n.max()),
+        "residual_nm": res,
+        "residual_fraction": res / g if g > 0.0 else 0.0,
+        "net_torque_nm": float(np.linalg.norm(h.net_torque_nm)),
+        "tau_null_nm": float(np.linalg.norm(h.tau_null_nm)),
+    }
+
+
+def _pose_entry(name: str, doc: str, q: FloatArray, solver: PoseSolver, h10: StaticHold,
+                h11: StaticHold) -> dict[str, Any]:
+    hand, ez = solver.targets_at(q)
+    return {
+        "name": name,
+        "doc": doc,
+        "q_rad": [float(v) for v in q],
+        "hand_m": [float(v) for v in hand],
+        "elbow_z_m": ez,
+        "gravity_norm_nm": float(np.linalg.norm(h10.gravity_nm)),
+        "eq10": _hold_summary(h10),
+        "eq11": _hold_summary(h11),
+    }
+
+
+def operating_point_report(robot: Robot, task: TaskConfig,
+                           weights: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Holds at home and every named pose, the elbow sweep and the calibration verdicts.
+
+    ``weights`` (k, r) serve when robot.yaml has no ``poses.operating_point`` section (then
+    there are holds only: no sweep, no checks).
+    """
+    solver = robot.poses
+    if solver is None:
+        raise InputError(robot.robot_file, "a 'poses' section (elbow_frame, ik_joints)", None)
+    cfg = solver.config.operating_point
+    if cfg is not None:
+        k, r = cfg.activation_weight, cfg.nullspace_weight
+    elif weights is not None:
+        k, r = weights
+    else:
+        raise InputError(robot.robot_file, "a 'poses.operating_point' section, or weights", None)
+    est = DynamicsEstimator(robot, task)
+    poses = [_pose_entry("home", "home_pose_rad (SPEC q_des)", robot.home_pose_rad, solver,
+                         *hold_at(robot, est, robot.home_pose_rad, k, r))]
+    start = robot.home_pose_rad
+    for named in solver.config.named:
+        q = solver.solve_named(named.name, robot.home_pose_rad).q_rad
+        if cfg is not None and named.name == cfg.pose:
+            start = q
+        poses.append(_pose_entry(named.name, named.doc, q, solver, *hold_at(robot, est, q, k, r)))
+    base = {
+        "config": str(robot.config_dir),
+        "activation_weight_k": k,
+        "nullspace_weight_r": r,
+        "controlled_muscles": [robot.muscle_names[i] for i in robot.controlled_idx],
+        "joint_names": list(robot.arm.joint_names),
+        "sweep_joints": [robot.arm.joint_names[j] for j in solver.ik_idx],
+        "poses": poses,
+    }
+    if cfg is None:
+        return {**base, "sweep": None, "checks": None,
+                "note": "no poses.operating_point section in robot.yaml: holds only"}
+    sweep = elbow_sweep(robot, est, start, cfg)
+    points = []
+    for p in sweep:
+        s10, s11 = _hold_summary(p.eq10), _hold_summary(p.eq11)
+        points.append({
+            "elbow_z_m": p.elbow_z_m,
+            "drop_m": sweep[0].elbow_z_m - p.elbow_z_m,
+            "q_rad": [float(v) for v in p.q_rad],
+            "gravity_norm_nm": float(np.linalg.norm(p.eq10.gravity_nm)),
+            "eq10_activation_norm": s10["activation_norm"],
+            "eq10_residual_fraction": s10["residual_fraction"],
+            "eq11_activation_norm": s11["activation_norm"],
+            "eq11_residual_fraction": s11["residual_fraction"],
+            "eq11_tau_null_nm": s11["tau_null_nm"],
+        })
+    a10 = np.array([p["eq10_activation_norm"] for p in points])
+    a11 = np.array([p["eq11_activation_norm"] for p in points])
+    at_pose = next(p for p in poses if p["name"] == cfg.pose)["eq10"]["activation_norm"]
+    lo, hi = cfg.target_activation_norm
+    tie = 1e-9 * max(1.0, float(a10.max(initial=0.0)))  # BVLS is exact far below this
+    end_over_start = float(a10[-1] / a10[0]) if a10.size > 1 and a10[0] > 0 else float("nan")
+    checks = {
+        "pose": cfg.pose,
+        "pose_activation_norm": at_pose,
+        "target_band": [lo, hi],
+        "pose_in_band": bool(lo <= at_pose <= hi),
+        "curve_falls_monotonically": bool(a10.size > 1 and np.all(np.diff(a10) <= tie)),
+        "end_over_start": end_over_start,
+        "target_fall_ratio": cfg.target_fall_ratio,
+        "falls_far_enough": bool(end_over_start <= cfg.target_fall_ratio),
+        "eq11_at_most_eq10": bool(np.all(a11 <= a10 + tie)),
+        "max_eq10_residual_fraction": float(max(
+            [p["eq10_residual_fraction"] for p in points]
+            + [p["eq10"]["residual_fraction"] for p in poses])),
+    }
+    return {
+        **base,
+        "sweep": {
+            "from_pose": cfg.pose,
+            "hand_m": poses[0]["hand_m"] if not sweep else
+            [float(v) for v in solver.targets_at(sweep[0].q_rad)[0]],
+            "step_m": cfg.sweep_step_m,
+            "lowest_reached_elbow_z_m": sweep[-1].elbow_z_m if sweep else None,
+            "points": points,
+        },
+        "checks": checks,
+    }
