@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.model.config import load, spec
+from musculo_control.config.parser import load, spec
 
 FloatArray = npt.NDArray[np.float64]
 

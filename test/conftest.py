@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from musculo_control.config.parser import load
 from musculo_control.estimation.snapshot import DynamicsEstimator
-from musculo_control.model.config import load
 from musculo_control.model.robot import Robot, load_robot
 from musculo_control.model.task import TaskConfig
 from musculo_control.paths import default_config_dir

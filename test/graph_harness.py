@@ -143,7 +143,7 @@ def config_copy(config_dir: Path, copy: Path, changes_by_file: dict[str, dict[st
 
     import yaml
 
-    from musculo_control.model.config import apply_overrides
+    from musculo_control.config.parser import apply_overrides
 
     shutil.copytree(config_dir, copy)
     for name, changes in changes_by_file.items():

@@ -14,6 +14,7 @@ import pytest
 from conftest import random_poses
 from scipy.optimize import lsq_linear
 
+from musculo_control.config.parser import parse
 from musculo_control.control.activation_qp import (
     SOLVERS,
     ActivationQP,
@@ -28,7 +29,6 @@ from musculo_control.control.activation_qp import (
 from musculo_control.control.controller import load_controller_config
 from musculo_control.control.joint_limits import predictive_limit_rows
 from musculo_control.errors import ConfigError
-from musculo_control.model.config import parse
 
 K, R = 0.01, 0.1
 INF = np.inf

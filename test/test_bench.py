@@ -119,8 +119,8 @@ def test_baseline_without_qpsolvers_solves_the_same_problem(monkeypatch, robot, 
 
 def test_bench_config_is_checked(config_dir):
     from musculo_control.benchmark import load_bench_config
+    from musculo_control.config.parser import parse
     from musculo_control.errors import ConfigError
-    from musculo_control.model.config import parse
 
     shipped = load_bench_config(config_dir)
     assert (300, 40) in shipped.scaling_arms and shipped.targets.tick_p99_ms == 0.25

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from musculo_control.config.parser import load_with_overrides
 from musculo_control.control.controller import (
     CONTROLLER_NAMES,
     load_controller_config,
@@ -19,7 +20,6 @@ from musculo_control.control.controller import (
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.mock_arm import MockArm, load_mock_config
-from musculo_control.model.config import load_with_overrides
 from musculo_control.safety.config import load_safety_config
 from musculo_control.sim.fault_matrix import load_fault_matrix_config
 from musculo_control.sim.runner import divisors

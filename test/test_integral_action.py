@@ -11,10 +11,10 @@ import mujoco
 import numpy as np
 import pytest
 
+from musculo_control.config.parser import parse
 from musculo_control.control.task_space import GainsConfig, PositionIntegral
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.mujoco_arm import tendon_jacobian
-from musculo_control.model.config import parse
 from musculo_control.paths import config_root
 from musculo_control.sim.experiments import Bench, run_trajectory
 from musculo_control.sim.setup import Overrides, load_setup

@@ -173,8 +173,8 @@ def test_config_key_selects_the_learned_mapping(planar, model_file):
     q = robot.home_pose_rad
     assert np.array_equal(robot.geometry.kinematics_at(q).jacobian, mapping.evaluate(q)[1])
     # the dynamics snapshot (the dynamics node's and the QP's Jm and l) is the learned one
+    from musculo_control.config.parser import load
     from musculo_control.estimation.snapshot import DynamicsEstimator
-    from musculo_control.model.config import load
     from musculo_control.model.task import TaskConfig
 
     task = load(TaskConfig, PLANAR / "controller.yaml", "task")

@@ -12,6 +12,7 @@ import mujoco
 import numpy as np
 import pytest
 
+from musculo_control.config.parser import load
 from musculo_control.errors import InputError
 from musculo_control.hardware.calibration import load_calibration
 from musculo_control.hardware.mock_arm import (
@@ -26,7 +27,6 @@ from musculo_control.hardware.potentiometer import (
     PotentiometerReaderConfig,
 )
 from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
-from musculo_control.model.config import load
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import pinocchio as pin
 import pytest
 from conftest import random_poses
 
+from musculo_control.config.parser import parse
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.mock_arm import load_mock_config
 from musculo_control.hardware.mujoco_arm import (
@@ -22,7 +23,6 @@ from musculo_control.hardware.mujoco_arm import (
     tendon_jacobian,
     warning_counts,
 )
-from musculo_control.model.config import parse
 
 
 @pytest.fixture(scope="module")

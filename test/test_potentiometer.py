@@ -9,12 +9,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from musculo_control.config.parser import load
 from musculo_control.hardware.calibration import load_calibration
 from musculo_control.hardware.potentiometer import (
     PotentiometerReader,
     PotentiometerReaderConfig,
 )
-from musculo_control.model.config import load
 
 DT = 0.002  # 500 Hz samples [s]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from musculo_control.config.parser import parse
 from musculo_control.errors import ConfigError
-from musculo_control.model.config import parse
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.experiments import RunResult
 from musculo_control.sim.recorder import Recorder

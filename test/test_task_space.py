@@ -10,6 +10,7 @@ import pinocchio as pin
 import pytest
 from conftest import random_poses
 
+from musculo_control.config.parser import parse
 from musculo_control.control.goal import HandGoal, WorkspaceConfig, check_goal
 from musculo_control.control.task_space import (
     GainsConfig,
@@ -20,7 +21,6 @@ from musculo_control.control.task_space import (
     reference_torque,
 )
 from musculo_control.errors import ConfigError, InputError
-from musculo_control.model.config import parse
 from musculo_control.model.task import TaskConfig
 
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from musculo_control.config.parser import load, parse
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.calibration import load_calibration
 from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
-from musculo_control.model.config import load, parse
 
 DT = 0.002  # driver tick [s]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from musculo_control.commands.checks import writable_file
 from musculo_control.commands.options import add_common, setup_from_args
-from musculo_control.model.config import parse_override
+from musculo_control.config.parser import parse_override
 from musculo_control.model.mapping_recording import save_recording
 from musculo_control.sim.mapping_recorder import load_mapping_config, record_on_mock
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from musculo_control.commands.checks import writable_dir
 from musculo_control.commands.options import add_common, override_items
+from musculo_control.config.parser import parse_value
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import InputError
-from musculo_control.model.config import parse_value
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.experiments import metrics_json, run_experiment
 from musculo_control.sim.setup import EXPERIMENT_NAMES, Overrides, load_setup

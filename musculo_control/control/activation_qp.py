@@ -57,8 +57,8 @@ except ImportError:  # pragma: no cover - exercised only on an incomplete instal
     daqp = None
 
 from musculo_control.arrays import all_finite
+from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError
-from musculo_control.model.config import spec
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

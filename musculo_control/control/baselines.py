@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.config.parser import spec
 from musculo_control.control.activation_qp import TorqueBalance
-from musculo_control.model.config import spec
 
 FloatArray = npt.NDArray[np.float64]
 

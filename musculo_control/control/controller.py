@@ -28,6 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.config.parser import load_with_overrides, spec
 from musculo_control.control.activation_qp import (
     ActivationQP,
     DAQPConfig,
@@ -56,7 +57,6 @@ from musculo_control.control.task_space import (
 )
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.estimation.snapshot import DynamicsSnapshot
-from musculo_control.model.config import load_with_overrides, spec
 from musculo_control.model.robot import Robot
 from musculo_control.model.task import TaskConfig
 

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.config.parser import check_known_keys, parse, read_yaml, spec
 from musculo_control.errors import ConfigError
-from musculo_control.model.config import parse, read_yaml, spec
 from musculo_control.model.robot import Robot
 
 FloatArray = npt.NDArray[np.float64]
@@ -105,11 +105,7 @@ def _merge_defaults(data: Any, list_key: str, defaults_key: str, cls: type,
     where = f"{key}.{defaults_key}"
     if not isinstance(defaults, dict):
         raise ConfigError(file, where, "a mapping of default values", defaults)
-    known = {f.name for f in dataclasses.fields(cls)}
-    for name in defaults:
-        if name not in known:
-            raise ConfigError(file, f"{where}.{name}", f"one of the known keys {sorted(known)}",
-                              "unknown key")
+    check_known_keys(defaults, {f.name for f in dataclasses.fields(cls)}, file, where)
     entries = data.get(list_key)
     if isinstance(entries, list):
         data[list_key] = [{**defaults, **e} if isinstance(e, dict) else e for e in entries]

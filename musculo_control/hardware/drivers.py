@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from musculo_control.config.parser import check_known_keys, parse, read_yaml, spec
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.calibration import Calibration, load_calibration
 from musculo_control.hardware.potentiometer import PotentiometerReader, PotentiometerReaderConfig
 from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
-from musculo_control.model.config import parse, read_yaml, spec
 from musculo_control.model.robot import Robot
 
 #: Top-level sections of hardware.yaml.
@@ -42,10 +42,7 @@ def load_drivers(robot: Robot, file: str | Path | None = None) -> Drivers:
     data = read_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError(str(path), "<top level>", f"a mapping with keys {list(SECTIONS)}", data)
-    for key in data:
-        if key not in SECTIONS:
-            raise ConfigError(str(path), str(key), f"one of the known keys {list(SECTIONS)}",
-                              "unknown key")
+    check_known_keys(data, SECTIONS, str(path), "")
     for key in SECTIONS:
         if key not in data:
             raise ConfigError(str(path), key, "a section", "missing")

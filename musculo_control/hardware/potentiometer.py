@@ -25,9 +25,9 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.config.parser import spec
 from musculo_control.hardware.calibration import Calibration
 from musculo_control.hardware.filters import FilteredDifferentiator
-from musculo_control.model.config import spec
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -31,10 +31,10 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.arrays import finite
+from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.calibration import Calibration
 from musculo_control.hardware.filters import FilteredDifferentiator
-from musculo_control.model.config import spec
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]

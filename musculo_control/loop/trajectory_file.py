@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.config.parser import load, spec
 from musculo_control.control.goal import (
     HandGoal,
     WorkspaceConfig,
@@ -32,7 +33,6 @@ from musculo_control.control.goal import (
 )
 from musculo_control.control.minimum_jerk import minimum_jerk_profile
 from musculo_control.errors import ConfigError, InputError
-from musculo_control.model.config import load, spec
 
 FloatArray = npt.NDArray[np.float64]
 

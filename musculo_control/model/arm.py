@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
 
+from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError, InputError
-from musculo_control.model.config import spec
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.model.config import spec
+from musculo_control.config.parser import spec
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -44,8 +44,8 @@ import numpy.typing as npt
 import pinocchio as pin
 from numpy.polynomial import chebyshev
 
+from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError, InputError
-from musculo_control.model.config import spec
 from musculo_control.model.geometry import MuscleGeometry, MuscleKinematics
 from musculo_control.model.mapping_recording import read_npz, write_npz_atomic
 

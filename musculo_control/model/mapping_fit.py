@@ -42,8 +42,8 @@ import numpy as np
 import numpy.typing as npt
 import scipy.linalg
 
+from musculo_control.config.parser import spec
 from musculo_control.errors import InputError
-from musculo_control.model.config import spec
 from musculo_control.model.learned_mapping import (
     LearnedMapping,
     basis_features,

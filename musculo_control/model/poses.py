@@ -35,9 +35,9 @@ import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
 
+from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError, InputError, MusculoError
 from musculo_control.model.arm import Arm
-from musculo_control.model.config import spec
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -24,9 +24,9 @@ import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
 
+from musculo_control.config.parser import load_with_overrides, parse, read_yaml, spec
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.model.arm import Arm, ArmConfig
-from musculo_control.model.config import load_with_overrides, parse, read_yaml, spec
 from musculo_control.model.geometry import MuscleGeometry
 from musculo_control.model.hill import ForceLengthCurves, HillParams, MuscleForces
 from musculo_control.model.learned_mapping import (

@@ -10,9 +10,9 @@ import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
 
+from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError
 from musculo_control.model.checks import sample_poses
-from musculo_control.model.config import spec
 from musculo_control.model.robot import Robot
 
 #: A task row whose largest Jacobian entry stays below this over the range is unmovable

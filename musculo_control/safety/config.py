@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from musculo_control.config.parser import load_with_overrides, spec
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.tendon_driver import TendonDriverConfig
-from musculo_control.model.config import load_with_overrides, spec
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,13 +29,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.config.parser import spec
 from musculo_control.control.controller import CONTROLLER_NAMES, make_controller
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.loop.health import ERROR
-from musculo_control.model.config import spec
 from musculo_control.model.robot import Robot
 from musculo_control.sim.faults import (
     FAULT_NAMES,

@@ -26,10 +26,10 @@ import numpy as np
 import numpy.typing as npt
 from scipy.stats import qmc
 
+from musculo_control.config.parser import load_with_overrides, spec
 from musculo_control.control.controller import make_controller
 from musculo_control.control.goal import HandGoal
 from musculo_control.errors import ConfigError
-from musculo_control.model.config import load_with_overrides, spec
 from musculo_control.model.mapping_fit import FitConfig
 from musculo_control.model.mapping_recording import Recording
 from musculo_control.provenance import provenance

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar
 
-from musculo_control.model.config import load_section
+from musculo_control.config.parser import load_section
 
 T = TypeVar("T")
 

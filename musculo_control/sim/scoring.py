@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.config.parser import spec
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import ConfigError
-from musculo_control.model.config import spec
 
 FloatArray = npt.NDArray[np.float64]
 

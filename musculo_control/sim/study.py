@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from musculo_control.config.parser import parse_override
 from musculo_control.errors import InputError
-from musculo_control.model.config import parse_override
 from musculo_control.sim.experiments import metrics_json, run_experiment
 from musculo_control.sim.results import fmt
 from musculo_control.sim.scoring import judge

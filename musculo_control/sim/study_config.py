@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from musculo_control.config.parser import parse_override, spec
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import ConfigError, InputError
-from musculo_control.model.config import parse_override, spec
 
 
 @dataclass(frozen=True, kw_only=True)

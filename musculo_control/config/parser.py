@@ -1,0 +1,367 @@
+"""Typed loading of YAML configuration into frozen dataclasses.
+
+Every configurable part of the project is a frozen dataclass. :func:`parse` turns a mapping read
+from YAML into one, rejecting unknown keys, missing keys, wrong types, non-finite numbers, values
+out of range and vectors of the wrong length, each with a :class:`ConfigError` that names the
+file, the dotted key, what was expected and what was received.
+
+Field constraints live in the field's metadata (see :func:`spec`); a dataclass may also define
+``check(self, file, key)`` for rules that span fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar, Union
+
+import yaml
+
+from musculo_control.errors import ConfigError, InputError
+
+T = TypeVar("T")
+
+_NUMBER_TYPES = (int, float)
+
+
+def spec(
+    default: Any = dataclasses.MISSING,
+    *,
+    gt: float | None = None,
+    ge: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+    length: int | None = None,
+    min_length: int | None = None,
+    choices: tuple[str, ...] | None = None,
+    doc: str = "",
+) -> Any:
+    """A dataclass field with validation rules and a one-line description (units included)."""
+    meta = {
+        "gt": gt,
+        "ge": ge,
+        "le": le,
+        "lt": lt,
+        "length": length,
+        "min_length": min_length,
+        "choices": choices,
+        "doc": doc,
+    }
+    if isinstance(default, (list, dict)):
+        raise TypeError("mutable defaults are not allowed; use a tuple")
+    return dataclasses.field(default=default, metadata=meta)
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with YAML 1.2's floats: ``1e-2`` is a number, not a string.
+
+    PyYAML follows YAML 1.1, whose float pattern needs a dot, so ``k: 1e-2`` would load as the
+    string '1e-2' and be refused as "not a number"; YAML 1.2 (and every other parser a user
+    knows) reads it as 0.01.
+    """
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
+
+
+def yaml_text(text: str, file: str) -> Any:
+    """Parse YAML text; a syntax error names the file, line and column (1-based)."""
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        context = exc.context or ""
+        cm = exc.context_mark
+        if context and cm is not None and mark is not None and cm.line != mark.line:
+            context += f" (line {cm.line + 1}, column {cm.column + 1})"
+        what = ": ".join(p for p in (context, exc.problem) if p)
+        raise ConfigError(file, "<file>", "valid YAML", what, where=where) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(file, "<file>", "valid YAML", str(exc).splitlines()[0]) from exc
+
+
+def parse_value(text: str, what: str) -> Any:
+    """A command-line value (``--set K=V``) read as YAML, with the same rules as the files."""
+    try:
+        return yaml_text(text, what)
+    except ConfigError as exc:
+        raise ConfigError(what, exc.key, "a YAML value such as 0.01, 1e-2, true, [1, 2] or a "
+                                         "name", text, where=exc.where) from exc
+
+
+def parse_override(item: str, option: str = "--set") -> tuple[str, Any]:
+    """``'controller.qp.k=1e-2'`` -> ``('controller.qp.k', 0.01)``: a dotted key and its value."""
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or "." not in key or not all(key.split(".")) or not text.strip():
+        raise InputError(option, "FILE.KEY=VALUE, e.g. controller.qp.r=0.01", item)
+    return key, parse_value(text, f"{option} {key}")
+
+
+def overrides_by_file(items: list[str] | tuple[str, ...], files: tuple[str, ...],
+                      option: str = "--set") -> dict[str, dict[str, Any]]:
+    """``FILE.KEY=VALUE`` items grouped by file, e.g. ``["controller.qp.r=0.3"]`` ->
+    ``{"controller": {"qp.r": 0.3}, ...}`` (every file of ``files`` present); an item naming
+    another file is an :class:`InputError` listing ``files``. The one parser of ``--set``."""
+    out: dict[str, dict[str, Any]] = {f: {} for f in files}
+    for item in items:
+        key, value = parse_override(item, option)
+        prefix, _, rest = key.partition(".")
+        if prefix not in out:
+            raise InputError(option, f"a key starting with one of {list(files)}", item)
+        out[prefix][rest] = value
+    return out
+
+
+def read_yaml(path: Path) -> Any:
+    """Read one YAML file, turning I/O and syntax errors into :class:`ConfigError`."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), "<file>", "a readable YAML file", exc.strerror) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(str(path), "<file>", "a UTF-8 text file", str(exc)) from exc
+    return yaml_text(text, str(path))
+
+
+def key_position(path: Path, dotted: str) -> tuple[int, int] | None:
+    """(line, column), 1-based, of the value of ``dotted`` (``a.b[2].c``) in a YAML file."""
+    try:
+        node = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=_Loader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    parts = re.findall(r"[^.\[\]]+|\[\d+\]", dotted)
+    for part in parts:
+        if isinstance(node, yaml.MappingNode):
+            found = [v for k, v in node.value if getattr(k, "value", None) == part]
+            if not found:
+                return None
+            node = found[0]
+        elif isinstance(node, yaml.SequenceNode) and part.startswith("["):
+            i = int(part[1:-1])
+            if i >= len(node.value):
+                return None
+            node = node.value[i]
+        else:
+            return None
+    if node is None:
+        return None
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _with_position(exc: ConfigError, path: Path, overridden: set[str]) -> ConfigError:
+    """The same error with the key's line and column in the file, or 'set on the command
+    line' for an overridden key."""
+    if exc.file != str(path) or not exc.key or exc.where or exc.key.startswith("<"):
+        return exc
+    key = exc.key
+    if any(key == o or key.startswith(o + ".") or key.startswith(o + "[") for o in overridden):
+        where = "set on the command line"
+    else:
+        pos = key_position(path, key)
+        if pos is None:
+            return exc
+        where = f"line {pos[0]}, column {pos[1]}"
+    return ConfigError(exc.file, key, exc.expected, exc.received, where=where)
+
+
+def load(cls: type[T], path: Path, key: str = "") -> T:
+    """Read ``path`` and parse it (or its top-level ``key``) into ``cls``."""
+    data = read_yaml(path)
+    if key:
+        if not isinstance(data, dict) or key not in data:
+            raise ConfigError(str(path), key, f"a top-level mapping with key '{key}'", _short(data))
+        data = data[key]
+    try:
+        return parse(cls, data, str(path), key)
+    except ConfigError as exc:
+        raise _with_position(exc, path, set()) from None
+
+
+def load_with_overrides(cls: type[T], path: Path,
+                        overrides: dict[str, Any] | None = None) -> T:
+    """Read ``path`` whole, apply dotted-key overrides (see :func:`apply_overrides`), parse."""
+    data = read_yaml(path)
+    try:
+        if overrides:
+            if not isinstance(data, dict):
+                raise ConfigError(str(path), "<top level>", "a mapping", type(data).__name__)
+            data = apply_overrides(data, overrides, str(path))
+        return parse(cls, data, str(path))
+    except ConfigError as exc:
+        raise _with_position(exc, path, set(overrides or ())) from None
+
+
+def load_section(cls: type[T], path: Path, section: str, sections: tuple[str, ...],
+                 overrides: dict[str, Any] | None = None) -> T:
+    """Parse top-level ``section`` of a file whose top level holds the independent
+    ``sections`` (each parsed by its own reader) into ``cls``; ``overrides`` are dotted keys of
+    the whole file (e.g. ``{"soak.duration_s": 60}``)."""
+    data = read_yaml(path)
+    try:
+        if not isinstance(data, dict):
+            raise ConfigError(str(path), "<top level>", f"a mapping with keys {list(sections)}",
+                              type(data).__name__)
+        check_known_keys(data, sections, str(path), "")
+        if overrides:
+            data = apply_overrides(data, overrides, str(path))
+        if section not in data:
+            raise ConfigError(str(path), section, "a section", "missing")
+        return parse(cls, data[section], str(path), section)
+    except ConfigError as exc:
+        raise _with_position(exc, path, set(overrides or ())) from None
+
+
+def check_known_keys(data: dict[Any, Any], known: Any, file: str, key: str) -> None:
+    """Reject the first key of ``data`` not in ``known``, listing the known ones."""
+    unknown = sorted(set(map(str, data)) - set(known))
+    if unknown:
+        raise ConfigError(file, _join(key, unknown[0]), f"one of the known keys {sorted(known)}",
+                          "unknown key")
+
+
+def parse(cls: type[T], data: Any, file: str, key: str = "") -> T:
+    """Build the frozen dataclass ``cls`` from ``data`` (a mapping), validating every field."""
+    where = key or "<top level>"
+    if not isinstance(data, dict):
+        raise ConfigError(file, where, f"a mapping with keys {_field_names(cls)}", _short(data))
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    check_known_keys(data, fields, file, key)
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for name, f in fields.items():
+        sub = _join(key, name)
+        if name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                doc = f.metadata.get("doc", "")
+                raise ConfigError(file, sub, f"a value ({doc})" if doc else "a value", "missing")
+            continue
+        value = _convert(hints[name], data[name], file, sub)
+        _check_meta(f.metadata, value, file, sub)
+        values[name] = value
+    obj = cls(**values)
+    check = getattr(obj, "check", None)
+    if callable(check):
+        check(file, key)
+    return obj
+
+
+def _convert(tp: Any, value: Any, file: str, key: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _convert(args[0], value, file, key)
+    if dataclasses.is_dataclass(tp):
+        return parse(tp, value, file, key)  # type: ignore[arg-type]
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, _NUMBER_TYPES):
+            raise ConfigError(file, key, "a number", value)
+        if not math.isfinite(value):
+            raise ConfigError(file, key, "a finite number", value)
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(file, key, "an integer", value)
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(file, key, "true or false", value)
+        return value
+    if tp is str:
+        if not isinstance(value, str) or not value:
+            raise ConfigError(file, key, "a non-empty string", value)
+        return value
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(file, key, "a list", _short(value))
+        item_tp = typing.get_args(tp)[0]
+        return tuple(_convert(item_tp, v, file, f"{key}[{i}]") for i, v in enumerate(value))
+    raise TypeError(f"unsupported config field type {tp!r} at {key}")
+
+
+def _check_meta(meta: Any, value: Any, file: str, key: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, tuple):
+        if meta.get("length") is not None and len(value) != meta["length"]:
+            raise ConfigError(file, key, f"a list of {meta['length']} items", f"{len(value)} items")
+        if meta.get("min_length") is not None and len(value) < meta["min_length"]:
+            raise ConfigError(
+                file, key, f"a list of at least {meta['min_length']} items", f"{len(value)} items"
+            )
+        for i, v in enumerate(value):
+            if isinstance(v, float):
+                _check_range(meta, v, file, f"{key}[{i}]")
+        return
+    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
+        _check_range(meta, float(value), file, key)
+    if isinstance(value, str) and meta.get("choices") and value not in meta["choices"]:
+        raise ConfigError(file, key, f"one of {list(meta['choices'])}", value)
+
+
+def _check_range(meta: Any, v: float, file: str, key: str) -> None:
+    for name, ok, word in (
+        ("gt", lambda b: v > b, ">"),
+        ("ge", lambda b: v >= b, ">="),
+        ("lt", lambda b: v < b, "<"),
+        ("le", lambda b: v <= b, "<="),
+    ):
+        bound = meta.get(name)
+        if bound is not None and not ok(bound):
+            raise ConfigError(file, key, f"a number {word} {bound}", v)
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], file: str) -> dict[str, Any]:
+    """Return a copy of ``data`` with dotted keys (``qp.r=0.01``) replaced; keys must exist."""
+    import copy
+
+    out = copy.deepcopy(data)
+    for dotted, value in overrides.items():
+        node: Any = out
+        parts = dotted.split(".")
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                idx: Any = int(part)
+            elif isinstance(node, dict) and part in node:
+                idx = part
+            else:
+                known = sorted(node) if isinstance(node, dict) else f"indices 0..{len(node) - 1}"
+                raise ConfigError(file, dotted, f"an existing key; at '{part}' there are {known}")
+            if last:
+                node[idx] = value
+            else:
+                node = node[idx]
+    return out
+
+
+def describe(cls: type) -> list[tuple[str, str, Any]]:
+    """(name, doc, default) for each field of a config dataclass, for docs and ROS parameters."""
+    rows = []
+    for f in dataclasses.fields(cls):
+        default = None if f.default is dataclasses.MISSING else f.default
+        rows.append((f.name, f.metadata.get("doc", ""), default))
+    return rows
+
+
+def _field_names(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def _join(key: str, name: str) -> str:
+    return f"{key}.{name}" if key else name
+
+
+def _short(value: Any) -> Any:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
