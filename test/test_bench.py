@@ -100,8 +100,9 @@ def test_baseline_without_qpsolvers_solves_the_same_problem(monkeypatch, robot, 
     """The fallback baseline (fresh osqp set-up, no qpsolvers) agrees with the controller."""
     import numpy as np
 
-    from musculo_control.commands.bench import CondensedFreshQP, trajectory_ticks
     from musculo_control.control.controller import OSCController, load_controller_config
+    from musculo_control.control.fresh_qp import CondensedFreshQP
+    from musculo_control.tick_benchmark import trajectory_ticks
 
     monkeypatch.setitem(sys.modules, "qpsolvers", None)  # import now raises ImportError
     # eq. 11 as the paper states it, the problem the baseline solves (no per-tick tau_null bounds)
