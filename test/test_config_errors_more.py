@@ -24,7 +24,7 @@ from musculo_control.safety.config import load_safety_config
 from musculo_control.sim.fault_matrix import load_fault_matrix_config
 from musculo_control.sim.runner import divisors
 from musculo_control.sim.setup import ExperimentsConfig
-from musculo_control.sim.soak import load_soak_config
+from musculo_control.sim.soak_schedule import load_soak_config
 
 
 def load_folder(folder: Path, robot) -> None:

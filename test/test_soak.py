@@ -13,7 +13,7 @@ from musculo_control.control.goal import check_goal
 from musculo_control.sim.reliability import load_reliability_section
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.setup import Overrides, load_setup, start_pose
-from musculo_control.sim.soak import SoakConfig, SoakSchedule
+from musculo_control.sim.soak_schedule import SoakConfig, SoakSchedule
 
 SHORT = ["--set", "reliability.soak.warmup_s=2", "--set", "reliability.soak.memory_every_s=2",
          "--set", "reliability.soak.rest_every_s=4", "--set", "reliability.soak.rest_s=1.5",

@@ -39,7 +39,8 @@ from musculo_control.sim.fault_matrix import (
     run_matrix,
 )
 from musculo_control.sim.setup import RELIABILITY_FILES, Setup
-from musculo_control.sim.soak import load_soak_config, run_soak
+from musculo_control.sim.soak import run_soak
+from musculo_control.sim.soak_schedule import load_soak_config
 
 
 def _setup(args: argparse.Namespace) -> tuple[Setup, dict[str, Any], dict[str, Any]]:
