@@ -52,11 +52,6 @@ from musculo_control.benchmark import (
     markdown_table,
     summary_ms,
 )
-from musculo_control.control.activation_qp import (
-    SOLVERS,
-    OSQPConfig,
-    QPStructure,
-)
 from musculo_control.control.controller import (
     ControllerConfig,
     OSCController,
@@ -64,6 +59,8 @@ from musculo_control.control.controller import (
 )
 from musculo_control.control.fresh_qp import CondensedFreshQP, LiftedFreshQP
 from musculo_control.control.goal import HandGoal
+from musculo_control.control.qp_config import SOLVERS, OSQPConfig
+from musculo_control.control.qp_problem import QPStructure
 from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.model.robot import Robot, load_robot
 from musculo_control.model.synthetic import (

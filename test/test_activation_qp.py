@@ -15,19 +15,11 @@ from conftest import random_poses
 from scipy.optimize import lsq_linear
 
 from musculo_control.config.parser import parse
-from musculo_control.control.activation_qp import (
-    SOLVERS,
-    ActivationQP,
-    CondensedQP,
-    DAQPConfig,
-    LinearRows,
-    OSQPConfig,
-    QPConfig,
-    TorqueBalance,
-    build_qp,
-)
+from musculo_control.control.activation_qp import ActivationQP
 from musculo_control.control.controller import load_controller_config
 from musculo_control.control.joint_limits import predictive_limit_rows
+from musculo_control.control.qp_config import SOLVERS, DAQPConfig, OSQPConfig, QPConfig
+from musculo_control.control.qp_problem import CondensedQP, LinearRows, TorqueBalance, build_qp
 from musculo_control.errors import ConfigError
 
 K, R = 0.01, 0.1

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.config.parser import spec
-from musculo_control.control.activation_qp import TorqueBalance
+from musculo_control.control.qp_problem import TorqueBalance
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -29,15 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.config.parser import load_with_overrides, spec
-from musculo_control.control.activation_qp import (
-    ActivationQP,
-    DAQPConfig,
-    OSQPConfig,
-    QPConfig,
-    QPResult,
-    TorqueBalance,
-    all_finite,
-)
+from musculo_control.control.activation_qp import ActivationQP, all_finite
 from musculo_control.control.baselines import (
     BaselinesConfig,
     joint_stiffness_balance,
@@ -48,6 +40,8 @@ from musculo_control.control.fresh_state import FreshState, FreshStateEstimator
 from musculo_control.control.goal import HandGoal, WorkspaceConfig
 from musculo_control.control.joint_limits import predictive_limit_rows
 from musculo_control.control.output import ControlOutput, safe_output
+from musculo_control.control.qp_config import DAQPConfig, OSQPConfig, QPConfig
+from musculo_control.control.qp_problem import QPResult, TorqueBalance
 from musculo_control.control.task_space import (
     GainsConfig,
     PositionIntegral,

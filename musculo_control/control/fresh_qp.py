@@ -15,9 +15,9 @@ import numpy.typing as npt
 import osqp
 import scipy.sparse as sp
 
-from musculo_control.control.activation_qp import (
+from musculo_control.control.qp_config import OSQPConfig
+from musculo_control.control.qp_problem import (
     LinearRows,
-    OSQPConfig,
     QPResult,
     QPStructure,
     TorqueBalance,

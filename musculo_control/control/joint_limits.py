@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.control.activation_qp import LinearRows
+from musculo_control.control.qp_problem import LinearRows
 
 FloatArray = npt.NDArray[np.float64]
 
