@@ -52,11 +52,8 @@ from musculo_control.benchmark import (
     markdown_table,
     summary_ms,
 )
-from musculo_control.control.controller import (
-    ControllerConfig,
-    OSCController,
-    load_controller_config,
-)
+from musculo_control.control.controller import OSCController
+from musculo_control.control.controller_config import ControllerConfig, load_controller_config
 from musculo_control.control.fresh_qp import CondensedFreshQP, LiftedFreshQP
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.qp_config import SOLVERS, OSQPConfig

@@ -16,7 +16,7 @@ from scipy.optimize import lsq_linear
 
 from musculo_control.config.parser import parse
 from musculo_control.control.activation_qp import ActivationQP
-from musculo_control.control.controller import load_controller_config
+from musculo_control.control.controller_config import load_controller_config
 from musculo_control.control.joint_limits import predictive_limit_rows
 from musculo_control.control.qp_config import SOLVERS, DAQPConfig, OSQPConfig, QPConfig
 from musculo_control.control.qp_problem import CondensedQP, LinearRows, TorqueBalance, build_qp

@@ -7,17 +7,17 @@ import pytest
 from conftest import random_poses
 from scipy.optimize import lsq_linear
 
+from musculo_control.control.baseline_controllers import (
+    JointStiffnessController,
+    MuscleStiffnessController,
+)
 from musculo_control.control.baselines import (
     joint_stiffness_balance,
     joint_stiffness_torque,
     muscle_stiffness_tension,
 )
-from musculo_control.control.controller import (
-    JointStiffnessController,
-    MuscleStiffnessController,
-    load_controller_config,
-    make_controller,
-)
+from musculo_control.control.controller import make_controller
+from musculo_control.control.controller_config import load_controller_config
 from musculo_control.control.goal import HandGoal
 from musculo_control.errors import InputError
 

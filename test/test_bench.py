@@ -100,7 +100,8 @@ def test_baseline_without_qpsolvers_solves_the_same_problem(monkeypatch, robot, 
     """The fallback baseline (fresh osqp set-up, no qpsolvers) agrees with the controller."""
     import numpy as np
 
-    from musculo_control.control.controller import OSCController, load_controller_config
+    from musculo_control.control.controller import OSCController
+    from musculo_control.control.controller_config import load_controller_config
     from musculo_control.control.fresh_qp import CondensedFreshQP
     from musculo_control.tick_benchmark import trajectory_ticks
 

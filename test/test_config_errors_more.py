@@ -12,11 +12,8 @@ import pytest
 import yaml
 
 from musculo_control.config.parser import load_with_overrides
-from musculo_control.control.controller import (
-    CONTROLLER_NAMES,
-    load_controller_config,
-    make_controller,
-)
+from musculo_control.control.controller import CONTROLLER_NAMES, make_controller
+from musculo_control.control.controller_config import load_controller_config
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.mock_arm import MockArm, load_mock_config

@@ -12,12 +12,8 @@ from conftest import random_poses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from musculo_control.control.controller import (
-    CONTROLLER_NAMES,
-    OSCController,
-    load_controller_config,
-    make_controller,
-)
+from musculo_control.control.controller import CONTROLLER_NAMES, OSCController, make_controller
+from musculo_control.control.controller_config import load_controller_config
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.output import safe_output
 from musculo_control.errors import ConfigError, InputError
@@ -171,7 +167,7 @@ def test_a_fault_inside_the_tick_is_safe_and_a_bug_leaves_its_traceback(
         raise error
 
     monkeypatch.setattr(ctrl, "_control", broken)
-    with caplog.at_level("ERROR", logger="musculo_control.control.controller"):
+    with caplog.at_level("ERROR", logger="musculo_control.control.tick_base"):
         out = ctrl.tick(s, s.q_rad, s.qd_rad_s, goal, 0.0)
     assert_safe(out, robot)
     assert type(error).__name__ in out.reason

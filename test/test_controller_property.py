@@ -13,11 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from musculo_control.control.controller import (
-    CONTROLLER_NAMES,
-    load_controller_config,
-    make_controller,
-)
+from musculo_control.control.controller import CONTROLLER_NAMES, make_controller
+from musculo_control.control.controller_config import load_controller_config
 from musculo_control.control.goal import HandGoal
 from musculo_control.estimation.snapshot import DynamicsSnapshot
 

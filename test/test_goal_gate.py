@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from musculo_control.control.controller import load_controller_config
+from musculo_control.control.controller_config import load_controller_config
 from musculo_control.control.goal import HandGoal
 from musculo_control.safety.goal_gate import GoalGate, GoalRequest
 

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from musculo_control.control.controller import LoopConfig
+from musculo_control.control.controller_config import LoopConfig
 from musculo_control.control.goal import HandGoal
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.drivers import HardwareRates

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from musculo_control.control.controller import load_controller_config, make_controller
+from musculo_control.control.controller import make_controller
+from musculo_control.control.controller_config import load_controller_config
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.output import safe_output
 from musculo_control.control.task_space import HandState

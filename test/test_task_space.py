@@ -181,7 +181,7 @@ def test_goal_from_quaternion_matches_pinocchio():
 
 
 def test_workspace_check(config_dir):
-    from musculo_control.control.controller import load_controller_config
+    from musculo_control.control.controller_config import load_controller_config
 
     ws = load_controller_config(config_dir).workspace
     centre = np.array(ws.center_m)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import yaml
 
-from musculo_control.control.controller import load_controller_config
+from musculo_control.control.controller_config import load_controller_config
 from musculo_control.control.goal import rotation_from_quaternion
 from musculo_control.errors import ConfigError
 from musculo_control.loop.trajectory_file import (

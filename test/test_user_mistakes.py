@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from musculo_control.control.controller import load_controller_config
+from musculo_control.control.controller_config import load_controller_config
 from musculo_control.errors import ConfigError, ConfigWarning
 from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.model.checks import check_workspace

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from musculo_control.commands.checks import writable_file
-from musculo_control.control.controller import load_controller_config
+from musculo_control.control.controller_config import load_controller_config
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.operating_point import operating_point_report

@@ -6,7 +6,7 @@
 - Muscle stiffness (eq. 17): ``f_i = max(k_m (l_i - l_des,i), 0) + f_min`` with
   ``l_des = l(q_des)``: no optimisation at all.
 
-The controllers that run them live in :mod:`musculo_control.control.controller`.
+The controllers that run them live in :mod:`musculo_control.control.baseline_controllers`.
 """
 
 from __future__ import annotations

@@ -10,12 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from musculo_control.control.controller import (
-    Controller,
-    ControllerConfig,
-    load_controller_config,
-    make_controller,
-)
+from musculo_control.control.controller import make_controller
+from musculo_control.control.controller_config import ControllerConfig, load_controller_config
+from musculo_control.control.tick_base import Controller
 from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.hardware.drivers import Drivers, load_drivers
 from musculo_control.hardware.mock_arm import MockArm, MockArmConfig

@@ -28,8 +28,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.control.controller import Controller
 from musculo_control.control.output import ControlOutput
+from musculo_control.control.tick_base import Controller
 from musculo_control.errors import InputError
 from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnapshot
 from musculo_control.hardware.potentiometer import PotentiometerReading

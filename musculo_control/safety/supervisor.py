@@ -36,10 +36,10 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.arrays import any_true, finite, smallest
-from musculo_control.control.controller import Controller
 from musculo_control.control.fresh_state import FreshStateEstimator
 from musculo_control.control.goal import HandGoal, WorkspaceConfig
 from musculo_control.control.output import ControlOutput, safe_output
+from musculo_control.control.tick_base import Controller
 from musculo_control.estimation.snapshot import DynamicsSnapshot
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.hardware.tendon_driver import TendonDriverConfig, TendonState

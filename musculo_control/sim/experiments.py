@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.control.controller import CONTROLLER_NAMES, ControllerConfig
+from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.control.controller_config import ControllerConfig
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.errors import ConfigError, InputError

@@ -33,9 +33,9 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.config.parser import spec
-from musculo_control.control.controller import Controller
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.output import ControlOutput
+from musculo_control.control.tick_base import Controller
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.estimation.snapshot import DynamicsSnapshot
 from musculo_control.hardware.calibration import Calibration

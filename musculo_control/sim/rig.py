@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.control.controller import Controller, ControllerConfig
+from musculo_control.control.controller_config import ControllerConfig
 from musculo_control.control.goal import HandGoal
+from musculo_control.control.tick_base import Controller
 from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.loop import build
 from musculo_control.sim.runner import ClosedLoop, StreamFaults

@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from musculo_control.arrays import finite, largest
 from musculo_control.config.parser import spec
-from musculo_control.control.controller import LoopConfig
+from musculo_control.control.controller_config import LoopConfig
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.output import ControlOutput
 from musculo_control.errors import ConfigError

@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.config.parser import load_with_overrides, overrides_by_file, spec
-from musculo_control.control.controller import ControllerConfig, load_controller_config
+from musculo_control.control.controller_config import ControllerConfig, load_controller_config
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.mock_arm import MockArmConfig
 from musculo_control.model.checks import check_reachable, check_workspace
