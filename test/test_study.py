@@ -13,7 +13,6 @@ from musculo_control.cli import main
 from musculo_control.sim.scoring import Target
 from musculo_control.sim.study import (
     Cache,
-    ConditionConfig,
     DaskEngine,
     LocalEngine,
     RunSpec,
@@ -21,11 +20,11 @@ from musculo_control.sim.study import (
     _folder_digest,
     code_fingerprint,
     expand,
-    robustness_table,
     run_key,
     run_study,
-    summarise,
 )
+from musculo_control.sim.study_config import ConditionConfig
+from musculo_control.sim.study_summary import robustness_table, summarise
 
 #: a nullspace run of 0.4 s: long enough for its windows, short enough for a test
 SHORT = ("experiments.nullspace.duration_s=0.4", "experiments.nullspace.window_s=0.1")

@@ -34,13 +34,10 @@ from musculo_control.sim.study import (
     SerialEngine,
     expand,
     grid_conditions,
-    plot_study,
-    robustness_table,
     run_study,
-    summarise,
-    summary_table,
 )
 from musculo_control.sim.study_config import ConditionConfig
+from musculo_control.sim.study_summary import plot_study, robustness_table, summarise, summary_table
 
 ENGINES = ("local", "dask")
 
