@@ -102,9 +102,9 @@ CASES = [
      "<file>", "valid YAML"),
     # hardware.yaml
     ("driver maximum below minimum", put(H, "driver.max_tension_n", 4.0), H,
-     "driver.max_tension_n", "more than min_tension_n"),
-    ("driver minimum below the Hill f_min", put(H, "driver.min_tension_n", 2.0), H,
-     "driver.min_tension_n", "at least the Hill model's f_min"),
+     "driver.max_tension_n", "more than the minimum tension"),
+    ("a second minimum tension in hardware.yaml", put(H, "driver.min_tension_n", 5.0), H,
+     "driver.min_tension_n", "hill.f_min_n"),
     ("watchdog of zero seconds", put(H, "driver.watchdog_timeout_s", 0.0), H,
      "driver.watchdog_timeout_s", "> 0.0"),
     ("unknown hardware section", put(H, "drivers", {}), H, "drivers", "one of the known keys"),
@@ -149,8 +149,8 @@ CASES = [
     ("push of zero distance", put(E, "disturbance.displacement_m", 0.0), E,
      "disturbance.displacement_m", "> 0.0"),
     # safety.yaml
-    ("slack threshold above the driver minimum", put(S, "tendons.slack_tension_n", 6.0), S,
-     "tendons.slack_tension_n", "less than the driver's minimum tension"),
+    ("slack threshold above the minimum tension", put(S, "tendons.slack_tension_n", 6.0), S,
+     "tendons.slack_tension_n", "less than the minimum tension"),
     ("tracking tolerance beyond the tension span", put(S, "tendons.tracking_tolerance_n",
                                                        5000.0), S,
      "tendons.tracking_tolerance_n", "less than the driver's tension span"),

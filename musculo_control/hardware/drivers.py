@@ -49,12 +49,16 @@ def load_drivers(robot: Robot, file: str | Path | None = None) -> Drivers:
     calibration = load_calibration(robot, path)
     pot_cfg = parse(PotentiometerReaderConfig, data["potentiometer_reader"], str(path),
                     "potentiometer_reader")
-    drv_cfg = parse(TendonDriverConfig, data["driver"], str(path), "driver")
-    rates = parse(HardwareRates, data["rates"], str(path), "rates")
-    if drv_cfg.min_tension_n < robot.hill.f_min_n:
+    driver = data["driver"]
+    if isinstance(driver, dict) and "min_tension_n" in driver:
         raise ConfigError(str(path), "driver.min_tension_n",
-                          f"at least the Hill model's f_min = {robot.hill.f_min_n} N "
-                          f"({robot.robot_file})", drv_cfg.min_tension_n)
+                          f"no value here: the minimum tension is {robot.robot_file} "
+                          f"hill.f_min_n = {robot.hill.f_min_n} N, one source for the "
+                          f"controller, the supervisor and the driver", driver["min_tension_n"])
+    if isinstance(driver, dict):
+        driver = {**driver, "min_tension_n": robot.hill.f_min_n}
+    drv_cfg = parse(TendonDriverConfig, driver, str(path), "driver")
+    rates = parse(HardwareRates, data["rates"], str(path), "rates")
     return Drivers(
         calibration,
         PotentiometerReader(calibration, robot.arm.lower_rad, robot.arm.upper_rad, pot_cfg),

@@ -44,7 +44,9 @@ BoolArray = npt.NDArray[np.bool_]
 class TendonDriverConfig:
     """``hardware.yaml`` key ``driver``: limits of the tendon actuator modules."""
 
-    min_tension_n: float = spec(5.0, gt=0.0, doc="minimum tension, also the fault fallback [N]")
+    min_tension_n: float = spec(5.0, gt=0.0, doc="minimum tension, also the fault fallback [N]: "
+                                                 "robot.yaml hill.f_min_n, filled in by "
+                                                 "load_drivers (hardware.yaml does not set it)")
     max_tension_n: float = spec(gt=0.0, doc="maximum commanded tension [N]")
     rate_limit_n_s: float = spec(gt=0.0, doc="largest change of a commanded tension [N/s]")
     watchdog_timeout_s: float = spec(gt=0.0, doc="no command for longer -> minimum tension [s]")
@@ -54,7 +56,8 @@ class TendonDriverConfig:
     def check(self, file: str, key: str) -> None:
         if self.max_tension_n <= self.min_tension_n:
             raise ConfigError(file, f"{key}.max_tension_n" if key else "max_tension_n",
-                              f"more than min_tension_n = {self.min_tension_n} N",
+                              f"more than the minimum tension {self.min_tension_n} N "
+                              f"(robot.yaml hill.f_min_n)",
                               self.max_tension_n)
 
 

@@ -103,9 +103,9 @@ def load_safety_config(config_dir: str | Path, driver: TendonDriverConfig,
     cfg = load_with_overrides(SafetyConfig, path, overrides)
     if not cfg.tendons.slack_tension_n < driver.min_tension_n:
         raise ConfigError(str(path), "tendons.slack_tension_n",
-                          f"less than the driver's minimum tension {driver.min_tension_n} N "
-                          f"({hardware_file} driver.min_tension_n), or every taut tendon reads "
-                          f"as slack", cfg.tendons.slack_tension_n)
+                          f"less than the minimum tension {driver.min_tension_n} N (robot.yaml "
+                          f"hill.f_min_n), or every taut tendon reads as slack",
+                          cfg.tendons.slack_tension_n)
     span = driver.max_tension_n - driver.min_tension_n
     if not cfg.tendons.tracking_tolerance_n < span:
         raise ConfigError(str(path), "tendons.tracking_tolerance_n",

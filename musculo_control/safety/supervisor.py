@@ -123,9 +123,9 @@ class Supervisor:
         self.robot = robot
         self.config = config
         self.m = robot.n_muscles
-        self.tension_min_n = max(driver.min_tension_n, robot.hill.f_min_n)
+        #: robot.yaml hill.f_min_n: the QP's lower bound, the safe state and the driver's floor
+        self.tension_min_n = robot.hill.f_min_n
         self.tension_max_n = driver.max_tension_n
-        self._hill_min = robot.hill.f_min_n
         self.monitor = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m,
                                      config.tendons)
         self.consistency = ConsistencyMonitor(robot.muscle_names, config.consistency)
@@ -328,11 +328,8 @@ class Supervisor:
         return RUNNING
 
     def _safe(self, report: SafetyReport, out: ControlOutput | None) -> ControlOutput:
-        safe = safe_output(self.robot, f"safety: {report.summary()}",
+        return safe_output(self.robot, f"safety: {report.summary()}",
                            out.snapshot_age_s if out is not None else 0.0)
-        if self.tension_min_n != self._hill_min:
-            safe = dataclasses.replace(safe, tension_n=np.full(self.m, self.tension_min_n))
-        return safe
 
     # -- the checks -------------------------------------------------------------------------------
     def _check_joints(self, t: float, joints: PotentiometerReading | None,
@@ -405,9 +402,9 @@ class Supervisor:
         except (TypeError, ValueError):
             f = np.empty(0)
         if f.shape != (self.m,) or not finite(f) \
-                or not smallest(f) >= self._hill_min - _TENSION_SLACK_N:
+                or not smallest(f) >= self.tension_min_n - _TENSION_SLACK_N:
             add(Finding("command_invalid", f"controller command refused (expected {self.m} "
-                                           f"finite tensions >= {self._hill_min} N): "
+                                           f"finite tensions >= {self.tension_min_n} N): "
                                            f"{np.round(f, 2).tolist()}"))
             return None
         above = f > self.tension_max_n
