@@ -185,6 +185,8 @@ def _with_solver(config: ControllerConfig, solver: str) -> ControllerConfig:
 
 def synthetic_case(folder: Path, muscles: int, joints: int, config: ControllerConfig
                    ) -> tuple[Robot, ControllerConfig, DynamicsEstimator]:
+    """A synthetic arm of ``muscles`` x ``joints`` written under ``folder``, with its controller
+    config (full task mask)."""
     robot = SyntheticRobot(write_synthetic_arm(folder, joints, muscles))
     task = dataclasses.replace(config.task, mask=full_task_mask(len(config.task.rows), joints))
     cfg = dataclasses.replace(config, task=task)
@@ -341,6 +343,7 @@ def verdicts(result: dict[str, Any], bench: BenchConfig, machine: MachineLoad
 
 # -- reports ----------------------------------------------------------------------------------
 def markdown(result: dict[str, Any]) -> str:
+    """The Markdown report of one benchmark run: the table, ratios, load and verdicts."""
     mach = result["machine"]
     busy = "" if mach["judged"] else " **Too busy to judge the targets.**"
     lines = [

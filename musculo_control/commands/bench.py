@@ -18,6 +18,7 @@ from musculo_control.tick_benchmark import markdown, run_bench
 
 
 def add_parser(sub: Any) -> None:
+    """Register ``musculo bench``."""
     p = sub.add_parser("bench", help="time the 125 Hz control tick and the dynamics snapshot",
                        description="p50, p99 and max of the control tick (each solver), the "
                                    "dynamics snapshot, both fused, a set-up-every-tick baseline "
@@ -41,6 +42,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``musculo bench``: run the tick benchmark and write CSV, Markdown and JSON."""
     config_dir = args.config or default_config_dir()
     bench = load_bench_config(config_dir)
     overrides = {k: v for k, v in (("ticks", args.ticks), ("baseline_ticks", args.baseline_ticks),

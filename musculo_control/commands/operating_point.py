@@ -18,6 +18,7 @@ from musculo_control.sim.operating_point import operating_point_report
 
 
 def print_report(rep: dict[str, Any]) -> None:
+    """The holds, the elbow sweep and the checks as tables on standard output."""
     print(f"config: {rep['config']}")
     print(f"static hold (tau_ref = g), exact BVLS; k = {rep['activation_weight_k']}, "
           f"r = {rep['nullspace_weight_r']}")
@@ -114,6 +115,7 @@ def write_plot(rep: dict[str, Any], path: Path) -> None:
 
 # -- command -----------------------------------------------------------------------------------
 def add_parser(sub: Any) -> None:
+    """Register ``musculo operating-point``."""
     p = sub.add_parser(
         "operating-point", help="activation needed to hold the experiment poses",
         description="Static hold (tau_ref = g) with paper eq. 10 and eq. 11 solved exactly "
@@ -129,6 +131,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``musculo operating-point``: report, and with ``--check`` exit non-zero on a failed check."""
     writable_file(args.json, "--json")
     writable_file(args.plot, "--plot")
     config_dir = args.config or default_config_dir()

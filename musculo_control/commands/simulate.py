@@ -21,6 +21,7 @@ from musculo_control.sim.setup import EXPERIMENT_NAMES, Setup
 
 
 def add_parser(sub: Any) -> None:
+    """Register ``musculo simulate``."""
     p = sub.add_parser("simulate", help="run an experiment of the paper on the mock arm",
                        description="Runs disturbance (A), trajectory (B) or nullspace (C) with one "
                                    "controller against the MuJoCo mock arm; writes logs (CSV, "
@@ -55,6 +56,7 @@ def save_runs(runs: list[RunResult], folder: Path, setup: Setup) -> None:
 
 
 def plot_runs(experiment: str, runs: list[RunResult], setup: Setup, path: Path) -> Path:
+    """The experiment's figure of ``runs`` written to ``path``."""
     targets = setup.experiments.targets
     if experiment == "disturbance":
         return plot_disturbance(runs, path, targets)
@@ -64,6 +66,7 @@ def plot_runs(experiment: str, runs: list[RunResult], setup: Setup, path: Path) 
 
 
 def print_runs(runs: list[RunResult]) -> None:
+    """Each run's metrics, and its problems, on standard output."""
     for run in runs:
         print(f"{run.experiment} / {run.controller} {run.variant}".rstrip() +
               f": {run.simulated_s:.1f} s simulated in {run.wall_s:.2f} s wall "
@@ -76,6 +79,7 @@ def print_runs(runs: list[RunResult]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``musculo simulate``: one experiment with one controller (or the fault matrix)."""
     if args.experiment == "faults":
         return run_faults(args)
     writable_dir(args.out, "--out")

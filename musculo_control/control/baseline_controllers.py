@@ -75,6 +75,7 @@ class JointStiffnessController(_JointTargetMixin, TickBase):
         self._init_target()
 
     def reset(self) -> None:
+        """Forget the previous tick's state and the QP's warm start."""
         super().reset()
         self.qp.reset()
 

@@ -102,6 +102,7 @@ class OSCController(TickBase):
         self._integral = PositionIntegral(config.gains)  # off unless gains.ki_s3 > 0
 
     def reset(self) -> None:
+        """Forget the previous tick's state, the integral and the QP's warm start."""
         super().reset()
         self.qp.reset()
         self._integral.reset()

@@ -45,11 +45,13 @@ class CondensedFreshQP:
             self._qpsolvers = False
 
     def reset(self) -> None:
+        """Nothing to forget: every solve starts from scratch."""
         return None
 
     def solve(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
               rows: LinearRows | None = None,
               tau_null_bound: FloatArray | None = None) -> QPResult:
+        """One tick's QP, set up and solved anew (arguments and answer as ActivationQP's)."""
         s = self.structure
         t0 = time.perf_counter()
         jm = balance.muscle_jacobian
@@ -102,11 +104,13 @@ class LiftedFreshQP:
         self.settings = osqp_config.settings()
 
     def reset(self) -> None:
+        """Nothing to forget: every solve starts from scratch."""
         return None
 
     def solve(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
               rows: LinearRows | None = None,
               tau_null_bound: FloatArray | None = None) -> QPResult:
+        """One tick's QP, set up and solved anew (arguments and answer as ActivationQP's)."""
         if tau_null_bound is not None:
             raise ValueError("the lifted baseline solves eq. 11 without per-tick tau_null bounds")
         s = self.structure

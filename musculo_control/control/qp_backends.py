@@ -62,10 +62,12 @@ class OSQPBackend:
         self._zero_y = np.zeros(structure.n_constraints)
 
     def reset(self) -> None:
+        """Forget the warm start: the next solve starts cold."""
         if self.solver is not None:
             self.solver.warm_start(x=self._zero_x, y=self._zero_y)
 
     def limit_iterations(self, max_iter: int | None) -> None:
+        """Cap the solver's iterations (``None``: the configured limit), for the fault injector."""
         self._max_iter_override = max_iter
         if self.solver is not None:
             limit = self.settings["max_iter"] if max_iter is None else int(max_iter)
@@ -128,10 +130,12 @@ class DAQPBackend:
         self._bounds_key = b""  # the bytes of the bounds of the last update
 
     def reset(self) -> None:
+        """Forget the warm start: the next solve starts cold."""
         self.model = None  # the next solve sets up afresh: a cold start
         self._lam = None
 
     def limit_iterations(self, max_iter: int | None) -> None:
+        """Cap the solver's iterations (``None``: the configured limit), for the fault injector."""
         self._max_iter_override = max_iter
         if self.model is not None:
             self.model.settings = self._settings()
@@ -144,6 +148,7 @@ class DAQPBackend:
 
     def load(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
              rows: LinearRows | None, null_bound: FloatArray | None = None) -> str:
+        """Fill the condensed problem's values; a non-empty string says why they were refused."""
         pr = self.problem
         pr.fill(balance, lower, upper, rows)
         if null_bound is not None:  # this tick's |tau_null_i| <= bound_i (DAQP: inf = none)
@@ -196,6 +201,7 @@ class DAQPBackend:
         return sense
 
     def run(self) -> tuple[str, bool, FloatArray, FloatArray | None, int, float]:
+        """Solve the loaded problem warm-started: (status, solution, iterations)."""
         x, _, flag, info = self.model.solve()
         pr = self.problem
         m = pr.n_muscles

@@ -183,12 +183,14 @@ class QPStructure(_Problem):
         np.minimum(upper, OSQP_INFTY, out=u[self.bound_rows])
 
     def P_matrix(self) -> sp.csc_matrix:
+        """The lifted cost's constant diagonal P as a sparse matrix."""
         idx = np.arange(self.n_variables, dtype=np.int64)
         return sp.csc_matrix((self.P_diagonal.copy(), idx, np.arange(self.n_variables + 1)),
                              shape=(self.n_variables, self.n_variables))
 
     def A_matrix(self, Ax: FloatArray) -> sp.csc_matrix:
         # built from (data, indices, indptr): explicit zeros stay in the pattern
+        """The lifted constraint matrix A with the current values (sparse)."""
         return sp.csc_matrix((Ax.copy(), self.A_indices.copy(), self.A_indptr.copy()),
                              shape=(self.n_constraints, self.n_variables))
 

@@ -50,6 +50,7 @@ class StaticHold(NamedTuple):
 
     @property
     def activation_norm(self) -> float:
+        """||a||, the figure the paper reports for a static hold."""
         return float(np.linalg.norm(self.activation))
 
 

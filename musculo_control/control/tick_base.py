@@ -86,6 +86,7 @@ class TickBase:
         self._tension_template[self._fi] = robot.fixed_tension_n
 
     def reset(self) -> None:
+        """Forget the last snapshot's terms."""
         self._terms = None
 
     # -- the tick --------------------------------------------------------------------------

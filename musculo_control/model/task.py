@@ -58,6 +58,7 @@ class TaskConfig:
         return np.array([TASK_ROW_NAMES.index(r) for r in self.rows], dtype=np.intp)
 
     def check_joints(self, n_joints: int, file: str, key: str) -> None:
+        """The mask has a column per joint and lets every task row use some joint."""
         if len(self.mask[0]) != n_joints:
             raise ConfigError(file, f"{key}.mask[0]", f"{n_joints} entries (one per joint)",
                               f"{len(self.mask[0])} entries")

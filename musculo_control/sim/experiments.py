@@ -70,10 +70,12 @@ class RunResult:
 
     @property
     def label(self) -> str:
+        """Controller and variant, as the figures' legends show them."""
         return f"{self.controller} {self.variant}".strip()
 
     @property
     def realtime_factor(self) -> float:
+        """Simulated seconds per wall second of the run."""
         return self.simulated_s / max(self.wall_s, 1e-9)
 
 
@@ -102,10 +104,13 @@ class Bench:
         self.joint_target_at = lambda t: q_rad
 
     def record(self, state: LoopState) -> None:
+        """Sample the run's signals at a control tick (the loop's ``on_control``)."""
         self.recorder.add(state.t_s, self.signals.sample(state, self.mock, self._goal_now))
 
     def run(self, duration_s: float, goal_at: Callable[[float], HandGoal], *,
             hook: Callable[[float, MockArm], None] | None = None, label: str = "") -> float:
+        """Run the loop for ``duration_s`` of simulated time towards ``goal_at(t)`` (``hook``:
+        called every physics step, e.g. the gauge); returns the wall time [s]."""
         set_target = getattr(self.controller, "set_joint_target", None)
 
         def goal_fn(t: float) -> HandGoal:

@@ -48,6 +48,7 @@ class SoakReport:
     figures: dict[str, Any]
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict (the keys ``musculo soak --json`` writes)."""
         return {"simulated_s": self.simulated_s, "wall_s": round(self.wall_s, 2),
                 "realtime_factor": round(self.simulated_s / max(self.wall_s, 1e-9), 2),
                 **self.figures}
@@ -82,6 +83,7 @@ class _Observer:
 
     def tick(self, state: LoopState, report: Any, hand: FloatArray, goal: FloatArray,
              quiet: str, seg_end: float) -> None:
+        """Keep one control tick's figures (preallocated arrays: no allocation per tick)."""
         out = state.output
         if out is None:
             return

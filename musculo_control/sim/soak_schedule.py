@@ -101,6 +101,8 @@ class Segment:
         self.push = push  # (t_touch, t_release, axis, depth) or None
 
     def goal(self, t: float) -> HandGoal:
+        """The hand goal of this segment at time ``t`` [s] (a move follows the minimum-jerk
+        profile)."""
         if self.kind != "move":
             return HandGoal.hold(self.p1, self.r1)
         h, hd, hdd = minimum_jerk_profile(t - self.t0, self.t1 - self.t0)
@@ -170,6 +172,7 @@ class SoakSchedule:
                                    to_rest=to_rest)
 
     def goal_at(self, t: float) -> HandGoal:
+        """The hand goal at time ``t`` [s], advancing the schedule as time passes."""
         self._advance(t)
         return self.seg.goal(t)
 

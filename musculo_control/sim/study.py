@@ -100,15 +100,18 @@ class Cache:
         self.folder.mkdir(parents=True, exist_ok=True)
 
     def path(self, key: str) -> Path:
+        """The file of the record with key ``key``."""
         return self.folder / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The stored record of ``key``, or ``None``."""
         try:
             return dict(json.loads(self.path(key).read_text()))
         except (OSError, ValueError):
             return None  # absent or half-written by a killed study: run it again
 
     def put(self, key: str, record: dict[str, Any]) -> None:
+        """Store a record under ``key`` (written whole, then renamed: never half a file)."""
         tmp = self.path(key).with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(json.dumps(record, indent=1, default=_jsonable))
         tmp.replace(self.path(key))
