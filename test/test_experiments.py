@@ -62,6 +62,23 @@ def test_nullspace_term_lowers_activation_eq10_does_not():
     assert osc["hand_drift_m"] < 0.02  # the bounded nullspace torque keeps the hand
 
 
+def test_one_override_parser_serves_every_command():
+    """The simulation, the fault matrix and soak, and the mapping recorder share one --set
+    parser; each refuses the files it does not read."""
+    from musculo_control.sim.setup import MAPPING_FILES, RELIABILITY_FILES
+
+    ov = Overrides.parse(["safety.tendons.slack_tension_n=1", "reliability.soak.seed=3",
+                          "controller.qp.r=0.2"], RELIABILITY_FILES)
+    assert ov.safety == {"tendons.slack_tension_n": 1} and ov.reliability == {"soak.seed": 3}
+    assert ov.controller == {"qp.r": 0.2} and ov.mapping == {}
+    assert Overrides.parse(["mapping.record.targets=5"], MAPPING_FILES).mapping == {
+        "record.targets": 5}
+    for item, files in (("safety.tendons.slack_tension_n=1", None),
+                        ("mapping.record.targets=5", RELIABILITY_FILES)):
+        with pytest.raises(InputError, match="starting with one of"):
+            Overrides.parse([item], *(() if files is None else (files,)))
+
+
 def test_overrides_name_the_file_they_address():
     ov = Overrides.parse(["controller.qp.r=0.3", "mock_arm.seed=4", "controller.qp.k=1e-2"])
     assert ov.controller == {"qp.r": 0.3, "qp.k": 0.01} and ov.mock_arm == {"seed": 4}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from musculo_control.commands.checks import writable_file
-from musculo_control.commands.record_mapping import mapping_overrides
+from musculo_control.config.parser import overrides_by_file
 from musculo_control.model.learned_mapping import save_mapping
 from musculo_control.model.mapping_fit import fit_mapping
 from musculo_control.model.mapping_recording import load_recording
@@ -39,12 +39,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     writable_file(args.out, "--out")
-    rest, items = mapping_overrides(list(args.overrides))
-    if rest:
-        from musculo_control.errors import InputError
-
-        raise InputError("--set", "mapping.* keys only (learn-mapping reads mapping.yaml)",
-                         rest)
+    items = overrides_by_file(args.overrides, ("mapping",))["mapping"]  # mapping.yaml only
     rec = load_recording(args.recording)
     folder = args.config or (Path(rec.config_dir) if rec.config_dir
                              and Path(rec.config_dir).is_dir() else default_config_dir())

@@ -9,9 +9,9 @@ from typing import Any
 
 from musculo_control.commands.checks import writable_file
 from musculo_control.commands.options import add_common, setup_from_args
-from musculo_control.config.parser import parse_override
 from musculo_control.model.mapping_recording import save_recording
 from musculo_control.sim.mapping_recorder import load_mapping_config, record_on_mock
+from musculo_control.sim.setup import MAPPING_FILES
 
 
 def add_parser(sub: Any) -> None:
@@ -32,24 +32,12 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def mapping_overrides(items: list[str]) -> tuple[list[str], dict[str, Any]]:
-    """Split ``--set`` items into those of the loop's files and ``mapping.*`` ones."""
-    rest, mapping = [], {}
-    for item in items:
-        if item.startswith("mapping."):
-            key, value = parse_override(item)
-            mapping[key.partition(".")[2]] = value
-        else:
-            rest.append(item)
-    return rest, mapping
-
-
 def run(args: argparse.Namespace) -> int:
     writable_file(args.out, "--out")
-    args.overrides, mapping_items = mapping_overrides(list(args.overrides))
+    setup = setup_from_args(args, MAPPING_FILES)
+    mapping_items = dict(setup.overrides.mapping)
     if args.targets is not None:
         mapping_items["record.targets"] = args.targets
-    setup = setup_from_args(args)
     config = load_mapping_config(setup.robot.config_dir, mapping_items).record
     rec = record_on_mock(setup, config)
     path = save_recording(rec, args.out)

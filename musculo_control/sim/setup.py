@@ -108,6 +108,8 @@ class ExperimentsConfig:
 SIMULATION_FILES = ("controller", "experiments", "mock_arm", "robot")
 #: and, for the fault matrix and the soak, safety.yaml and reliability.yaml too
 RELIABILITY_FILES = (*SIMULATION_FILES, "safety", "reliability")
+#: and, for recording a mapping, mapping.yaml
+MAPPING_FILES = (*SIMULATION_FILES, "mapping")
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ class Overrides:
     robot: dict[str, Any] = dataclasses.field(default_factory=dict)
     safety: dict[str, Any] = dataclasses.field(default_factory=dict)
     reliability: dict[str, Any] = dataclasses.field(default_factory=dict)
+    mapping: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def parse(cls, items: list[str] | tuple[str, ...] = (),
