@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 
 from musculo_control.errors import ConfigError, ConfigWarning
 from musculo_control.model.robot import Robot
@@ -80,9 +79,7 @@ def check_workspace(robot: Robot, workspace: WorkspaceConfig, file: str,
     center = np.asarray(workspace.center_m, dtype=float)
     reach = 0.0
     for q in sample_poses(robot, 1024, seed=1):
-        pin.framesForwardKinematics(arm.model, data, q)
-        reach = max(reach, float(np.linalg.norm(data.oMf[arm.task_frame_id].translation
-                                                - center)))
+        reach = max(reach, float(np.linalg.norm(arm.hand_pose(q, data)[0] - center)))
     if workspace.reach_m > _REACH_SLACK * reach:
         warnings.warn(ConfigWarning(
             file, f"{key}.reach_m",
