@@ -1,4 +1,4 @@
-"""Stamps and the ordering rule of message streams (musculo_control.loop.streams)."""
+"""Stamps and the ordering rule of message streams (musculo_control.streams)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import pytest
 
 from musculo_control.errors import InputError
-from musculo_control.loop.streams import Latest, StampOrder
 from musculo_control.stamps import Stamp
+from musculo_control.streams import Latest, StampOrder
 
 
 def test_seconds_and_nanoseconds_round_trip_exactly():

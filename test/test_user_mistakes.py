@@ -6,7 +6,6 @@ the file, the key and the values.
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from pathlib import Path
 
@@ -98,7 +97,7 @@ def test_a_trajectory_out_of_the_arms_plane_is_unreachable(planar_copy):
 def test_a_workspace_larger_than_the_arm_warns(planar):
     ws = load_controller_config(config_root() / "planar_arm").workspace
     with pytest.warns(ConfigWarning, match=r"workspace\.reach_m.*hand gets at most 0\.5"):
-        check_workspace(planar, dataclasses.replace(ws, reach_m=0.9), "controller.yaml")
+        check_workspace(planar, ws.center_m, 0.9, "controller.yaml")
 
 
 def test_a_nullspace_experiment_without_a_nullspace_is_an_error(planar_copy):

@@ -5,7 +5,7 @@ The 125 Hz step of the paper's QP thread with the safety supervisor around it, e
 
 - inputs arrive as they come (:meth:`ControlStep.receive_joints`, ``receive_tendons``,
   ``receive_snapshot``, ``offer_goal``); each stream keeps its newest in-order message
-  (:class:`~musculo_control.loop.streams.Latest`);
+  (:class:`~musculo_control.streams.Latest`);
 - :meth:`ControlStep.tick` hands the newest of each to the
   :class:`~musculo_control.safety.supervisor.Supervisor`, which checks every input against
   safety.yaml, ticks the controller (paper eq. 9-17), checks its command and answers with the
@@ -35,8 +35,8 @@ from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnaps
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.hardware.tendon_driver import TendonState
 from musculo_control.loop.health import Health
-from musculo_control.loop.streams import Latest
 from musculo_control.safety.supervisor import SafetyReport, Supervisor
+from musculo_control.streams import Latest
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -14,7 +14,7 @@ from musculo_control.errors import InputError
 from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnapshot
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.loop.health import ERROR, OK, WARN, Health
-from musculo_control.loop.streams import Latest
+from musculo_control.streams import Latest
 
 IN_TOPIC = "joint_states"
 OUT_TOPIC = "dynamics"

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from musculo_control.hardware.potentiometer import PotentiometerReader, PotentiometerReading
 from musculo_control.loop.health import ERROR, OK, Health
-from musculo_control.loop.streams import StampOrder
+from musculo_control.streams import StampOrder
 
 IN_TOPIC = "hw/potentiometers"
 OUT_TOPIC = "joint_states"

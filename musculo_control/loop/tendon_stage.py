@@ -14,7 +14,7 @@ import numpy.typing as npt
 from musculo_control.arrays import any_true, largest
 from musculo_control.hardware.tendon_driver import DriverOutput, TendonDriver, TendonState
 from musculo_control.loop.health import ERROR, OK, Health
-from musculo_control.loop.streams import StampOrder
+from musculo_control.streams import StampOrder
 
 STATE_IN_TOPIC = "hw/tendon_states"
 COMMAND_IN_TOPIC = "muscle_commands"

@@ -18,16 +18,12 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from musculo_control.errors import ConfigError, ConfigWarning
 from musculo_control.model.robot import Robot
-
-if TYPE_CHECKING:
-    from musculo_control.control.goal import WorkspaceConfig
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -71,21 +67,22 @@ def check_reachable(robot: Robot, q_start: FloatArray, start_m: npt.ArrayLike,
                               np.round(end if which == "end_m" else start, 4).tolist()) from exc
 
 
-def check_workspace(robot: Robot, workspace: WorkspaceConfig, file: str,
+def check_workspace(robot: Robot, center_m: npt.ArrayLike, reach_m: float, file: str,
                     key: str = "workspace") -> None:
-    """Warn when the workspace gate's reach sphere extends well beyond where the hand can be."""
+    """Warn when the workspace gate's reach sphere (controller.yaml ``workspace``: ``center_m``,
+    ``reach_m`` [m]) extends well beyond where the hand can be."""
     arm = robot.arm
     data = arm.model.createData()
-    center = np.asarray(workspace.center_m, dtype=float)
+    center = np.asarray(center_m, dtype=float)
     reach = 0.0
     for q in sample_poses(robot, 1024, seed=1):
         reach = max(reach, float(np.linalg.norm(arm.hand_pose(q, data)[0] - center)))
-    if workspace.reach_m > _REACH_SLACK * reach:
+    if reach_m > _REACH_SLACK * reach:
         warnings.warn(ConfigWarning(
             file, f"{key}.reach_m",
             f"a reach the arm has: the hand gets at most {reach:.3f} m from center_m "
             f"{np.round(center, 3).tolist()} (sampled over the joint range), so goals between "
-            f"that and reach_m pass the gate but cannot be reached", workspace.reach_m),
+            f"that and reach_m pass the gate but cannot be reached", reach_m),
             stacklevel=2)
     if math.isclose(reach, 0.0):
         raise ConfigError(file, f"{key}.center_m", "a centre the hand moves around", None)

@@ -30,8 +30,8 @@ import numpy as np
 from musculo_control.arrays import any_true
 from musculo_control.control.goal import HandGoal, WorkspaceConfig, check_goal
 from musculo_control.errors import InputError
-from musculo_control.loop.streams import StampOrder
 from musculo_control.safety.rules import Finding
+from musculo_control.streams import StampOrder
 
 
 class GoalRequest(NamedTuple):

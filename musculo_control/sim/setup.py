@@ -170,7 +170,8 @@ def load_setup(config_dir: Path, overrides: Overrides) -> Setup:
             check_start_pose(robot, name, file, f"trajectory.start_poses[{i}]")
             check_reachable(robot, start_pose(robot, name), exp.trajectory.start_m,
                             exp.trajectory.end_m, file, "trajectory")
-    check_workspace(robot, ctrl.workspace, str(config_dir / "controller.yaml"))
+    check_workspace(robot, ctrl.workspace.center_m, ctrl.workspace.reach_m,
+                    str(config_dir / "controller.yaml"))
     return Setup(robot, ctrl, exp, mock, overrides)
 
 
