@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.config.parser import load, spec
+from musculo_control.errors import ConfigError
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -70,8 +71,6 @@ class BenchConfig:
     targets: BenchTargets = spec(BenchTargets(), doc="issue 11")
 
     def check(self, file: str, key: str) -> None:
-        from musculo_control.errors import ConfigError
-
         for i, arm in enumerate(self.scaling_arms):
             if len(arm) != 2 or arm[0] < 2 * arm[1]:
                 raise ConfigError(file, f"{key}.scaling_arms[{i}]".lstrip("."),

@@ -32,6 +32,7 @@ from typing import Any
 from musculo_control.commands.checks import writable_dir, writable_file
 from musculo_control.commands.options import add_common, setup_from_args
 from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.loop.build import load_parts
 from musculo_control.sim.fault_matrix import (
     comparison_markdown,
     load_fault_matrix_config,
@@ -129,8 +130,6 @@ def _graph_matrix(args: argparse.Namespace, folder: Path, setup: Setup,
     except ImportError as exc:
         raise SystemExit(f"--graph needs rclpy ({exc}); install with: "
                          "pip install -e '.[ros]'") from exc
-    from musculo_control.loop.build import load_parts
-
     parts = load_parts(folder)
     return run_graph_matrix(parts, cfg, args.out / "graph_runs", args.real_time_factor)
 

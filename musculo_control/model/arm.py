@@ -82,7 +82,7 @@ class Arm:
         self.read_note = ""
         gravity = config.gravity_m_s2
         if self.is_mjcf:
-            from musculo_control.model.mjcf_reader import read_mjcf
+            from musculo_control.model.mjcf_reader import read_mjcf  # MuJoCo: MJCF robots only
 
             reading = read_mjcf(path)
             self.model = reading.model

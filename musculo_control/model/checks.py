@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.errors import ConfigError, ConfigWarning
+from musculo_control.model.poses import PoseError
 from musculo_control.model.robot import Robot
 
 FloatArray = npt.NDArray[np.float64]
@@ -46,8 +47,6 @@ def check_reachable(robot: Robot, q_start: FloatArray, start_m: npt.ArrayLike,
     Each of a few points along the path is solved from the previous solution by the pose
     solver, so the path stays on the start pose's branch, as the joint-space baselines follow it.
     """
-    from musculo_control.model.poses import PoseError
-
     if robot.poses is None:
         return
     start, end = np.asarray(start_m, dtype=float), np.asarray(end_m, dtype=float)

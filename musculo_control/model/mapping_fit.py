@@ -43,7 +43,7 @@ import numpy.typing as npt
 import scipy.linalg
 
 from musculo_control.config.parser import spec
-from musculo_control.errors import InputError
+from musculo_control.errors import ConfigError, InputError
 from musculo_control.model.learned_mapping import (
     LearnedMapping,
     basis_features,
@@ -92,8 +92,6 @@ class FitConfig:
                                                          "at least this within a session [m]")
 
     def check(self, file: str, key: str) -> None:
-        from musculo_control.errors import ConfigError
-
         for i, d in enumerate(self.degrees):
             if d < 1:
                 raise ConfigError(file, f"{key}.degrees[{i}]" if key else f"degrees[{i}]",

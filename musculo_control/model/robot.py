@@ -151,7 +151,7 @@ class Robot:
                                       "via-points (path) for a URDF robot; tendons are MJCF's",
                                       m.tendon)
             return ViaPointGeometry(self.arm, self.muscles_config, self.muscles_file)
-        from musculo_control.model.mujoco_tendons import MujocoTendonGeometry
+        from musculo_control.model.mujoco_tendons import MujocoTendonGeometry  # MJCF robots only
 
         for i, m in enumerate(specs):
             if m.path is not None:

@@ -109,7 +109,8 @@ def schedule(start: FloatArray, waypoints: FloatArray,
 
 def record_on_mock(setup: Setup, config: RecordConfig, *, progress: bool = True) -> Recording:
     """Move the mock arm through its joint range (see the module docstring); the recording."""
-    from musculo_control.sim.rig import Rig
+    from musculo_control.sim.rig import Rig  # here: learn-mapping reads this module's config
+    # without loading the loop and MuJoCo
 
     robot = setup.robot
     folder = robot.config_dir

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from musculo_control.sim.experiments import RunResult
-    from musculo_control.sim.scoring import Target
+from musculo_control.sim.experiments import RunResult
+from musculo_control.sim.scoring import Target
 
 _COLOURS = {"osc": "tab:blue", "osc-no-nullspace": "tab:orange", "joint-stiffness": "tab:green",
             "muscle-stiffness": "tab:red"}
