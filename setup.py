@@ -69,6 +69,7 @@ setup(
             "mock_hardware_node = musculo_control.nodes.mock_hardware_node:main",
             "goal_node = musculo_control.nodes.goal_node:main",
             "muscle_marker_node = musculo_control.nodes.muscle_marker_node:main",
+            "control_process = musculo_control.nodes.control_process:main",
         ],
     },
 )

@@ -83,6 +83,8 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=None,
                         help="seconds watched (default: bench.yaml graph_duration_s)")
     parser.add_argument("--out", type=Path, default=Path("out/bench"))
+    parser.add_argument("--one-process", action="store_true",
+                        help="every node but the mock arm in one process (control_process)")
     args = parser.parse_args()
     try:
         from musculo_control.nodes.graph import GraphOptions
@@ -105,7 +107,8 @@ def main() -> int:
     rows = [_row(f"baseline: bare {loop.control_rate_hz:g} Hz sleep loop, period",
                  _baseline_periods(loop.control_rate_hz, bench.graph_baseline_s))]
 
-    options = GraphOptions(args.config, use_sim_time=False, goal_mode="none")
+    options = GraphOptions(args.config, use_sim_time=False, goal_mode="none",
+                           one_process=args.one_process)
     domain = private_domain_id()
     with tempfile.TemporaryDirectory(prefix="bench_graph_") as work, \
             GraphProcesses(options, Path(work), domain_id=domain) as graph, \
@@ -126,7 +129,7 @@ def main() -> int:
             print("the mock arm never released the arm (the controller did not hold it for its "
                   "release time within 60 s): measuring the graph as it runs", flush=True)
         obs.wait_for(1.0, 30.0)  # past the release transient
-        pids = {name: graph.pid(name) for name in graph.nodes}
+        pids = {name: proc.pid for name, proc in graph.processes.items()}
         cpu0 = {name: _cpu_s(pid) for name, pid in pids.items()}
         wall0, t0 = time.monotonic(), obs.now_s()
         print(f"watching for {duration:g} s ...", flush=True)
@@ -162,12 +165,13 @@ def main() -> int:
              _row("QP node: joint sample age at the tick (sensing to command)", joint_age,
                   f"{unsafe} ticks not running")]
     table = markdown_table(rows)
-    nodes = [{"node": n, "cpu_share_of_one_core": round(cpu[n], 3),
+    nodes = [{"process": n, "cpu_share_of_one_core": round(cpu[n], 3),
               "rss_mb": round(rss[n], 1)} for n in sorted(cpu)]
     node_table = markdown_table(nodes)
     verdict = ("the controller held the arm" if released else
                "the mock arm never released the arm (the controller never held it long enough)")
-    lines = [f"Node graph at real time, {duration:g} s, {parts.robot.n_muscles} muscles "
+    layout = "one process for all but the mock" if args.one_process else "one process per node"
+    lines = [f"Node graph at real time ({layout}), {duration:g} s, {parts.robot.n_muscles} muscles "
              f"({args.config.name}); {machine.describe()}", "",
              f"{verdict}; {unsafe} of {len(states)} QP ticks not running (at minimum tension)",
              "", *table, "", *node_table, f"\nall nodes: {sum(cpu.values()):.2f} cores"]
@@ -177,7 +181,8 @@ def main() -> int:
                "qp_period_p99_vs_baseline": round(p_row["p99_ms"] / base, 2),
                "unsafe_ticks": unsafe, "ticks": len(states), "released": released,
                "machine": machine.as_dict()}
-    for path in write_reports(args.out, "bench_graph", rows, text, summary):
+    name = "bench_graph_one_process" if args.one_process else "bench_graph"
+    for path in write_reports(args.out, name, rows, text, summary):
         print(f"wrote {path}")
     return 0
 

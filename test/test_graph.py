@@ -398,6 +398,46 @@ def test_the_planar_arm_runs_on_the_graph_and_reaches_a_goal(tmp_path):
         assert dist[-1] < 0.02, (dist[-1], logs(graph))
 
 
+# -- one process: every node but the mock arm in control_process ---------------------------------
+def test_one_process_holds_the_arm_keeps_the_rates_and_reaches_a_goal(parts, tmp_path):
+    f_min = parts.robot.hill.f_min_n
+    with running_graph(parts, tmp_path, one_process=True) as (graph, obs):
+        assert sorted(graph.processes) == ["control_process", "mock_hardware_node"]
+        t0 = wait_running(graph, obs)
+        assert obs.wait_for(2.0, 120.0), logs(graph)
+        t1 = obs.now_s()
+        commands = obs.snapshot(obs.commands).since(t0)
+        assert not [t for t, f in zip(commands.t, commands.values) if minimum_tension(f, f_min)], \
+            [(d.t, d.name, d.message) for d in obs.diagnostics if d.level > 0][:8]
+        assert not errors_after(obs, t0), errors_after(obs, t0)[:5]
+        rates, loop = parts.drivers.rates, parts.controller.loop
+        for rec, nominal in ((obs.joint_states, rates.sensor_rate_hz),
+                             (obs.sent, rates.driver_rate_hz),
+                             (obs.commands, loop.control_rate_hz),
+                             (obs.dynamics, loop.dynamics_rate_hz)):
+            rate, received = rate_by_stamps(obs.snapshot(rec).stamp, t0 + 0.5, t1 - 0.5)
+            assert rate == pytest.approx(nominal, rel=0.02), (nominal, rate)
+        start = obs.snapshot(obs.hand).values[-1]
+        _, orientation = obs.snapshot(obs.goals_in_force).values[-1]
+        goal = start + np.array([0.0, 0.10, 0.0])
+        obs.send_goal_pose(goal, orientation)
+        assert obs.wait_for(5.0, 120.0), logs(graph)
+        dist = np.linalg.norm(obs.snapshot(obs.hand).values[-1] - goal)
+        assert dist < REACH_TOLERANCE_M, (dist, logs(graph))
+
+
+def test_killing_the_one_process_leaves_the_arm_to_the_actuators_watchdog(parts, tmp_path):
+    with running_graph(parts, tmp_path, one_process=True) as (graph, obs):
+        wait_running(graph, obs)
+        assert obs.wait_for(1.0, 60.0)
+        t_kill = obs.now_s()
+        graph.send("tendon_driver_node", signal.SIGKILL)  # and with it every other node
+        assert obs.wait_for(0.5, 60.0), logs(graph)
+        assert not graph.alive("activation_qp_node") and graph.alive("mock_hardware_node")
+        mock = first_diagnostic(obs, t_kill, "mock_hardware_node", 2, ("watchdog",))
+        assert mock is not None and mock.t - t_kill <= 0.1, obs.diagnostics[-5:]
+
+
 # -- musculo graph: the graph without ros2 launch -------------------------------------------------
 def test_musculo_graph_runs_the_nodes_and_stops_them_cleanly(tmp_path):
     import subprocess

@@ -2,12 +2,14 @@
 
 Starts every node of the graph ``mock_arm.launch.py`` (or, with ``--robot``, ``arm.launch.py``)
 starts, from the same description (:mod:`musculo_control.nodes.graph`), each in its own process
+(or, with ``--one-process``, all but the mock arm in one ``control_process``)
 with the parameters the launch file would give it; prints where each node logs; stops them all
 on Ctrl-C, after ``--duration``, or when a node dies (printing the end of its log, exit 1).
 Other ROS 2 tools (``ros2 topic``, RViz, Foxglove) on the same ``ROS_DOMAIN_ID`` see the nodes.
 
     musculo graph [--config DIR] [--controller osc] [--robot] [--sim-time] [--real-time-factor F]
-                  [--goal-mode none|trajectory] [--trajectory-file F] [--duration S] [--logs DIR]
+                  [--goal-mode none|trajectory] [--trajectory-file F] [--one-process]
+                  [--duration S] [--logs DIR]
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--trajectory-file", default="", help="trajectory YAML for --goal-mode "
                                                          "trajectory (default: the parameter "
                                                          "file's)")
+    p.add_argument("--one-process", action="store_true",
+                   help="every node but the mock arm in one process (control_process), as "
+                        "one_process:=true of the launch files")
     p.add_argument("--duration", type=float, default=None, metavar="S",
                    help="stop after S wall seconds (default: run until Ctrl-C)")
     p.add_argument("--logs", type=Path, default=None,
@@ -72,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
     options = GraphOptions(folder, mock=not args.robot, controller=args.controller,
                            use_sim_time=args.sim_time and not args.robot,
                            real_time_factor=args.real_time_factor, goal_mode=args.goal_mode,
-                           trajectory_file=args.trajectory_file, extra=extra)
+                           trajectory_file=args.trajectory_file, extra=extra,
+                           one_process=args.one_process)
     logs = args.logs or Path(tempfile.mkdtemp(prefix="musculo_graph_"))
     graph = GraphProcesses(options, logs)  # checks the options and parameter file first
     stop = {"why": ""}
@@ -83,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, on_signal)
     graph.start()
-    print(f"{len(graph.nodes)} nodes ({', '.join(graph.nodes)}), config {folder}; logs in "
-          f"{logs}; Ctrl-C stops them", flush=True)
+    print(f"{len(graph.nodes)} nodes ({', '.join(graph.nodes)}) in {len(graph.processes)} "
+          f"processes, config {folder}; logs in {logs}; Ctrl-C stops them", flush=True)
     t0 = time.monotonic()
     dead = ""
     try:
@@ -99,8 +105,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         codes = graph.stop()
     if dead:
-        print(f"{dead} ended (exit code {codes.get(dead)}); the others were stopped. End of its "
-              f"log ({graph.log_path(dead)}):\n{graph.log(dead)[-3000:]}", file=sys.stderr)
+        process = graph.process_of[dead]
+        print(f"{process} ended (exit code {codes.get(process)}); the others were stopped. End "
+              f"of its log ({graph.log_path(dead)}):\n{graph.log(dead)[-3000:]}",
+              file=sys.stderr)
         return 1
     print(f"stopped ({stop['why']}); exit codes: "
           + ", ".join(f"{n} {c}" for n, c in codes.items()))

@@ -11,9 +11,12 @@ process.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import InputError
@@ -48,6 +51,8 @@ class GraphOptions:
     trajectory_file: str = ""  # '' keeps the parameter file's
     goal_orientation: bool | None = None  # None keeps the parameter file's
     use_muscle_markers: bool = False
+    #: every node but the mock arm in one process (nodes/control_process.py)
+    one_process: bool = False
     #: per node, parameters to set on top of everything else (tests, a user's launcher)
     extra: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -117,6 +122,59 @@ def graph_nodes(options: GraphOptions) -> list[NodeLaunch]:
     if options.use_muscle_markers:
         nodes.append(node(MUSCLE_MARKER_NODE))
     return nodes
+
+
+#: The module of the process that runs several nodes (``one_process``).
+CONTROL_PROCESS = "control_process"
+
+
+@dataclass(frozen=True)
+class ProcessLaunch:
+    """One process of the graph: its name (also its executable's) and the nodes it runs."""
+
+    name: str
+    nodes: tuple[NodeLaunch, ...]
+
+    @property
+    def module(self) -> str:
+        """The Python module whose ``main()`` runs it (``python -m``)."""
+        return f"musculo_control.nodes.{self.name}"
+
+    @property
+    def arguments(self) -> list[str]:
+        """Command-line arguments before ``--ros-args``: the node names of a shared process."""
+        return [n.name for n in self.nodes] if self.name == CONTROL_PROCESS else []
+
+
+def graph_processes(options: GraphOptions) -> list[ProcessLaunch]:
+    """The processes of the graph in start order: one per node, or with ``one_process`` the
+    mock arm (it stands for the hardware) and one process for every other node."""
+    nodes = graph_nodes(options)
+    if not options.one_process:
+        return [ProcessLaunch(n.name, (n,)) for n in nodes]
+    alone = [ProcessLaunch(n.name, (n,)) for n in nodes if n.name == MOCK_HARDWARE_NODE]
+    shared = tuple(n for n in nodes if n.name != MOCK_HARDWARE_NODE)
+    return alone + [ProcessLaunch(CONTROL_PROCESS, shared)]
+
+
+def write_parameters(path: Path, nodes: Iterable[NodeLaunch]) -> Path:
+    """A ``--params-file`` with each node's parameters under its own name (so one file serves
+    a process of several nodes)."""
+    doc = {n.name: {"ros__parameters": _plain(n.parameters)} for n in nodes}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    """Parameter values YAML can write and rcl can read back with their types."""
+    out: dict[str, Any] = {}
+    for k, v in values.items():
+        if isinstance(v, Path):
+            v = str(v)
+        elif isinstance(v, tuple):
+            v = list(v)
+        out[k] = v
+    return out
 
 
 def with_extra(options: GraphOptions, name: str, **parameters: Any) -> GraphOptions:

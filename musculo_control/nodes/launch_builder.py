@@ -12,6 +12,8 @@ a missing or malformed file stops the launch with the file and the key.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,13 @@ from launch_ros.actions import Node
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.model.config import load
 from musculo_control.model.robot import RobotConfig
-from musculo_control.nodes.graph import GOAL_MODES, GraphOptions, graph_nodes
+from musculo_control.nodes.graph import (
+    GOAL_MODES,
+    GraphOptions,
+    ProcessLaunch,
+    graph_processes,
+    write_parameters,
+)
 from musculo_control.nodes.node_config import ROS_PARAMS_FILE
 
 PACKAGE = "musculo_control"
@@ -81,6 +89,10 @@ def arguments(mock: bool) -> list[DeclareLaunchArgument]:
                               description="the MuJoCo mock arm instead of the real one"),
         DeclareLaunchArgument("real_time_factor", default_value="1.0",
                               description="mock arm: simulated seconds per wall second"),
+        DeclareLaunchArgument("one_process", default_value="false",
+                              description="run every node but the mock arm in one process "
+                                          "(control_process: one executor and tick loop; less "
+                                          "CPU, no parallelism; see doc/ros.md)"),
     ]
 
 
@@ -101,16 +113,29 @@ def options(context: LaunchContext) -> GraphOptions:
         goal_mode=LaunchConfiguration("goal_mode").perform(context),
         trajectory_file=LaunchConfiguration("trajectory_file").perform(context),
         goal_orientation=_flag(context, "goal_orientation") if orientation else None,
-        use_muscle_markers=_flag(context, "use_muscle_markers" if markers else "use_rviz"))
+        use_muscle_markers=_flag(context, "use_muscle_markers" if markers else "use_rviz"),
+        one_process=_flag(context, "one_process"))
+
+
+def _process(opts: GraphOptions, process: ProcessLaunch) -> Node:
+    """The launch action of one process: a node with its parameters on top of the parameter
+    file, or several nodes (control_process) with theirs in a file of one section per node
+    (launch_ros would give a parameter dictionary to every node of the process)."""
+    if len(process.nodes) == 1 and process.name == process.nodes[0].name:
+        n = process.nodes[0]
+        return Node(package=PACKAGE, executable=n.name, name=n.name, output="screen",
+                    parameters=[str(opts.parameter_file), n.parameters])
+    handle, path = tempfile.mkstemp(prefix=f"{process.name}_", suffix=".yaml")
+    os.close(handle)
+    write_parameters(Path(path), process.nodes)
+    return Node(package=PACKAGE, executable=process.name, output="screen",
+                arguments=process.arguments, parameters=[str(opts.parameter_file), path])
 
 
 def _nodes(context: LaunchContext) -> list[Any]:
     opts = options(context)
     opts.check()  # fail here, naming file and key, not in a node
-    actions: list[Any] = [
-        Node(package=PACKAGE, executable=n.name, name=n.name, output="screen",
-             parameters=[str(opts.parameter_file), n.parameters])
-        for n in graph_nodes(opts)]
+    actions: list[Any] = [_process(opts, p) for p in graph_processes(opts)]
     robot = load(RobotConfig, opts.config_dir / "robot.yaml")
     if _flag(context, "use_robot_state_publisher") and robot.arm.urdf is None:
         # robot_state_publisher reads URDF only; an MJCF robot's links are not drawn

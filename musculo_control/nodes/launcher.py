@@ -1,12 +1,15 @@
 """Starting the node graph as processes, without ``ros2 launch`` (ROS-free).
 
 For machines with rclpy but no launch system (the ROS 2 wheels from PyPI) and for the tests:
-each node of :func:`~musculo_control.nodes.graph.graph_nodes` runs as ``python -m
-musculo_control.nodes.<name> --ros-args --params-file <file> --params-file <overrides>``, the
-command line ``ros2 launch`` gives it, with the environment of the caller (the ROS 2 wheels'
-bootstrapper sets the library path in it) and, if asked, its own ``ROS_DOMAIN_ID``. Output goes
-to one log file per node. :meth:`GraphProcesses.stop` interrupts every node (each sends its
-last safe messages) and kills what does not end in time.
+each process of :func:`~musculo_control.nodes.graph.graph_processes` (one per node, or the
+mock arm and one ``control_process`` for the rest) runs as ``python -m
+musculo_control.nodes.<name> [nodes] --ros-args --params-file <file> --params-file
+<overrides>``, the command line ``ros2 launch`` gives it, with the environment of the caller
+(the ROS 2 wheels' bootstrapper sets the library path in it) and, if asked, its own
+``ROS_DOMAIN_ID``. Output goes to one log file per process. Nodes are addressed by node name;
+a node's process is the one that runs it (signals to a node reach every node of its process).
+:meth:`GraphProcesses.stop` interrupts every process (each node sends its last safe messages)
+and kills what does not end in time.
 """
 
 from __future__ import annotations
@@ -20,10 +23,14 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-import yaml
-
 from musculo_control.errors import InputError
-from musculo_control.nodes.graph import GraphOptions, NodeLaunch, graph_nodes
+from musculo_control.nodes.graph import (
+    GraphOptions,
+    NodeLaunch,
+    ProcessLaunch,
+    graph_processes,
+    write_parameters,
+)
 
 # spaced by the pid from other runs on the machine, then one apart per graph of this process
 _DOMAINS = itertools.count()
@@ -42,7 +49,12 @@ class GraphProcesses:
                  env: dict[str, str] | None = None) -> None:
         options.check()
         self.options = options
-        self.nodes: dict[str, NodeLaunch] = {n.name: n for n in graph_nodes(options)}
+        self.launches: dict[str, ProcessLaunch] = {p.name: p for p in graph_processes(options)}
+        self.nodes: dict[str, NodeLaunch] = {n.name: n for p in self.launches.values()
+                                             for n in p.nodes}
+        #: node name -> the name of the process that runs it
+        self.process_of: dict[str, str] = {n.name: p.name for p in self.launches.values()
+                                           for n in p.nodes}
         self.workdir = Path(workdir)
         self.env = dict(os.environ if env is None else env)
         if domain_id is not None:
@@ -52,8 +64,9 @@ class GraphProcesses:
         self.exit_codes: dict[str, int] = {}
 
     def command(self, name: str) -> list[str]:
-        """The command line of node ``name``."""
-        return [sys.executable, "-m", self.nodes[name].module, "--ros-args",
+        """The command line of the process of node ``name``."""
+        launch = self.launches[self.process_of[name]]
+        return [sys.executable, "-m", launch.module, *launch.arguments, "--ros-args",
                 "--params-file", str(self.options.parameter_file),
                 "--params-file", str(self._overrides_file())]
 
@@ -63,39 +76,43 @@ class GraphProcesses:
     def start(self, names: list[str] | None = None) -> None:
         """Start the nodes ``names`` (default: all), in graph order."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        doc = {name: {"ros__parameters": _plain(n.parameters)} for name, n in self.nodes.items()}
-        self._overrides_file().write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        write_parameters(self._overrides_file(), self.nodes.values())
         for name in names if names is not None else list(self.nodes):
             if name not in self.nodes:
                 raise InputError("node", f"one of {list(self.nodes)}", name)
-            log = open(self.log_path(name), "wb")  # noqa: SIM115 - closed in stop()
-            self._logs[name] = log
-            self.processes[name] = subprocess.Popen(
+            process = self.process_of[name]
+            if process in self.processes:
+                continue  # started with another node of its process
+            log = open(self.workdir / f"{process}.log", "wb")  # noqa: SIM115 - closed in stop()
+            self._logs[process] = log
+            self.processes[process] = subprocess.Popen(
                 self.command(name), stdout=log, stderr=subprocess.STDOUT, env=self.env,
                 start_new_session=True)
 
     def log_path(self, name: str) -> Path:
-        return self.workdir / f"{name}.log"
+        """The log file of node ``name``'s process."""
+        return self.workdir / f"{self.process_of[name]}.log"
 
     def log(self, name: str) -> str:
         path = self.log_path(name)
         return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
 
     def alive(self, name: str) -> bool:
-        proc = self.processes.get(name)
+        proc = self.processes.get(self.process_of[name])
         return proc is not None and proc.poll() is None
 
     def pid(self, name: str) -> int:
-        return self.processes[name].pid
+        return self.processes[self.process_of[name]].pid
 
     def send(self, name: str, signum: int) -> None:
-        """Send ``signum`` to node ``name`` (SIGKILL to kill it, SIGSTOP to freeze it)."""
-        proc = self.processes[name]
+        """Send ``signum`` to node ``name``'s process (SIGKILL to kill it, SIGSTOP to freeze
+        it)."""
+        proc = self.processes[self.process_of[name]]
         if proc.poll() is None:
             os.kill(proc.pid, signum)
 
     def stop(self, timeout_s: float = 10.0) -> dict[str, int]:
-        """Interrupt every node, wait for it, kill what hangs; the exit codes."""
+        """Interrupt every process, wait for it, kill what hangs; the exit codes by process."""
         for proc in self.processes.values():
             if proc.poll() is None:
                 try:
@@ -122,15 +139,3 @@ class GraphProcesses:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
-
-
-def _plain(values: dict[str, Any]) -> dict[str, Any]:
-    """Parameter values YAML can write and rcl can read back with their types."""
-    out: dict[str, Any] = {}
-    for k, v in values.items():
-        if isinstance(v, Path):
-            v = str(v)
-        elif isinstance(v, tuple):
-            v = list(v)
-        out[k] = v
-    return out

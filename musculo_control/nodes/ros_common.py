@@ -43,7 +43,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import rclpy
@@ -253,23 +253,7 @@ class TickLoop:
 
     def spin(self, executor: SingleThreadedExecutor, stop: threading.Event) -> None:
         """Run until ``stop`` is set (by SIGINT or SIGTERM, see :func:`run`)."""
-        if not self.wall_clock or not self.jobs:
-            spin_until(executor, stop)
-            return
-        now = time.monotonic()
-        for schedule, _ in self.jobs:
-            schedule.next_s = now
-        housekeeping = Schedule(self.housekeeping_period_s, now)
-        schedules = [s for s, _ in self.jobs] + [housekeeping]
-        while not stop.is_set():
-            delay = min(s.next_s for s in schedules) - time.monotonic()
-            if delay > 0.0:
-                time.sleep(delay)
-            for schedule, work in self.jobs:
-                if schedule.due(time.monotonic()):
-                    work()
-            if housekeeping.due(time.monotonic()):
-                self._housekeeping(executor)
+        spin_tick_loops([self], executor, stop)
 
     @staticmethod
     def _housekeeping(executor: SingleThreadedExecutor, most: int = 10) -> None:
@@ -358,11 +342,12 @@ class StageNode(Node):
         return None
 
 
-def _realtime(node: Node) -> None:
-    """Put the calling (tick) thread on SCHED_FIFO if the node's parameters ask for it."""
-    params = getattr(node, "params", None)
-    priority = getattr(params, "realtime_priority", 0)
-    if not priority:
+def _realtime(nodes: Sequence[Node]) -> None:
+    """Put the calling (tick) thread on SCHED_FIFO if a node's parameters ask for it (the
+    highest priority asked by the nodes of the process)."""
+    asked = [(getattr(getattr(n, "params", None), "realtime_priority", 0), n) for n in nodes]
+    priority, node = max(asked, key=lambda a: a[0], default=(0, None))
+    if not priority or node is None:
         return
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
@@ -383,12 +368,85 @@ def spin_until(executor: SingleThreadedExecutor, stop: threading.Event) -> None:
         executor.spin_once(timeout_sec=_STOP_POLL_S)
 
 
+def spin_tick_loops(loops: Sequence[TickLoop], executor: SingleThreadedExecutor,
+                    stop: threading.Event) -> None:
+    """Run the jobs of every loop in ``loops`` (the nodes of one process) until ``stop``.
+
+    Wall-clock jobs: one thread sleeps to the earliest deadline of all of them and runs every
+    job that is due, in the order the nodes were given; every (shortest) housekeeping period
+    the executor serves what is ready. Jobs on simulated time are rclpy timers on the ROS
+    clock, which the executor runs. A process with both (the potentiometer node polls on the
+    wall clock on simulated time too, beside nodes on /clock) runs its wall-clock jobs in a
+    second thread while the executor spins in this one: an executor woken every poll period
+    rebuilds its wait set each time and would fall behind /clock.
+    """
+    wall = [job for loop in loops if loop.wall_clock for job in loop.jobs]
+    timers = any(not loop.wall_clock and loop.jobs for loop in loops)
+    if not wall:
+        spin_until(executor, stop)
+        return
+    housekeeping_s = min(loop.housekeeping_period_s for loop in loops)
+    if not timers:
+        _wall_loop(wall, stop, executor, housekeeping_s)
+        return
+    failed: list[BaseException] = []
+
+    def wall_thread() -> None:
+        try:
+            _wall_loop(wall, stop, None, housekeeping_s)
+        except BaseException as exc:  # handed to the main thread, which re-raises it
+            failed.append(exc)
+            stop.set()
+
+    thread = threading.Thread(target=wall_thread, name="wall-clock jobs", daemon=True)
+    thread.start()
+    try:
+        spin_until(executor, stop)
+    finally:
+        stop.set()
+        thread.join()
+    if failed:
+        raise failed[0]
+
+
+def _wall_loop(jobs: Sequence[tuple[Schedule, Callable[[], None]]], stop: threading.Event,
+               executor: SingleThreadedExecutor | None, housekeeping_s: float) -> None:
+    """Sleep to the earliest deadline, run what is due; with ``executor``, let it serve what
+    is ready every ``housekeeping_s``."""
+    now = time.monotonic()
+    for schedule, _ in jobs:
+        schedule.next_s = now
+    housekeeping = Schedule(housekeeping_s, now)
+    schedules = [s for s, _ in jobs] + ([housekeeping] if executor is not None else [])
+    while not stop.is_set():
+        delay = min(s.next_s for s in schedules) - time.monotonic()
+        if delay > 0.0:
+            time.sleep(delay)
+        for schedule, work in jobs:
+            if schedule.due(time.monotonic()):
+                work()
+        if executor is not None and housekeeping.due(time.monotonic()):
+            TickLoop._housekeeping(executor)
+
+
+#: One node of a process: its name, its parameter dataclass, what builds it.
+NodeSpec = tuple[str, type, Callable[[], Node]]
+
+
 def run(node_name: str, params_cls: type, factory: Callable[[], Node],
         argv: list[str] | None = None) -> int:
-    """main() of a node: check parameter files, spin, shut down in order; the exit code.
+    """main() of a node: :func:`run_nodes` with one node; the exit code."""
+    return run_nodes(node_name, [(node_name, params_cls, factory)], argv)
+
+
+def run_nodes(process_name: str, specs: Sequence[NodeSpec],
+              argv: list[str] | None = None) -> int:
+    """main() of a process of one or more nodes: check the parameter files for every node,
+    build the nodes in order, spin them on one executor and one tick loop
+    (:func:`spin_tick_loops`), shut them down in reverse order; the exit code.
 
     rclpy's own signal handlers are off: SIGINT and SIGTERM only set a stop flag that the
-    loop checks between ticks, so the node's ``shutdown()`` still has a live context and can
+    loop checks between ticks, so each node's ``shutdown()`` still has a live context and can
     send its last messages (the tendon driver's minimum tensions) before the process ends. (A
     KeyboardInterrupt raised by the default handler inside an rclpy call surfaces as an
     unrelated RuntimeError from pybind11 and a non-zero exit code.)
@@ -396,27 +454,27 @@ def run(node_name: str, params_cls: type, factory: Callable[[], Node],
     args = list(sys.argv if argv is None else argv)
     try:
         for path in params_files_from_argv(args):
-            check_params_file(path, node_name, params_cls)
+            for node_name, params_cls, _ in specs:
+                check_params_file(path, node_name, params_cls)
     except MusculoError as exc:
-        print(f"[FATAL] [{node_name}]: parameter file: {exc}", file=sys.stderr, flush=True)
+        print(f"[FATAL] [{process_name}]: parameter file: {exc}", file=sys.stderr, flush=True)
         return 2
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda signum, frame: stop.set())
-    node: Node | None = None
+    nodes: list[Node] = []
     code = 0
     try:
-        node = factory()
         executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        _realtime(node)
-        if isinstance(node, StageNode):
-            node.tick_loop.spin(executor, stop)
-        else:
-            spin_until(executor, stop)
+        for _, _, factory in specs:
+            nodes.append(factory())
+            executor.add_node(nodes[-1])
+        _realtime(nodes)
+        spin_tick_loops([n.tick_loop for n in nodes if isinstance(n, StageNode)],
+                        executor, stop)
     except MusculoError as exc:
-        print(f"[FATAL] [{node_name}]: {exc}", file=sys.stderr, flush=True)
+        print(f"[FATAL] [{process_name}]: {exc}", file=sys.stderr, flush=True)
         code = 1
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
@@ -424,16 +482,21 @@ def run(node_name: str, params_cls: type, factory: Callable[[], Node],
         # a second Ctrl-C (or launch's escalation) must not cut the orderly shutdown short
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if node is not None:
-            shutdown = getattr(node, "shutdown", None)
-            if callable(shutdown):
-                try:
-                    shutdown()
-                except Exception as exc:  # report, then still destroy the node
-                    print(f"[ERROR] [{node_name}]: during shutdown: {exc}", file=sys.stderr)
-            inputs = getattr(node, "inputs", None)
-            if isinstance(inputs, PolledInputs):
-                inputs.destroy()
-            node.destroy_node()
+        for node in reversed(nodes):
+            _shut_down(node)
         rclpy.try_shutdown()
     return code
+
+
+def _shut_down(node: Node) -> None:
+    """The node's last messages (``shutdown()``), then its destruction; errors reported."""
+    shutdown = getattr(node, "shutdown", None)
+    if callable(shutdown):
+        try:
+            shutdown()
+        except Exception as exc:  # report, then still destroy the node
+            print(f"[ERROR] [{node.get_name()}]: during shutdown: {exc}", file=sys.stderr)
+    inputs = getattr(node, "inputs", None)
+    if isinstance(inputs, PolledInputs):
+        inputs.destroy()
+    node.destroy_node()

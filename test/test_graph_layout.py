@@ -1,0 +1,56 @@
+"""The graph's process layout (nodes/graph.py, nodes/control_process.py), without starting it."""
+
+from __future__ import annotations
+
+import yaml
+
+from musculo_control.nodes.graph import (
+    CONTROL_PROCESS,
+    GraphOptions,
+    graph_nodes,
+    graph_processes,
+    write_parameters,
+)
+from musculo_control.paths import default_config_dir
+
+
+def test_one_process_puts_every_node_but_the_mock_arm_in_control_process():
+    opts = GraphOptions(default_config_dir(), one_process=True, use_muscle_markers=True)
+    processes = graph_processes(opts)
+    assert [p.name for p in processes] == ["mock_hardware_node", CONTROL_PROCESS]
+    shared = processes[1]
+    assert [n.name for n in shared.nodes] == [n.name for n in graph_nodes(opts)][1:]
+    assert shared.arguments == [n.name for n in shared.nodes]
+    assert shared.module == "musculo_control.nodes.control_process"
+    # every node keeps the parameters it has in its own process
+    assert {n.name: n.parameters for n in shared.nodes} == \
+        {n.name: n.parameters for n in graph_nodes(opts) if n.name != "mock_hardware_node"}
+
+
+def test_by_default_each_node_has_its_own_process_and_no_arguments():
+    opts = GraphOptions(default_config_dir())
+    processes = graph_processes(opts)
+    assert [p.name for p in processes] == [n.name for n in graph_nodes(opts)]
+    assert all(len(p.nodes) == 1 and p.arguments == [] for p in processes)
+    robot = graph_processes(GraphOptions(default_config_dir(), mock=False, one_process=True))
+    assert [p.name for p in robot] == [CONTROL_PROCESS]
+
+
+def test_the_parameter_file_of_a_shared_process_has_one_section_per_node(tmp_path):
+    opts = GraphOptions(default_config_dir(), one_process=True, controller="osc")
+    shared = graph_processes(opts)[1]
+    doc = yaml.safe_load(write_parameters(tmp_path / "p.yaml", shared.nodes).read_text())
+    assert list(doc) == [n.name for n in shared.nodes]
+    assert doc["activation_qp_node"]["ros__parameters"]["controller"] == "osc"
+    assert "controller" not in doc["tendon_driver_node"]["ros__parameters"]
+    assert doc["goal_node"]["ros__parameters"]["config_dir"] == str(default_config_dir())
+
+
+def test_control_process_takes_node_names_before_ros_args_and_refuses_others():
+    from musculo_control.nodes.control_process import CONTROLLER_NODES, node_names
+
+    assert node_names(["control_process", "--ros-args", "-p", "x:=1"]) == list(CONTROLLER_NODES)
+    assert node_names(["cp", "tendon_driver_node", "potentiometer_node", "--ros-args"]) == \
+        ["tendon_driver_node", "potentiometer_node"]
+    assert "mock_hardware_node" in node_names(["cp", "mock_hardware_node"])
+    assert "twice" in node_names(["cp", "goal_node", "goal_node"])
