@@ -28,9 +28,11 @@ from musculo_control.control.baseline_controllers import (
     MuscleStiffnessController,
 )
 
-# load_controller_config: nodes/goal_node.py reads it here (issue 11 works there)
+# LoopConfig, load_controller_config: sim/runner.py and nodes/goal_node.py read them here
+# (issue 11 works there)
 from musculo_control.control.controller_config import (  # noqa: F401
     ControllerConfig,
+    LoopConfig,
     load_controller_config,
 )
 from musculo_control.control.fresh_state import FreshState
