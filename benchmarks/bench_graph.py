@@ -1,12 +1,16 @@
 """Benchmark of the node graph at real time: rates, periods, latency and CPU per node.
 
-The graph ``mock_arm.launch.py`` starts (nodes/graph.py), each node in its own process on the
-wall clock (no simulated time, no lockstep, ``realtime_priority`` 0 as shipped), the controller
-holding the arm at its start pose; watched for ``--duration`` seconds by an observer in this
-process (which adds its own load: it takes every stream). Figures:
+The graph ``mock_arm.launch.py`` starts (nodes/graph.py), each node in its own process (or,
+with ``--one-process``, all but the mock arm in ``control_process``) on the wall clock (no
+simulated time, no lockstep, ``realtime_priority`` 0 as shipped), the controller holding the
+arm at its start pose; watched for ``--duration`` seconds by an observer in this process that
+takes only the 125 Hz and slower streams and /diagnostics (an observer taking the 500 Hz
+streams too costs about as much CPU as a node, on a 2-core machine a load of the size
+measured). Figures:
 
-- per stream (``joint_states``, ``muscle_commands``, ``hw/tendon_commands``, ``dynamics``): the
-  rate from the stamps and the stamp interval p50 / p99 / max;
+- ``muscle_commands`` and ``dynamics``: the rate from the stamps and the stamp interval p50 /
+  p99 / max; the tendon driver's and the potentiometer's tick loops: ticks per second, late and
+  skipped ticks (their /diagnostics counts over the window);
 - from ``controller/state`` (every QP tick): the tick period, the tick's compute time and the
   age of the newest joint sample at the tick (sensing to command), p50 / p99 / max;
 - per node process: CPU share of one core (``/proc/<pid>/stat`` over the window) and RSS;
@@ -18,7 +22,7 @@ a timer with nothing else of ours running. The QP tick period p99 is reported ag
 
 Prints the load average before and after; the figures are only comparable on a quiet machine.
 
-    python benchmarks/bench_graph.py [--config DIR] [--duration S] [--out DIR]
+    python benchmarks/bench_graph.py [--config DIR] [--duration S] [--one-process] [--out DIR]
 """
 
 from __future__ import annotations
@@ -71,6 +75,25 @@ def _rss_mb(pid: int) -> float:
     return float("nan")
 
 
+#: Nodes whose tick loop counts are read from /diagnostics (the observer does not take their
+#: 500 Hz streams: on 2 cores its own callbacks would be a load of the size measured).
+_TICKING = ("tendon_driver_node", "potentiometer_node")
+
+
+def _tick_counts(obs: Any, node: str, t0: float, t1: float) -> tuple[int, int, int]:
+    """(ticks, late, skipped) of ``node``'s first tick job between ``t0`` and ``t1``, from the
+    first and last /diagnostics of the window."""
+    def counts(d: Any) -> np.ndarray:
+        key = next(k for k in d.values if k.startswith("job 0 "))
+        return np.array([int(x) for x in d.values[key].split(" / ")])
+
+    inside = [d for d in obs.diagnostics_of(node) if t0 <= d.t <= t1]
+    if len(inside) < 2:
+        return (0, 0, 0)
+    first, last = counts(inside[0]), counts(inside[-1])
+    return tuple(int(x) for x in last - first)  # type: ignore[return-value]
+
+
 def _row(case: str, samples_s: Any, extra: str = "") -> dict[str, Any]:
     s = summary_ms(samples_s)
     return {"case": case, "p50_ms": round(s["p50_ms"], 3), "p99_ms": round(s["p99_ms"], 3),
@@ -112,7 +135,7 @@ def main() -> int:
     domain = private_domain_id()
     with tempfile.TemporaryDirectory(prefix="bench_graph_") as work, \
             GraphProcesses(options, Path(work), domain_id=domain) as graph, \
-            GraphObserver(parts, domain_id=domain) as obs:
+            GraphObserver(parts, domain_id=domain, fast_streams=False) as obs:
         def running() -> bool:
             mock = obs.diagnostics_of("mock_hardware_node")
             return bool(mock) and mock[-1].message == "running" and len(obs.commands) > 0
@@ -139,13 +162,12 @@ def main() -> int:
         cpu = {name: (_cpu_s(pid) - cpu0[name]) / wall for name, pid in pids.items()}
         rss = {name: _rss_mb(pid) for name, pid in pids.items()}
         records = {name: obs.snapshot(rec).since(t0) for name, rec in (
-            ("joint_states", obs.joint_states), ("muscle_commands", obs.commands),
-            ("hw/tendon_commands", obs.sent), ("dynamics", obs.dynamics),
+            ("muscle_commands", obs.commands), ("dynamics", obs.dynamics),
             ("controller/state", obs.controller_state))}
+        ticks = {node: _tick_counts(obs, node, t0, t1) for node in _TICKING}
     machine.finish()
 
-    nominal = {"joint_states": rates.sensor_rate_hz, "muscle_commands": loop.control_rate_hz,
-               "hw/tendon_commands": rates.driver_rate_hz, "dynamics": loop.dynamics_rate_hz}
+    nominal = {"muscle_commands": loop.control_rate_hz, "dynamics": loop.dynamics_rate_hz}
     for topic, hz in nominal.items():
         stamps = np.asarray(records[topic].stamp)
         stamps = stamps[stamps < t1]
@@ -153,6 +175,13 @@ def main() -> int:
         rate = (stamps.size - 1) / (stamps[-1] - stamps[0]) if stamps.size > 1 else 0.0
         rows.append(_row(f"{topic}: stamp interval", intervals,
                          f"{rate:.1f} Hz by stamps (nominal {hz:g})"))
+    tick_hz = {"tendon_driver_node": rates.driver_rate_hz,
+               "potentiometer_node": 2.0 * rates.sensor_rate_hz}  # ros_params poll_rate_hz
+    for node, job in ticks.items():
+        rows.append({"case": f"{node}: tick loop, from /diagnostics", "p50_ms": float("nan"),
+                     "p99_ms": float("nan"), "max_ms": float("nan"), "count": job[0],
+                     "note": f"{job[0] / wall:.1f} ticks/s (nominal {tick_hz[node]:g}), "
+                             f"{job[1]} late, {job[2]} skipped"})
     states = records["controller/state"].values
     period = np.array([s["tick_period_s"] for s in states])
     compute = np.array([s["compute_time_s"] for s in states])

@@ -77,7 +77,11 @@ class GraphObserver:
     """See the module docstring. ``with GraphObserver(robot, calibration) as obs: ...``"""
 
     def __init__(self, parts: LoopParts, *, use_sim_time: bool = False,
-                 name: str = "graph_observer", domain_id: int | None = None) -> None:
+                 name: str = "graph_observer", domain_id: int | None = None,
+                 fast_streams: bool = True) -> None:
+        """``fast_streams``: also record the 500 Hz streams (``hw/tendon_commands``,
+        ``joint_states``, ``hw/potentiometers``, ``muscle_states``). Off, the observer takes
+        about a tenth of the messages (benchmarks, where its own load would be measured)."""
         robot = self.robot = parts.robot
         self.calibration = parts.drivers.calibration
         self.frame_id = robot.arm.base_frame
@@ -114,10 +118,11 @@ class GraphObserver:
         n = self.node
         qos = 50  # reliable, deep: every sample is counted
         n.create_subscription(JointState, "muscle_commands", self._on_commands, qos)
-        n.create_subscription(JointState, "hw/tendon_commands", self._on_sent, qos)
-        n.create_subscription(JointState, "joint_states", self._on_joints, qos)
-        n.create_subscription(JointState, "hw/potentiometers", self._on_pots, qos)
-        n.create_subscription(JointState, "muscle_states", self._on_muscles, qos)
+        if fast_streams:
+            n.create_subscription(JointState, "hw/tendon_commands", self._on_sent, qos)
+            n.create_subscription(JointState, "joint_states", self._on_joints, qos)
+            n.create_subscription(JointState, "hw/potentiometers", self._on_pots, qos)
+            n.create_subscription(JointState, "muscle_states", self._on_muscles, qos)
         n.create_subscription(Float64MultiArray, "dynamics", self._on_dynamics, qos)
         n.create_subscription(PointStamped, "mock/hand", self._on_hand, QOS_STATE_SUB)
         n.create_subscription(Float64, "mock/gauge_force", self._on_force, QOS_STATE_SUB)
