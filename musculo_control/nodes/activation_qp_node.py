@@ -219,11 +219,15 @@ class ActivationQPNode(StageNode):
         try:
             self._take_inputs(now_s)
             out, report, joint_age = self.step.tick(now_s)
-        except Exception as exc:  # noqa: BLE001 - a bug in the shell must still send f_min
-            self.get_logger().error(f"node fault, minimum tension: {type(exc).__name__}: {exc}\n"
-                                    f"{traceback.format_exc()}")
-            out, report = safe_output(self.robot, f"node fault: {exc}"), None
-            joint_age = float("nan")
+        # faulty inputs are refused with a reason, and the step turns a fault of the control law
+        # into minimum tension with its reason (the supervisor's net): what arrives here is a
+        # bug. It still sends minimum tension, and leaves its traceback in the log.
+        except Exception as exc:  # noqa: BLE001
+            self.get_logger().error(f"internal error in a control tick, minimum tension: "
+                                    f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+            out = safe_output(self.robot, f"internal error {type(exc).__name__}: {exc} "
+                                          f"(traceback logged)")
+            report, joint_age = None, float("nan")
         self._cmd_pub.publish(self._cmd_msg.write(stamp, effort=out.tension_n))
         self.timer.stop(time.perf_counter())
         self._act_pub.publish(self._act_msg.write(stamp, out.activations))
