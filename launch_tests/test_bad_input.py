@@ -46,7 +46,7 @@ from launch_helpers import (
     wait_released,
 )
 
-from musculo_control.nodes import conversions as cv
+from musculo_control import messages as cv
 from musculo_control.nodes.ros_common import MSGS
 from musculo_control.stamps import Stamp
 

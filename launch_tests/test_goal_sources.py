@@ -42,8 +42,8 @@ from launch_helpers import (
     wait_released,
 )
 
+from musculo_control import messages as cv
 from musculo_control.hardware.mock_arm import load_mock_config
-from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.ros_common import MSGS
 from musculo_control.sim.setup import Overrides, experiment_config, load_setup
 

@@ -1,4 +1,4 @@
-"""Message conversion (musculo_control.nodes.conversions) against the real ROS 2 Humble message
+"""Message conversion (musculo_control.messages) against the real ROS 2 Humble message
 definitions shipped by ``rosbags``: every message the nodes build is serialised to CDR and read
 back, so a wrong field name or type fails here, without ROS."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from rosbags_messages import RosbagsMessages
 
+from musculo_control import messages as cv
 from musculo_control.loop.health import ERROR
-from musculo_control.nodes import conversions as cv
 from musculo_control.records import Dim
 from musculo_control.stamps import Stamp
 
@@ -27,7 +27,7 @@ def msgs() -> RosbagsMessages:
 def test_conversions_import_without_rclpy():
     import subprocess
 
-    code = ("import sys, musculo_control.nodes.conversions, musculo_control.nodes.node_config, "
+    code = ("import sys, musculo_control.messages, musculo_control.nodes.node_config, "
             "musculo_control.loop.rejections\n"
             "sys.exit(1 if any(m == 'rclpy' or m.startswith('rclpy.') for m in sys.modules) "
             "else 0)")

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from musculo_control import messages as cv
 from musculo_control.cli import main
 from musculo_control.errors import InputError
 from musculo_control.model.mapping_recording import load_recording
-from musculo_control.nodes import conversions as cv
 from musculo_control.paths import config_root
 from musculo_control.sim.mapping_bag import recording_from_bags
 from musculo_control.sim.rosbag_log import RosbagsMessages

@@ -32,6 +32,7 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
+from musculo_control import messages as cv
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.output import safe_output
 from musculo_control.errors import InputError
@@ -54,7 +55,6 @@ from musculo_control.loop.timing import (
     TimingSummary,
     timing_record,
 )
-from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import (
     ACTIVATION_QP_NODE,
     ActivationQPNodeParams,

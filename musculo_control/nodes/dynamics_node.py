@@ -16,12 +16,12 @@ import time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+from musculo_control import messages as cv
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.loop import build
 from musculo_control.loop.dynamics_stage import IN_TOPIC, OUT_TOPIC
 from musculo_control.loop.timing import TickTimer
-from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import DYNAMICS_NODE, DynamicsNodeParams, config_dir_of
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, run
 from musculo_control.stamps import Stamp

@@ -32,13 +32,13 @@ from visualization_msgs.msg import (
     Marker,
 )
 
+from musculo_control import messages as cv
 from musculo_control.control.controller import load_controller_config
 from musculo_control.control.fresh_state import FreshStateEstimator
 from musculo_control.errors import ConfigError
 from musculo_control.loop.health import ERROR, OK, Health
 from musculo_control.loop.trajectory_file import GoalTrajectory, load_trajectory
 from musculo_control.model.robot import load_robot
-from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import (
     GOAL_NODE,
     GoalNodeParams,

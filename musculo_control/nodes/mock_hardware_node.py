@@ -33,13 +33,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 
+from musculo_control import messages as cv
 from musculo_control.control.goal import rotation_from_quaternion
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.hardware.mock_arm import load_mock_config
 from musculo_control.loop import build
 from musculo_control.loop.mock_stage import COMMAND_TOPIC
-from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import (
     MOCK_HARDWARE_NODE,
     MockHardwareNodeParams,

@@ -13,10 +13,10 @@ import numpy as np
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
+from musculo_control import messages as cv
 from musculo_control.loop.health import OK, Health
 from musculo_control.model.markers import MusclePathModel, colour_scale, normalised_load
 from musculo_control.model.robot import load_robot
-from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import (
     MUSCLE_MARKER_NODE,
     MuscleMarkerNodeParams,

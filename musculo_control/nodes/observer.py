@@ -28,10 +28,10 @@ from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
+from musculo_control import messages as cv
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.loop.build import LoopParts
 from musculo_control.loop.state_record import controller_state_layout
-from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.ros_common import MSGS, QOS_DIAGNOSTICS, QOS_GOAL, QOS_STATE_SUB
 from musculo_control.stamps import Stamp
 

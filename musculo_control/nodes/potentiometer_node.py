@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from sensor_msgs.msg import JointState
 
+from musculo_control import messages as cv
 from musculo_control.loop import build
 from musculo_control.loop.potentiometer_stage import IN_TOPIC, OUT_TOPIC
-from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import (
     POTENTIOMETER_NODE,
     PotentiometerNodeParams,

@@ -59,10 +59,10 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
 
+from musculo_control import messages as cv
 from musculo_control.errors import MusculoError
 from musculo_control.loop.health import ERROR, WARN, Health
 from musculo_control.loop.timing import Schedule
-from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import (
     check_params_file,
     parameter_defaults,
@@ -86,7 +86,7 @@ QOS_DIAGNOSTICS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                              reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.VOLATILE)
 
-#: The rclpy message factory of :mod:`musculo_control.nodes.conversions`.
+#: The rclpy message factory of :mod:`musculo_control.messages`.
 MSGS = cv.RclpyMessages()
 
 

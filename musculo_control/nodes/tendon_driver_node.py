@@ -16,6 +16,7 @@ import time
 
 from sensor_msgs.msg import JointState
 
+from musculo_control import messages as cv
 from musculo_control.loop import build
 from musculo_control.loop.tendon_stage import (
     COMMAND_IN_TOPIC,
@@ -23,7 +24,6 @@ from musculo_control.loop.tendon_stage import (
     STATE_IN_TOPIC,
     STATE_OUT_TOPIC,
 )
-from musculo_control.nodes import conversions as cv
 from musculo_control.nodes.node_config import (
     TENDON_DRIVER_NODE,
     TendonDriverNodeParams,

@@ -7,7 +7,7 @@ any ROS 2 tool reads it: the folder is what ``ros2 bag record -s mcap`` writes (
 messages are CDR). ``ros2 bag play`` (with the rosbag2 MCAP storage plugin), Foxglove and
 PlotJuggler's ROS 2 parsers open it as a ROS recording.
 
-The messages are built by :mod:`musculo_control.nodes.conversions`, the same code the nodes
+The messages are built by :mod:`musculo_control.messages`, the same code the nodes
 publish with, on the same topics and types (README, ROS interface): ``/joint_states``,
 ``/muscle_states``, ``/muscle_commands``, ``/controller/activations``, ``/controller/goal``,
 ``/controller/state`` (the ``controller_state_v3`` record); the mock arm's truth goes on
@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control import messages as cv
 from musculo_control.errors import InputError
-from musculo_control.nodes import conversions as cv
 from musculo_control.records import RecordLayout
 from musculo_control.sim.recorder import Recorder
 from musculo_control.stamps import NS_PER_S, Stamp
@@ -49,7 +49,7 @@ JOINT_STATE = "sensor_msgs/msg/JointState"
 
 
 class RosbagsMessages:
-    """A :class:`~musculo_control.nodes.conversions.MessageFactory` of ``rosbags`` classes.
+    """A :class:`~musculo_control.messages.MessageFactory` of ``rosbags`` classes.
 
     rosbags ships the ROS 2 Humble message definitions; absent fields get their ROS defaults.
     rosbags holds ``float64[]`` as numpy arrays and ``byte`` as int (rclpy: ``array('d')`` and
