@@ -20,7 +20,8 @@ window's statistics and starts a new window.
 - overrun: a tick whose period exceeded ``overrun_factor`` nominal periods (a missed tick).
 
 :class:`GcPauses` measures Python's garbage-collector pauses through ``gc.callbacks``, the
-other source of stalls in a Python control loop.
+other source of stalls in a Python control loop. :func:`divisor` checks that a rate falls on
+the physics step grid of the mock arm (the runner and the mock hardware node).
 """
 
 from __future__ import annotations
@@ -33,10 +34,20 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.errors import InputError
+from musculo_control.errors import ConfigError, InputError
 from musculo_control.records import Field, RecordLayout
 
 FloatArray = npt.NDArray[np.float64]
+
+
+def divisor(rate_hz: float, physics_dt_s: float, file: str, key: str) -> int:
+    """Physics steps per period of ``rate_hz``, which must divide the physics rate exactly."""
+    ratio = 1.0 / (rate_hz * physics_dt_s)
+    n = int(round(ratio))
+    if n < 1 or abs(ratio - n) > 1e-9 * ratio:
+        raise ConfigError(file, key, f"a rate that divides the physics rate "
+                                     f"{1 / physics_dt_s:g} Hz", rate_hz)
+    return n
 
 
 #: Tolerance of a deadline [s] (rounding of float sums, far below any period).

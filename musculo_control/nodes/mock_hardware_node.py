@@ -40,6 +40,7 @@ from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.hardware.mock_arm import load_mock_config
 from musculo_control.loop import build
 from musculo_control.loop.mock_stage import COMMAND_TOPIC
+from musculo_control.loop.timing import divisor
 from musculo_control.nodes.node_config import (
     MOCK_HARDWARE_NODE,
     MockHardwareNodeParams,
@@ -48,7 +49,6 @@ from musculo_control.nodes.node_config import (
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, run
 from musculo_control.sim.fault_matrix import node_injector
 from musculo_control.sim.faults import MOCK_FAULTS
-from musculo_control.sim.runner import divisor
 from musculo_control.stamps import Stamp
 
 GAUGE_TOPIC = "mock/gauge"

@@ -44,6 +44,7 @@ from musculo_control.loop.dynamics_stage import DynamicsStage
 from musculo_control.loop.mock_stage import MockStage, SensorFaults, SensorMessage
 from musculo_control.loop.potentiometer_stage import PotentiometerStage
 from musculo_control.loop.tendon_stage import TendonStage
+from musculo_control.loop.timing import divisor
 from musculo_control.model.config import spec
 from musculo_control.safety.supervisor import SafetyReport
 
@@ -70,16 +71,6 @@ class Divisors(NamedTuple):
     dynamics: int
     control: int
     delay: int
-
-
-def divisor(rate_hz: float, physics_dt_s: float, file: str, key: str) -> int:
-    """Physics steps per period of ``rate_hz``, which must divide the physics rate exactly."""
-    ratio = 1.0 / (rate_hz * physics_dt_s)
-    n = int(round(ratio))
-    if n < 1 or abs(ratio - n) > 1e-9 * ratio:
-        raise ConfigError(file, key, f"a rate that divides the physics rate "
-                                     f"{1 / physics_dt_s:g} Hz", rate_hz)
-    return n
 
 
 def divisors(loop: LoopConfig, rates: HardwareRates, config: RunnerConfig, physics_dt_s: float,
