@@ -26,9 +26,10 @@ from musculo_control.benchmark import (
     time_calls,
     write_reports,
 )
-from musculo_control.estimation.snapshot import DynamicsEstimator, TaskConfig
-from musculo_control.model.config import load
+from musculo_control.config.parser import load
+from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.model.robot import Robot, load_robot
+from musculo_control.model.task import TaskConfig
 from musculo_control.paths import default_config_dir
 
 

@@ -33,13 +33,13 @@ from musculo_control.benchmark import (
     time_calls,
     write_reports,
 )
+from musculo_control.config.parser import load
 from musculo_control.hardware.mock_arm import load_mock_arm
 from musculo_control.hardware.potentiometer import (
     PotentiometerReader,
     PotentiometerReaderConfig,
 )
 from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
-from musculo_control.model.config import load
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import default_config_dir
 

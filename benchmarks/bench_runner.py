@@ -42,7 +42,7 @@ from musculo_control.benchmark import (
     summary_ms,
     write_reports,
 )
-from musculo_control.control.controller import _TickBase
+from musculo_control.control.tick_base import TickBase
 from musculo_control.loop.control_step import ControlStep
 from musculo_control.loop.dynamics_stage import DynamicsStage
 from musculo_control.loop.mock_stage import MockStage
@@ -52,6 +52,7 @@ from musculo_control.paths import default_config_dir
 from musculo_control.safety.supervisor import Supervisor
 from musculo_control.sim import experiments as ex
 from musculo_control.sim.runner import ClosedLoop
+from musculo_control.sim.setup import Overrides, Setup, experiment_config, load_setup
 
 #: (part, class, method): what is timed. Nested calls (the controller inside the supervisor,
 #: both inside the control step) are subtracted from the outer part.
@@ -73,7 +74,7 @@ PARTS: tuple[tuple[str, type, str], ...] = (
     ("control: step", ControlStep, "receive_snapshot"),
     ("control: step", ControlStep, "offer_goal"),
     ("control: supervisor", Supervisor, "tick"),
-    ("control: controller", _TickBase, "tick"),
+    ("control: controller", TickBase, "tick"),
     ("goal and recording (experiment)", ex.Bench, "record"),
 )
 #: inner part -> the part it runs inside (its time is subtracted there)
@@ -138,7 +139,7 @@ def _install(timers: Timers) -> Callable[[], None]:
     return undo
 
 
-def _run(setup: ex.Setup, pose: str) -> tuple[float, float, float]:
+def _run(setup: Setup, pose: str) -> tuple[float, float, float]:
     """(simulated s, CPU s, wall s) of the loop after start-up (ClosedLoop.run only)."""
     spent: dict[str, float] = {}
     run = ClosedLoop.run
@@ -158,7 +159,7 @@ def _run(setup: ex.Setup, pose: str) -> tuple[float, float, float]:
     return result.simulated_s, spent["cpu"], spent["wall"]
 
 
-def _bare_step_s(setup: ex.Setup, steps: int) -> tuple[float, np.ndarray]:
+def _bare_step_s(setup: Setup, steps: int) -> tuple[float, np.ndarray]:
     """(CPU s per step, wall s of each step) of the bare mj_step of the mock's model."""
     bench = ex.Bench(setup, "osc")
     model, data = bench.mock.model, mujoco.MjData(bench.mock.model)
@@ -182,8 +183,8 @@ def main() -> int:
     args = parser.parse_args()
     machine = MachineLoad(load_bench_config(args.config).quiet_load_average)
     print(f"load average (1 min) at the start: {machine.start}")
-    setup = ex.load_setup(args.config, ex.Overrides.parse([]))
-    pose = ex.experiment_config(setup, "trajectory").start_poses[0]
+    setup = load_setup(args.config, Overrides.parse([]))
+    pose = experiment_config(setup, "trajectory").start_poses[0]
     rate = 1.0 / ex.Bench(setup, "osc").mock.dt_s  # physics steps per simulated second
 
     bare_cpu_s, bare_wall = _bare_step_s(setup, 20000)

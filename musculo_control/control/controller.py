@@ -27,14 +27,7 @@ from musculo_control.control.baseline_controllers import (
     JointStiffnessController,
     MuscleStiffnessController,
 )
-
-# LoopConfig, load_controller_config: sim/runner.py and nodes/goal_node.py read them here
-# (issue 11 works there)
-from musculo_control.control.controller_config import (  # noqa: F401
-    ControllerConfig,
-    LoopConfig,
-    load_controller_config,
-)
+from musculo_control.control.controller_config import ControllerConfig
 from musculo_control.control.fresh_state import FreshState
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.joint_limits import predictive_limit_rows
@@ -60,8 +53,6 @@ FloatArray = npt.NDArray[np.float64]
 
 #: Controller names accepted by :func:`make_controller`.
 CONTROLLER_NAMES = ("osc", "osc-no-nullspace", "joint-stiffness", "muscle-stiffness")
-#: benchmarks/bench_runner.py's name for :class:`TickBase` (issue 11 works there)
-_TickBase = TickBase
 
 
 class OSCController(TickBase):

@@ -58,6 +58,7 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.config.parser import load, spec
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.calibration import Calibration, load_calibration
 from musculo_control.hardware.mujoco_arm import (
@@ -70,7 +71,6 @@ from musculo_control.hardware.mujoco_arm import (
     point_on_body,
     warning_counts,
 )
-from musculo_control.model.config import load, spec
 from musculo_control.model.robot import Robot
 
 FloatArray = npt.NDArray[np.float64]

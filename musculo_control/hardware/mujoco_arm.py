@@ -31,8 +31,8 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError
-from musculo_control.model.config import spec
 from musculo_control.model.mujoco_tendons import (
     MujocoTendonGeometry,
     compile_spec,

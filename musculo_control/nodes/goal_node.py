@@ -33,7 +33,7 @@ from visualization_msgs.msg import (
 )
 
 from musculo_control import messages as cv
-from musculo_control.control.controller import load_controller_config
+from musculo_control.control.controller_config import load_controller_config
 from musculo_control.control.fresh_state import FreshStateEstimator
 from musculo_control.errors import ConfigError
 from musculo_control.loop.health import ERROR, OK, Health

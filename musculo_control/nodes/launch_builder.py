@@ -23,8 +23,8 @@ from launch.launch_description import LaunchDescription
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from musculo_control.config.parser import load
 from musculo_control.control.controller import CONTROLLER_NAMES
-from musculo_control.model.config import load
 from musculo_control.model.robot import RobotConfig
 from musculo_control.nodes.graph import (
     GOAL_MODES,

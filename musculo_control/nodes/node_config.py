@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from musculo_control.config.parser import parse, read_yaml, spec
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import ConfigError
-from musculo_control.model.config import parse, read_yaml, spec
 from musculo_control.paths import default_config_dir
 
 T = TypeVar("T")

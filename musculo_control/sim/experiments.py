@@ -39,14 +39,12 @@ from musculo_control.sim.scoring import (
     nullspace_metrics,
     trajectory_metrics,
 )
-from musculo_control.sim.setup import (  # noqa: F401  Overrides, load_setup: benchmarks/bench_runner.py reads them here
+from musculo_control.sim.setup import (
     DisturbanceConfig,
     NullspaceConfig,
-    Overrides,
     Setup,
     TrajectoryConfig,
     experiment_config,
-    load_setup,
     start_pose,
 )
 from musculo_control.sim.signals import RunSignals

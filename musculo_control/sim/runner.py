@@ -30,7 +30,8 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.arrays import finite, largest
-from musculo_control.control.controller import LoopConfig
+from musculo_control.config.parser import spec
+from musculo_control.control.controller_config import LoopConfig
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.output import ControlOutput
 from musculo_control.errors import ConfigError
@@ -45,7 +46,6 @@ from musculo_control.loop.mock_stage import MockStage, SensorFaults, SensorMessa
 from musculo_control.loop.potentiometer_stage import PotentiometerStage
 from musculo_control.loop.tendon_stage import TendonStage
 from musculo_control.loop.timing import divisor
-from musculo_control.model.config import spec
 from musculo_control.safety.supervisor import SafetyReport
 
 FloatArray = npt.NDArray[np.float64]
