@@ -33,13 +33,8 @@ from musculo_control.benchmark import (
     time_calls,
     write_reports,
 )
-from musculo_control.config.parser import load
+from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.mock_arm import load_mock_arm
-from musculo_control.hardware.potentiometer import (
-    PotentiometerReader,
-    PotentiometerReaderConfig,
-)
-from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import default_config_dir
 
@@ -55,10 +50,8 @@ def main() -> int:
 
     robot = load_robot(args.config)
     arm = load_mock_arm(robot)
-    hw = args.config / "hardware.yaml"
-    reader = PotentiometerReader(arm.calibration, robot.arm.lower_rad, robot.arm.upper_rad,
-                                 load(PotentiometerReaderConfig, hw, "potentiometer_reader"))
-    driver = TendonDriver(arm.calibration, load(TendonDriverConfig, hw, "driver"))
+    drivers = load_drivers(robot)  # as every loader builds them (hardware.yaml, robot.yaml)
+    reader, driver = drivers.potentiometers, drivers.tendons
     tension = np.full(arm.m, 20.0)
 
     def restart() -> None:

@@ -15,6 +15,7 @@ import pytest
 from musculo_control.config.parser import load
 from musculo_control.errors import InputError
 from musculo_control.hardware.calibration import load_calibration
+from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.mock_arm import (
     MockArm,
     TendonConfig,
@@ -26,7 +27,7 @@ from musculo_control.hardware.potentiometer import (
     PotentiometerReader,
     PotentiometerReaderConfig,
 )
-from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
+from musculo_control.hardware.tendon_driver import TendonDriver
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +201,8 @@ def test_sensor_chain_recovers_the_true_state(robot, cal, mock_cfg, config_dir):
     # the unbalanced tensions may throw a wrist past its limit: not what this test is about
     reader = PotentiometerReader(cal, robot.arm.lower_rad, robot.arm.upper_rad,
                                  replace(reader_cfg, limit_margin_rad=10.0))
-    driver = TendonDriver(cal, load(TendonDriverConfig, config_dir / "hardware.yaml", "driver"))
+    # the driver's limits as the loaders build them (its floor is robot.yaml hill.f_min_n)
+    driver = TendonDriver(cal, load_drivers(robot, config_dir / "hardware.yaml").tendons.config)
     arm.reset(robot.home_pose_rad, 20.0)
     for _ in range(37):
         arm.step()

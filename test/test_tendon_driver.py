@@ -8,13 +8,16 @@ import math
 
 import numpy as np
 import pytest
+from graph_harness import config_copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from musculo_control.config.parser import load, parse
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.calibration import load_calibration
+from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
+from musculo_control.model.robot import load_robot
 
 DT = 0.002  # driver tick [s]
 
@@ -25,8 +28,9 @@ def cal(robot, config_dir):
 
 
 @pytest.fixture(scope="module")
-def cfg(config_dir):
-    return load(TendonDriverConfig, config_dir / "hardware.yaml", "driver")
+def cfg(robot, config_dir):
+    """The driver's limits as the loaders build them (the floor is robot.yaml hill.f_min_n)."""
+    return load_drivers(robot, config_dir / "hardware.yaml").tendons.config
 
 
 def _settled(driver, tension, t0=0.0):
@@ -165,6 +169,18 @@ def test_property_nothing_outside_the_envelope_ever_leaves(robot, cal, cfg, step
         assert np.all(out.tension_n >= cfg.min_tension_n)
         assert np.all(out.tension_n <= cfg.max_tension_n)
         np.testing.assert_allclose(out.units, cal.n_to_driver(out.tension_n))
+
+
+def test_the_floor_is_the_robots_minimum_tension_only(robot, config_dir, tmp_path):
+    """robot.yaml hill.f_min_n is the one minimum tension: hardware.yaml alone does not give the
+    driver a floor, and the loaders' driver follows a changed f_min_n."""
+    with pytest.raises(ConfigError) as info:
+        load(TendonDriverConfig, config_dir / "hardware.yaml", "driver")
+    assert info.value.key == "driver.min_tension_n"
+    changed = config_copy(config_dir, tmp_path / "cfg",
+                          {"robot.yaml": {"hill.f_min_n": robot.hill.f_min_n + 2.0}})
+    other = load_robot(changed)
+    assert load_drivers(other).tendons.config.min_tension_n == robot.hill.f_min_n + 2.0
 
 
 def test_config_rejects_min_above_max(config_dir):

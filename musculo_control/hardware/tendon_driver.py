@@ -44,9 +44,9 @@ BoolArray = npt.NDArray[np.bool_]
 class TendonDriverConfig:
     """``hardware.yaml`` key ``driver``: limits of the tendon actuator modules."""
 
-    min_tension_n: float = spec(5.0, gt=0.0, doc="minimum tension, also the fault fallback [N]: "
-                                                 "robot.yaml hill.f_min_n, filled in by "
-                                                 "load_drivers (hardware.yaml does not set it)")
+    min_tension_n: float = spec(gt=0.0, doc="minimum tension, also the fault fallback [N]: "
+                                            "robot.yaml hill.f_min_n, filled in by load_drivers "
+                                            "(hardware.yaml does not set it)")
     max_tension_n: float = spec(gt=0.0, doc="maximum commanded tension [N]")
     rate_limit_n_s: float = spec(gt=0.0, doc="largest change of a commanded tension [N/s]")
     watchdog_timeout_s: float = spec(gt=0.0, doc="no command for longer -> minimum tension [s]")
