@@ -34,7 +34,6 @@ from visualization_msgs.msg import (
 
 from musculo_control import messages as cv
 from musculo_control.control.controller_config import load_controller_config
-from musculo_control.control.fresh_state import FreshStateEstimator
 from musculo_control.errors import ConfigError
 from musculo_control.loop.health import ERROR, OK, Health
 from musculo_control.loop.trajectory_file import GoalTrajectory, load_trajectory
@@ -82,7 +81,7 @@ class GoalNode(StageNode):
         self.workspace = load_controller_config(config_dir).workspace
         self.frame_id = robot.arm.base_frame
         self.point_name = robot.config.arm.task_frame
-        self._fk = FreshStateEstimator(robot)
+        self.arm = robot.arm
         self._order = cv.NameOrder(JOINTS_TOPIC, robot.arm.joint_names, "joint name")
         self.health = Health("goal", p.warn_throttle_s)
         self._trajectory_config = None
@@ -123,15 +122,15 @@ class GoalNode(StageNode):
         if isinstance(arrays, str):
             self.health.refuse(JOINTS_TOPIC, arrays, self.clock_s())
             return
-        hand = self._fk.hand_state(arrays.position, np.zeros_like(arrays.position))
-        quat = cv.quaternion_from_rotation(hand.rotation)
+        position_m, rotation = self.arm.hand_pose(arrays.position)
+        quat = cv.quaternion_from_rotation(rotation)
         self.destroy_subscription(self._joint_sub)  # only the start pose is needed
         p = self.params
         now = self.clock_s()
         if p.mode == "interactive":
-            self._start_marker(hand.position_m, quat)
+            self._start_marker(position_m, quat)
         elif p.mode == "trajectory" and self._trajectory_config is not None:
-            traj = GoalTrajectory(self._trajectory_config, hand.position_m, quat)
+            traj = GoalTrajectory(self._trajectory_config, position_m, quat)
             why = traj.outside(self.workspace)
             if why is not None:
                 self.get_logger().error(f"trajectory not played: {why}")
