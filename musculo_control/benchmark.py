@@ -30,6 +30,17 @@ FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True, kw_only=True)
+class NodeCpuTargets:
+    """CPU share of one core per node of the graph at real time (issue 11), judged by
+    ``benchmarks/bench_graph.py`` on a quiet machine."""
+
+    tendon_driver_node: float = spec(0.10, gt=0.0, doc="at the driver rate [cores]")
+    potentiometer_node: float = spec(0.10, gt=0.0, doc="at the sensor rate [cores]")
+    activation_qp_node: float = spec(0.15, gt=0.0, doc="at the control rate [cores]")
+    dynamics_node: float = spec(0.05, gt=0.0, doc="at the dynamics rate [cores]")
+
+
+@dataclass(frozen=True, kw_only=True)
 class BenchTargets:
     """The targets the benchmarks judge (issue 11), on a quiet machine."""
 
@@ -42,6 +53,7 @@ class BenchTargets:
                                                 "99th percentile [ms]")
     scaling_p99_ms: tuple[tuple[float, ...], ...] = spec(
         ((120, 28, 1.5),), doc="[muscles, joints, tick p99 in ms] of synthetic arms")
+    node_cpu_share: NodeCpuTargets = spec(NodeCpuTargets(), doc="per node of the graph")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -130,3 +130,8 @@ def test_bench_config_is_checked(config_dir):
         parse(BenchConfig, {"scaling_arms": [[10, 7]]}, "bench.yaml")
     with pytest.raises(ConfigError, match="bench.yaml: ticks"):
         parse(BenchConfig, {"ticks": 0}, "bench.yaml")
+    assert shipped.targets.node_cpu_share.tendon_driver_node == 0.10
+    with pytest.raises(ConfigError, match="targets.node_cpu_share.dynamics_node"):
+        parse(BenchConfig, {"targets": {"node_cpu_share": {"dynamics_node": -1}}}, "bench.yaml")
+    with pytest.raises(ConfigError, match="node_cpu_share"):
+        parse(BenchConfig, {"targets": {"node_cpu_share": {"mock_node": 0.1}}}, "bench.yaml")
