@@ -57,7 +57,7 @@ LAUNCHES = (
     ("launch_bad_controller", ["controller:=no_such_controller"],
      ("no_such_controller", "osc-no-nullspace"), None),
 )
-#: Exit code of a node that stops on a bad parameter file (ros_common.run).
+#: Exit code of a node that stops on a bad parameter file (nodes/process.py run).
 NODE_EXIT_CODE = 2
 
 

@@ -5,7 +5,7 @@
 The nodes are the same classes as the one-node executables, with the same names, parameters
 and topics; what changes is only that they share one Python interpreter, one DDS participant
 and one thread that sleeps to the earliest deadline of all their jobs
-(:func:`~musculo_control.nodes.ros_common.spin_tick_loops`). That saves each node's fixed cost
+(:func:`~musculo_control.nodes.tick_loop.spin_tick_loops`). That saves each node's fixed cost
 of a process (its interpreter, its DDS participant and threads, its own wake-ups and
 housekeeping) at the price of parallelism: a long QP tick delays the drivers' next tick
 instead of running beside it on another core. ``NODE`` defaults to :data:`CONTROLLER_NODES`,
@@ -29,7 +29,7 @@ from musculo_control.nodes.node_config import (
     POTENTIOMETER_NODE,
     TENDON_DRIVER_NODE,
 )
-from musculo_control.nodes.ros_common import NodeSpec, run_nodes
+from musculo_control.nodes.process import NodeSpec, run_nodes
 
 PROCESS_NAME = "control_process"
 

@@ -23,7 +23,8 @@ from musculo_control.loop import build
 from musculo_control.loop.dynamics_stage import IN_TOPIC, OUT_TOPIC
 from musculo_control.loop.timing import TickTimer
 from musculo_control.nodes.node_config import DYNAMICS_NODE, DynamicsNodeParams, config_dir_of
-from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, run
+from musculo_control.nodes.process import run
+from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
 from musculo_control.stamps import Stamp
 
 

@@ -43,14 +43,8 @@ from musculo_control.nodes.node_config import (
     GoalNodeParams,
     config_dir_of,
 )
-from musculo_control.nodes.ros_common import (
-    MSGS,
-    QOS_GOAL,
-    QOS_STATE_SUB,
-    StageNode,
-    now_stamp,
-    run,
-)
+from musculo_control.nodes.process import run
+from musculo_control.nodes.ros_common import MSGS, QOS_GOAL, QOS_STATE_SUB, StageNode, now_stamp
 
 JOINTS_TOPIC = "joint_states"
 GOAL_TOPIC = "hand_goal"

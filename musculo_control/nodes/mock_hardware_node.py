@@ -46,7 +46,8 @@ from musculo_control.nodes.node_config import (
     MockHardwareNodeParams,
     config_dir_of,
 )
-from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, run
+from musculo_control.nodes.process import run
+from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
 from musculo_control.sim.fault_matrix import node_injector
 from musculo_control.sim.faults import MOCK_FAULTS
 from musculo_control.stamps import Stamp

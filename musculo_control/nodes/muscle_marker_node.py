@@ -22,7 +22,8 @@ from musculo_control.nodes.node_config import (
     MuscleMarkerNodeParams,
     config_dir_of,
 )
-from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, now_stamp, run
+from musculo_control.nodes.process import run
+from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, now_stamp
 
 JOINTS_TOPIC = "joint_states"
 OUT_TOPIC = "muscle_markers"

@@ -19,7 +19,8 @@ from musculo_control.nodes.node_config import (
     PotentiometerNodeParams,
     config_dir_of,
 )
-from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, run
+from musculo_control.nodes.process import run
+from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
 
 
 class PotentiometerNode(StageNode):

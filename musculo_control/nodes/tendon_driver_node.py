@@ -29,7 +29,8 @@ from musculo_control.nodes.node_config import (
     TendonDriverNodeParams,
     config_dir_of,
 )
-from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, now_stamp, run
+from musculo_control.nodes.process import run
+from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, now_stamp
 
 #: Minimum-tension messages sent on the way out (at the output period).
 _STOP_CYCLES = 5

@@ -1,0 +1,151 @@
+"""The tick loop of a node, or of the nodes of one process.
+
+rclpy's SingleThreadedExecutor costs 200 to 300 microseconds of CPU per wake-up on the 2-core
+test machine (it rebuilds its wait set from every timer, subscription, service and QoS-event
+waitable at each wake-up), which at 500 Hz is a quarter of a core per node before any work. A
+MultiThreadedExecutor adds locking and no parallelism (the GIL). So a node's periodic work runs
+in :class:`TickLoop`, whose deadlines are :class:`~musculo_control.loop.timing.Schedule` objects
+(the same rules, tested on a fake clock: a drift-free grid, a late tick counted and the grid
+restarted from it, never two ticks bunched). In real time the loop sleeps to the next deadline
+and every ``housekeeping_period_s`` lets the executor run whatever is ready (parameter and
+acknowledge services, the gauge topic, the diagnostics timer) without blocking. On simulated
+time (``use_sim_time``) rclpy timers on the ROS clock, driven by /clock, wake the same
+schedules.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from rclpy.executors import ShutdownException, SingleThreadedExecutor, TimeoutException
+from rclpy.node import Node
+
+from musculo_control.loop.timing import Schedule
+
+
+class TickLoop:
+    """A node's periodic work on :class:`Schedule` deadlines (see the module docstring)."""
+
+    def __init__(self, node: Node, housekeeping_period_s: float,
+                 wall_clock: bool | None = None) -> None:
+        self.node = node
+        self.housekeeping_period_s = housekeeping_period_s
+        # the loop runs on the wall clock unless the node runs on simulated time
+        self.wall_clock = (not node.get_parameter("use_sim_time").value
+                           if wall_clock is None else wall_clock)
+        self.jobs: list[tuple[Schedule, Callable[[], None]]] = []
+
+    def every(self, period_s: float, work: Callable[[], None]) -> Schedule:
+        """Call ``work`` every ``period_s`` (wall time, or ROS time on simulated time)."""
+        if self.wall_clock:
+            schedule = Schedule(period_s, time.monotonic())
+            self.jobs.append((schedule, work))
+            return schedule
+        now = self.node.get_clock().now().nanoseconds * 1e-9
+        schedule = Schedule(period_s, now)
+
+        def on_timer() -> None:
+            # a late rclpy timer may fire again before /clock has moved: the schedule says no
+            if schedule.due(self.node.get_clock().now().nanoseconds * 1e-9):
+                work()
+
+        self.node.create_timer(period_s, on_timer)
+        self.jobs.append((schedule, work))
+        return schedule
+
+    def values(self) -> dict[str, str]:
+        """Late and skipped ticks of every job (for diagnostics)."""
+        return {f"job {i} ({1.0 / s.period_s:g} Hz) ticks / late / skipped":
+                f"{s.ticks} / {s.late} / {s.skipped}" for i, (s, _) in enumerate(self.jobs)}
+
+    def spin(self, executor: SingleThreadedExecutor, stop: threading.Event) -> None:
+        """Run until ``stop`` is set (by SIGINT or SIGTERM, see :func:`run`)."""
+        spin_tick_loops([self], executor, stop)
+
+    @staticmethod
+    def _housekeeping(executor: SingleThreadedExecutor, most: int = 10) -> None:
+        """Run the callbacks that are ready now (at most ``most``), without blocking."""
+        for _ in range(most):
+            try:
+                handler, _, _ = executor.wait_for_ready_callbacks(timeout_sec=0.0)
+            except (TimeoutException, ShutdownException):
+                return
+            handler()
+            exc = handler.exception()
+            if exc is not None:
+                raise exc
+
+
+#: Poll period of a plain executor loop for the stop request [s].
+_STOP_POLL_S = 0.1
+
+
+def spin_until(executor: SingleThreadedExecutor, stop: threading.Event) -> None:
+    """The executor's spin, until ``stop`` is set."""
+    while not stop.is_set():
+        executor.spin_once(timeout_sec=_STOP_POLL_S)
+
+
+def spin_tick_loops(loops: Sequence[TickLoop], executor: SingleThreadedExecutor,
+                    stop: threading.Event) -> None:
+    """Run the jobs of every loop in ``loops`` (the nodes of one process) until ``stop``.
+
+    Wall-clock jobs: one thread sleeps to the earliest deadline of all of them and runs every
+    job that is due, in the order the nodes were given; every (shortest) housekeeping period
+    the executor serves what is ready. Jobs on simulated time are rclpy timers on the ROS
+    clock, which the executor runs. A process with both (the potentiometer node polls on the
+    wall clock on simulated time too, beside nodes on /clock) runs its wall-clock jobs in a
+    second thread while the executor spins in this one: an executor woken every poll period
+    rebuilds its wait set each time and would fall behind /clock. (Polling the simulated-time
+    jobs from that thread instead was tried: a job then reads the clock after /clock moved
+    between its due check and its stamp, and two outputs carry one stamp.)
+    """
+    wall = [job for loop in loops if loop.wall_clock for job in loop.jobs]
+    timers = any(not loop.wall_clock and loop.jobs for loop in loops)
+    if not wall:
+        spin_until(executor, stop)
+        return
+    housekeeping_s = min(loop.housekeeping_period_s for loop in loops)
+    if not timers:
+        _wall_loop(wall, stop, executor, housekeeping_s)
+        return
+    failed: list[BaseException] = []
+
+    def wall_thread() -> None:
+        try:
+            _wall_loop(wall, stop, None, housekeeping_s)
+        except BaseException as exc:  # handed to the main thread, which re-raises it
+            failed.append(exc)
+            stop.set()
+
+    thread = threading.Thread(target=wall_thread, name="wall-clock jobs", daemon=True)
+    thread.start()
+    try:
+        spin_until(executor, stop)
+    finally:
+        stop.set()
+        thread.join()
+    if failed:
+        raise failed[0]
+
+
+def _wall_loop(jobs: Sequence[tuple[Schedule, Callable[[], None]]], stop: threading.Event,
+               executor: SingleThreadedExecutor | None, housekeeping_s: float) -> None:
+    """Sleep to the earliest deadline, run what is due; with ``executor``, let it serve what
+    is ready every ``housekeeping_s``."""
+    now = time.monotonic()
+    for schedule, _ in jobs:
+        schedule.next_s = now
+    housekeeping = Schedule(housekeeping_s, now)
+    schedules = [s for s, _ in jobs] + ([housekeeping] if executor is not None else [])
+    while not stop.is_set():
+        delay = min(s.next_s for s in schedules) - time.monotonic()
+        if delay > 0.0:
+            time.sleep(delay)
+        for schedule, work in jobs:
+            if schedule.due(time.monotonic()):
+                work()
+        if executor is not None and housekeeping.due(time.monotonic()):
+            TickLoop._housekeeping(executor)
