@@ -73,9 +73,8 @@ def _child(role: str, rate_hz: float, publish: int, names: int, seconds: float) 
 
     rclpy.init()
     node = Node(f"floor_{role}")
-    reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                          reliability=ReliabilityPolicy.RELIABLE,
-                          durability=DurabilityPolicy.VOLATILE)
+    from musculo_control.nodes.ros_common import QOS_STATE_PUB as reliable  # the nodes' own
+
     queue = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                        reliability=ReliabilityPolicy.BEST_EFFORT,
                        durability=DurabilityPolicy.VOLATILE)

@@ -31,14 +31,8 @@ class PolledSubscription:
 
     def take_newest(self) -> Any | None:
         """The newest message received since the last call, or ``None``."""
-        newest = None
-        handle = self._sub.handle
-        with handle:
-            while True:
-                got = handle.take_message(self._type, False)
-                if got is None:
-                    return newest
-                newest = got[0]
+        taken = self.take_all()
+        return taken[-1] if taken else None
 
     def take_all(self) -> list[Any]:
         """Every message queued since the last call (at most the QoS depth), oldest first."""
