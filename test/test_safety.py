@@ -207,6 +207,27 @@ def test_tendon_monitor_tracking_and_its_speed_gate(robot, safety_cfg):
     assert "actuator_tracking" in rules[-1]
 
 
+def test_tendon_monitor_tracking_tolerates_a_reading_above_its_command_more(robot, safety_cfg):
+    """A tendon the load pulls out reads above its command (a back-driven winch): the rule
+    allows tracking_excess_tolerance_n there, tracking_tolerance_n below."""
+    cfg = safety_cfg.tendons
+    assert cfg.tracking_excess_tolerance_n > 2 * cfg.tracking_tolerance_n
+    m = robot.n_muscles
+
+    def rules_after(reading_n):
+        mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)
+        mon.reset(0.0, np.full(m, 100.0))
+        mon.sent(0.0, np.full(m, 100.0))
+        f = np.full(m, 100.0)
+        f[3] = reading_n
+        return {x.rule for k in range(1, cfg.tracking_samples + 1)
+                for x in mon.check(_state(robot, k * DT, f))}
+
+    assert "actuator_tracking" not in rules_after(100.0 + 2 * cfg.tracking_tolerance_n)
+    assert "actuator_tracking" in rules_after(100.0 + 2 * cfg.tracking_excess_tolerance_n)
+    assert "actuator_tracking" in rules_after(100.0 - 2 * cfg.tracking_tolerance_n)
+
+
 def test_tendon_monitor_runaway(robot, safety_cfg):
     cfg = safety_cfg.tendons
     mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)

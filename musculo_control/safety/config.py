@@ -19,7 +19,12 @@ class TendonMonitorConfig:
                                               "snapped tendon [N]")
     slack_samples: int = spec(3, ge=1, doc="consecutive slack samples before a fault (a joint "
                                            "hitting its stop unloads a tendon for one)")
-    tracking_tolerance_n: float = spec(gt=0.0, doc="largest |measured - expected| tension [N]")
+    tracking_tolerance_n: float = spec(gt=0.0, doc="largest expected - measured tension: an "
+                                                   "actuator short of its command [N]")
+    tracking_excess_tolerance_n: float = spec(
+        gt=0.0, doc="largest measured - expected tension: a tendon that the arm's load pulls "
+                    "out reads above its command (the winch back-driven, the wire's friction "
+                    "band) [N]")
     tracking_samples: int = spec(2, ge=1, doc="consecutive samples off by more before a fault")
     tracking_max_rate_m_s: float = spec(gt=0.0, doc="check tracking only on tendons slower "
                                                     "than this: faster, the winch motor's "

@@ -107,7 +107,8 @@ RULES: tuple[Rule, ...] = (
     Rule("actuator_tracking", FAULT, True, "tendon monitor",
          "measured tension off the expected one (the sent command, `tendons.command_delay_s` "
          "later, through the actuator lag `tendons.actuator_time_constant_s`) by more than "
-         "`tendons.tracking_tolerance_n` for `tendons.tracking_samples` samples on a tendon "
+         "`tendons.tracking_tolerance_n` below or `tendons.tracking_excess_tolerance_n` above "
+         "for `tendons.tracking_samples` samples on a tendon "
          "slower than `tendons.tracking_max_rate_m_s` (actuator saturated below its command, "
          "snapped tendon, load-cell fault)", "`tracking_samples` tendon samples", _MIN, _ACK),
     Rule("goal_invalid", WARNING, False, "supervisor (goal gate)",

@@ -14,7 +14,8 @@ alone would put the expectation 70 N ahead for a few milliseconds.)
   snapped tendon's free winch runs there; the joint/tendon consistency check catches it.)
 - ``tendon_runaway``: |length rate| above ``max_length_rate_m_s`` or a length outside
   [l_min, l_max] +- ``length_margin_m``: an unloaded winch winds in at its no-load speed.
-- ``actuator_tracking``: |measured - expected| tension above ``tracking_tolerance_n`` (plus
+- ``actuator_tracking``: measured tension below the expected one by more than
+  ``tracking_tolerance_n``, or above it by more than ``tracking_excess_tolerance_n`` (plus
   ``command_jitter_s`` times the rate of the expectation: when a command reaches the actuator
   is known only to within a driver period) and not
   shrinking, for ``tracking_samples`` consecutive samples, on a tendon moving slower than
@@ -165,6 +166,9 @@ class TendonMonitor:
             # where the envelope may bind, the lag model restarts from what the load cell reads
             np.copyto(self._expected, f, where=fast)
         error = f - self._expected
+        # a reading above the expectation gets its own, wider tolerance: a load pulling the
+        # tendon out back-drives the winch (measured: 51 N above on a recovering arm)
+        excess = error > 0.0
         np.abs(error, out=error)
         # a healthy actuator closes any gap at its lag's rate (both follow the same command
         # through the same lag), so a gap left by a jolt shrinks by exp(-dt / tau) a sample;
@@ -179,7 +183,8 @@ class TendonMonitor:
         np.abs(moving, out=moving)
         moving /= cfg.actuator_time_constant_s  # [N/s]
         moving *= cfg.command_jitter_s
-        moving += cfg.tracking_tolerance_n  # the tolerance [N]
+        moving += np.where(excess, cfg.tracking_excess_tolerance_n,
+                           cfg.tracking_tolerance_n)  # the tolerance [N]
         off = error > moving
         off &= slow
         np.greater(off, recovering, out=off)  # off & ~recovering (booleans: True > False)
@@ -191,5 +196,6 @@ class TendonMonitor:
                                     f"{_names(self.names, bad)} measure "
                                     f"{np.round(f[bad], 1).tolist()} N, expected "
                                     f"{np.round(self._expected[bad], 1).tolist()} N (tolerance "
-                                    f"{cfg.tracking_tolerance_n} N)"))
+                                    f"{cfg.tracking_tolerance_n} N below, "
+                                    f"{cfg.tracking_excess_tolerance_n} N above)"))
         return tuple(findings)
