@@ -228,6 +228,32 @@ def test_tendon_monitor_tracking_tolerates_a_reading_above_its_command_more(robo
     assert "actuator_tracking" in rules_after(100.0 - 2 * cfg.tracking_tolerance_n)
 
 
+def test_tendon_monitor_restarts_its_expectation_after_a_gap_in_the_driver_outputs(
+        robot, safety_cfg):
+    """Driver outputs lost on their way to the monitor (a loaded machine): the actuators may
+    have been sent minimum tension in the gap; the expectation restarts from the load cells
+    instead of latching a fault. Without a gap the same readings are a fault."""
+    cfg = safety_cfg.tendons
+    m = robot.n_muscles
+    gap = 2.0 * cfg.tracking_resync_gap_s
+
+    def rules_after(first_output_s):
+        mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)
+        mon.reset(0.0, np.full(m, 300.0))
+        mon.sent(0.0, np.full(m, 300.0))
+        mon.sent(first_output_s, np.full(m, 300.0))
+        low = np.full(m, 5.0)  # the actuators sit at minimum tension
+        out = set()
+        for k in range(1, cfg.tracking_samples + 2):
+            t = first_output_s + k * DT
+            mon.sent(t, np.full(m, 300.0))
+            out |= {x.rule for x in mon.check(_state(robot, t, low))}
+        return out
+
+    assert "actuator_tracking" in rules_after(DT)
+    assert "actuator_tracking" not in rules_after(gap)
+
+
 def test_tendon_monitor_runaway(robot, safety_cfg):
     cfg = safety_cfg.tendons
     mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)

@@ -37,6 +37,10 @@ class TendonMonitorConfig:
     command_jitter_s: float = spec(0.0, ge=0.0, doc="how far that time may vary; the tolerance "
                                                     "grows by it times the rate of the "
                                                     "expected tension [s]")
+    tracking_resync_gap_s: float = spec(
+        gt=0.0, doc="a gap longer than this between two driver outputs seen by the monitor (a "
+                    "lost or late sample): what the actuators received is unknown, so the "
+                    "expectation restarts from the load cells [s]")
     max_length_rate_m_s: float = spec(gt=0.0, doc="largest plausible |muscle length rate| [m/s]")
     length_margin_m: float = spec(0.01, ge=0.0, doc="muscle lengths beyond [l_min, l_max] by "
                                                     "more are faults [m]")

@@ -74,6 +74,8 @@ class TendonMonitor:
         self._last_error = np.zeros(self.m)  # previous |measured - expected| [N]
         self._last_stamp = -math.inf
         self._off_count = np.zeros(self.m, dtype=np.int64)  # consecutive tracking misses
+        self._last_sent_s = -math.inf  # stamp of the newest driver output seen [s]
+        self._resync = False  # restart the expectation from the next sample's load cells
         self._slack_count = np.zeros(self.m, dtype=np.int64)  # consecutive slack samples
 
     @property
@@ -98,6 +100,12 @@ class TendonMonitor:
     def sent(self, stamp_s: float, tension_n: FloatArray) -> None:
         """The driver sent ``tension_n`` [N] at ``stamp_s`` [s] (always finite, in range)."""
         stamp = float(stamp_s)
+        # a gap in the outputs seen (a lost or late message on a loaded machine): what the
+        # actuators received in it is unknown (the driver may have sent minimum tension)
+        if stamp - self._last_sent_s > self.config.tracking_resync_gap_s \
+                and math.isfinite(self._last_sent_s):
+            self._resync = True
+        self._last_sent_s = max(self._last_sent_s, stamp)
         self._in_flight.append((stamp + self.config.command_delay_s,
                                 np.array(tension_n, dtype=float)))
         self._advance(stamp)  # keeps the queue to the commands of one delay
@@ -165,6 +173,11 @@ class TendonMonitor:
         if any_true(fast):
             # where the envelope may bind, the lag model restarts from what the load cell reads
             np.copyto(self._expected, f, where=fast)
+        if self._resync:
+            # after a gap in the driver outputs the lag model restarts from the load cells
+            np.copyto(self._expected, f, where=np.isfinite(f))
+            self._off_count[:] = 0
+            self._resync = False
         error = f - self._expected
         # a reading above the expectation gets its own, wider tolerance: a load pulling the
         # tendon out back-drives the winch (measured: 51 N above on a recovering arm)
