@@ -19,6 +19,7 @@ def test_one_process_puts_every_node_but_the_mock_arm_in_control_process():
     processes = graph_processes(opts)
     assert [p.name for p in processes] == ["mock_hardware_node", CONTROL_PROCESS]
     shared = processes[1]
+    assert shared.shared and not processes[0].shared
     assert [n.name for n in shared.nodes] == [n.name for n in graph_nodes(opts)][1:]
     assert shared.arguments == [n.name for n in shared.nodes]
     assert shared.module == "musculo_control.nodes.control_process"
@@ -31,7 +32,7 @@ def test_by_default_each_node_has_its_own_process_and_no_arguments():
     opts = GraphOptions(default_config_dir())
     processes = graph_processes(opts)
     assert [p.name for p in processes] == [n.name for n in graph_nodes(opts)]
-    assert all(len(p.nodes) == 1 and p.arguments == [] for p in processes)
+    assert all(len(p.nodes) == 1 and p.arguments == [] and not p.shared for p in processes)
     robot = graph_processes(GraphOptions(default_config_dir(), mock=False, one_process=True))
     assert [p.name for p in robot] == [CONTROL_PROCESS]
 

@@ -141,9 +141,14 @@ class ProcessLaunch:
         return f"musculo_control.nodes.{self.name}"
 
     @property
+    def shared(self) -> bool:
+        """Whether it is the process of several nodes (``control_process``)."""
+        return self.name == CONTROL_PROCESS
+
+    @property
     def arguments(self) -> list[str]:
         """Command-line arguments before ``--ros-args``: the node names of a shared process."""
-        return [n.name for n in self.nodes] if self.name == CONTROL_PROCESS else []
+        return [n.name for n in self.nodes] if self.shared else []
 
 
 def graph_processes(options: GraphOptions) -> list[ProcessLaunch]:

@@ -121,7 +121,7 @@ def _process(opts: GraphOptions, process: ProcessLaunch) -> Node:
     """The launch action of one process: a node with its parameters on top of the parameter
     file, or several nodes (control_process) with theirs in a file of one section per node
     (launch_ros would give a parameter dictionary to every node of the process)."""
-    if len(process.nodes) == 1 and process.name == process.nodes[0].name:
+    if not process.shared:
         n = process.nodes[0]
         return Node(package=PACKAGE, executable=n.name, name=n.name, output="screen",
                     parameters=[str(opts.parameter_file), n.parameters])

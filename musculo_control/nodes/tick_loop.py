@@ -60,22 +60,18 @@ class TickLoop:
         return {f"job {i} ({1.0 / s.period_s:g} Hz) ticks / late / skipped":
                 f"{s.ticks} / {s.late} / {s.skipped}" for i, (s, _) in enumerate(self.jobs)}
 
-    def spin(self, executor: SingleThreadedExecutor, stop: threading.Event) -> None:
-        """Run until ``stop`` is set (by SIGINT or SIGTERM, see :func:`run`)."""
-        spin_tick_loops([self], executor, stop)
 
-    @staticmethod
-    def _housekeeping(executor: SingleThreadedExecutor, most: int = 10) -> None:
-        """Run the callbacks that are ready now (at most ``most``), without blocking."""
-        for _ in range(most):
-            try:
-                handler, _, _ = executor.wait_for_ready_callbacks(timeout_sec=0.0)
-            except (TimeoutException, ShutdownException):
-                return
-            handler()
-            exc = handler.exception()
-            if exc is not None:
-                raise exc
+def _housekeeping(executor: SingleThreadedExecutor, most: int = 10) -> None:
+    """Run the callbacks that are ready now (at most ``most``), without blocking."""
+    for _ in range(most):
+        try:
+            handler, _, _ = executor.wait_for_ready_callbacks(timeout_sec=0.0)
+        except (TimeoutException, ShutdownException):
+            return
+        handler()
+        exc = handler.exception()
+        if exc is not None:
+            raise exc
 
 
 #: Poll period of a plain executor loop for the stop request [s].
@@ -148,4 +144,4 @@ def _wall_loop(jobs: Sequence[tuple[Schedule, Callable[[], None]]], stop: thread
             if schedule.due(time.monotonic()):
                 work()
         if executor is not None and housekeeping.due(time.monotonic()):
-            TickLoop._housekeeping(executor)
+            _housekeeping(executor)
