@@ -103,13 +103,17 @@ def test_trajectory_scores_the_move_and_reports_the_elbow_at_its_start():
     move = t >= 1.0
     err = np.where(move, 0.01, 0.0) + np.where((t > 0.5) & ~move, 0.08, 0.0)  # a collapse
     z = np.where(t < 0.6, 0.31, 0.24)
+    # a muscle at the actuators' limit before the move (not scored) and over 2.0-2.75 s
+    at_limit = (((t > 0.2) & (t < 0.8)) | ((t >= 2.0) & (t < 2.75))).astype(float)
     sc = Scored(t, {"tracking_error_m": err, "elbow_height_m": z,
-                    "elbow_motion_m": 0.31 - z}, {"move_s": 1.0, "end_s": 4.0})
+                    "elbow_motion_m": 0.31 - z, "at_tension_limit": at_limit},
+                {"move_s": 1.0, "end_s": 4.0})
     m = trajectory_metrics(sc, **HOLD, unsafe_ticks=0)
     assert set(m) == set(METRICS["trajectory"])
     assert m["mean_tracking_error_m"] == pytest.approx(0.01)
     assert not m["start_held"] and m["settle_hand_deviation_m"] == pytest.approx(0.08)
     assert m["elbow_height_start_m"] == 0.31 and m["elbow_height_at_move_m"] == 0.24
+    assert m["tension_limit_fraction"] == pytest.approx(0.25, abs=0.01)
 
 
 def test_trajectory_targets_apply_to_every_pose():

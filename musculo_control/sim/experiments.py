@@ -240,8 +240,13 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
     elbow = rec.array("elbow_m")
     up = setup.robot.arm.up
     direction = (end - start) / np.linalg.norm(end - start)
+    # a command at the actuators' limit: the torque the task asked for was not available
+    limit_n = bench.rig.parts.drivers.tendons.config.max_tension_n
+    command = rec.array("tension_command_n")
+    at_limit = np.any(np.isclose(command, limit_n) | (command > limit_n), axis=1)
     scored = Scored(rec.time_s, {
         "tracking_error_m": rec.array("hand_error_m")[:, 0],
+        "at_tension_limit": at_limit.astype(float),
         "elbow_height_m": elbow @ up,  # against gravity
         "elbow_motion_m": np.linalg.norm(elbow - elbow[0], axis=1),
         # for the path panel: along the move from its start, and height [m]

@@ -124,7 +124,8 @@ def _shown(experiment: str, m: Mapping[str, Any]) -> str:
     if experiment == "trajectory":
         poses = " / ".join(m["mean_tracking_error_m"])
         return (f"mean error **{fmt('_m', m['mean_tracking_error_m'])}** ({poses}); elbow at "
-                f"the move {fmt('_m', m['elbow_height_at_move_m'])}")
+                f"the move {fmt('_m', m['elbow_height_at_move_m'])}; a muscle at the "
+                f"actuators' limit {fmt('fraction', m['tension_limit_fraction'])} of the time")
     return (f"\\|\\|a\\|\\| {fmt('', m['activation_norm_start'])} -> "
             f"{fmt('', m['activation_norm_end'])} "
             f"({_change(m['activation_drop_fraction'])}); hand drift "

@@ -67,6 +67,8 @@ METRICS: dict[str, dict[str, str]] = {
         "mean_tracking_error_m": "mean distance hand - goal from the move's start to the end [m]",
         "max_tracking_error_m": "largest distance hand - goal over the same window [m]",
         "final_error_m": "distance hand - goal at the end [m]",
+        "tension_limit_fraction": "share of the scored time with a muscle commanded at the "
+                               "actuators' limit (hardware.yaml driver.max_tension_n) [-]",
         "unsafe_ticks": "control ticks at minimum tension (a fault)",
     },
     "nullspace": {
@@ -154,7 +156,8 @@ def disturbance_metrics(sc: Scored, *, hand_tolerance_m: float,
 def trajectory_metrics(sc: Scored, *, hand_tolerance_m: float, elbow_tolerance_m: float,
                        unsafe_ticks: int) -> dict[str, Any]:
     """Experiment B from one start pose. Series: ``tracking_error_m`` (hand - goal; the goal is
-    the start point before the move), ``elbow_height_m``, ``elbow_motion_m``; events:
+    the start point before the move), ``elbow_height_m``, ``elbow_motion_m``,
+    ``at_tension_limit`` (1 where a muscle is commanded at the actuators' limit); events:
     ``move_s``, ``end_s``."""
     move, end = sc.events["move_s"], sc.events["end_s"]
     s = sc.series
@@ -169,6 +172,7 @@ def trajectory_metrics(sc: Scored, *, hand_tolerance_m: float, elbow_tolerance_m
         "mean_tracking_error_m": _mean(s["tracking_error_m"], scored),
         "max_tracking_error_m": _max(s["tracking_error_m"], scored),
         "final_error_m": float(s["tracking_error_m"][-1]),
+        "tension_limit_fraction": _mean(s["at_tension_limit"], scored),
         "unsafe_ticks": int(unsafe_ticks),
     })
     return out
