@@ -27,6 +27,8 @@ from graph_harness import (
 
 from musculo_control.loop.build import load_parts
 from musculo_control.paths import default_config_dir
+from musculo_control.sim.fault_matrix import FaultMatrixConfig
+from musculo_control.sim.reliability import load_reliability_section
 
 #: every test is bounded in wall time (a hung graph must fail, not hang the run)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -267,11 +269,16 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
         resumed = first_after(obs.snapshot(obs.commands), t_ack,
                          lambda f: not minimum_tension(f, f_min))
         assert resumed is not None and resumed - t_ack < 0.2
-        # on the ramp from where the hand was, back to the goal
+        # on the ramp from where the hand was, back to the goal, as the fault matrix counts a
+        # recovery (reliability.yaml): the wires' friction may hold the hand a few cm short
+        # (1.4-1.9 cm on the runner, 0.03-3.3 cm over six graph runs), an arm left stuck by
+        # the controller stays 20 cm off (README, experiment C)
+        tolerance = load_reliability_section(default_config_dir(), "faults",
+                                             FaultMatrixConfig).recovery_tolerance_m
         goal = obs.snapshot(obs.goals_in_force).values[-1][0]
         hands = obs.snapshot(obs.hand).since(t_ack)
         hand = hands.values[-1]
-        assert np.linalg.norm(hand - goal) < 0.03, (
+        assert np.linalg.norm(hand - goal) < tolerance, (
             np.linalg.norm(hand - goal),
             [(round(t, 2), np.round(h, 3)) for t, h in zip(hands.t[::25], hands.values[::25])],
             [(round(d.t, 2), d.message[:150]) for d in obs.diagnostics_of("activation_qp_node")
@@ -368,7 +375,8 @@ def test_the_graph_fault_matrix_detects_injected_faults_and_writes_the_runners_j
         assert not row["any_nan"] and row["max_command_N"] <= limit + 1e-6, row
         assert row["recovered"], row
     assert rows["command_nan"]["rule"] == "command_invalid"
-    assert doc["fault_free_run"]["alarms"] == 0
+    assert doc["fault_free_run"]["alarms"] == 0, doc["fault_free_run"]
+    assert doc["fault_free_run"]["alarm_messages"] == [], doc["fault_free_run"]
 
 
 # -- the other shipped robot -------------------------------------------------------------------------

@@ -98,6 +98,31 @@ def test_high_elbow_needs_activation_of_about_ten(report, robot, estimator):
     assert tuple(c["target_band"]) == PAPER_HIGH_ELBOW_BAND and c["pose_in_band"]
 
 
+def _nnls_activation_norm(robot, estimator, q):
+    """||a|| of eq. 10 at ``q`` by SciPy's NNLS, not the report's BVLS."""
+    prob = static_hold_problem(robot, estimator.compute(q, np.zeros(7)), K, None)
+    a, _ = nnls(prob.matrix, prob.vector, maxiter=2000)
+    return float(np.linalg.norm(a))
+
+
+def test_home_pose_is_reported_off_rest_as_experiment_a_finds(report, robot, estimator):
+    """The stand-in's home pose needs more activation than the pose 1 cm of elbow height lower
+    with the hand held, so eq. 11 drifts it before experiment A's gauge touches (README,
+    studies). Recomputed: the lower pose checked by forward kinematics, ||a|| by NNLS."""
+    rest = report["home_rest"]
+    assert rest is not None and not rest["at_rest"], rest
+    step = rest["step_m"]
+    home = robot.home_pose_rad
+    z0 = robot.poses.targets_at(home)[1]
+    lower = robot.poses.elbow_path(home, [z0, z0 - step])[-1].q_rad
+    assert np.allclose(robot.arm.hand_pose(lower)[0], robot.arm.hand_pose(home)[0], atol=1e-4)
+    assert robot.poses.targets_at(lower)[1] == pytest.approx(z0 - step, abs=1e-4)
+    a_home, a_lower = (_nnls_activation_norm(robot, estimator, q) for q in (home, lower))
+    assert a_lower < a_home
+    assert rest["eq10_activation_norm"] == pytest.approx(a_home, rel=1e-6)
+    assert rest["eq10_activation_norm_lower"] == pytest.approx(a_lower, rel=1e-6)
+
+
 def test_activation_falls_as_the_elbow_is_lowered(report):
     pts = report["sweep"]["points"]
     a10 = np.array([p["eq10_activation_norm"] for p in pts])

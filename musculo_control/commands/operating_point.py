@@ -66,6 +66,17 @@ def print_report(rep: dict[str, Any]) -> None:
           f"{_yes(c['falls_far_enough'])} (end / start = {c['end_over_start']:.2f})")
     print(f"  ||a|| eq11 <= eq10 along the sweep: {_yes(c['eq11_at_most_eq10'])}")
     print(f"  largest eq10 torque residual: {100 * c['max_eq10_residual_fraction']:.1f} % of |g|")
+    rest = rep.get("home_rest")
+    if rest is not None:
+        around = ", ".join(f"{rest[f'eq10_activation_norm_{side}']:.2f} {side}"
+                           for side in ("lower", "higher")
+                           if rest[f"eq10_activation_norm_{side}"] is not None)
+        print(f"\nhome pose at rest under eq. 11 (reported, not a calibration target): "
+              f"{_yes(rest['at_rest'])}\n  ||a|| eq10 {rest['eq10_activation_norm']:.2f} at home, "
+              f"{around} by {100 * rest['step_m']:g} cm of elbow height with the hand held; "
+              f"eq. 11's |tau_null| there {rest['eq11_tau_null_nm']:.2f} Nm"
+              + ("" if rest["at_rest"] else
+                 "\n  experiment A's arm drifts toward less activation before the gauge pushes"))
 
 
 def _yes(flag: bool) -> str:

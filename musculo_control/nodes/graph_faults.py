@@ -254,7 +254,12 @@ def run_graph_matrix(parts: LoopParts, cfg: FaultMatrixConfig, workdir: Path,
                                if t >= base["t0"] and np.all(np.abs(np.asarray(f) - f_min)
                                                              < 1e-6)),
                  "max_command_N": round(float(np.max(base["obs"]["sent"].values)), 3),
-                 "limit_N": limit}
+                 "limit_N": limit,
+                 # what raised them, as an operator reads it on /diagnostics (first of each)
+                 "alarm_messages": list(dict.fromkeys(
+                     f"{d.t:.3f} s {d.name.removeprefix('musculo_control: ')}: {d.message}"
+                     for d in base["obs"]["diagnostics"] if d.t >= base["t0"] and d.level >= 2
+                 ))[:8]}
     results = []
     for name in cfg.cases:
         run = _Case(parts, cfg, name, workdir / name, real_time_factor).run()

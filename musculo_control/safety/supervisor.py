@@ -279,7 +279,9 @@ class Supervisor:
                     for i in np.flatnonzero(snapped))))
         out: ControlOutput | None = None
         if joints_ok and snapshot_ok and goal_now is not None and joints is not None:
-            target = self._resume_goal(t, goal_now, joints, not faults)
+            target, restart = self._resume_goal(t, goal_now, joints, not faults)
+            if restart:  # the arm was limp: what the controller kept (the integral) is of then
+                controller.reset()
             answer = controller.tick(snapshot, joints.q_rad, joints.qd_rad_s, target, t)
             if answer.ok:
                 # saturation is worth a word only about a command that goes out
@@ -303,19 +305,20 @@ class Supervisor:
         return SupervisedOutput(self._safe(report, out), report)
 
     def _resume_goal(self, t: float, goal: HandGoal, joints: PotentiometerReading,
-                     clear: bool) -> HandGoal:
-        """The goal for the controller: ramped from the hand while control resumes."""
+                     clear: bool) -> tuple[HandGoal, bool]:
+        """The goal for the controller: ramped from the hand while control resumes; and
+        whether control resumes at this tick."""
         resuming = (self.state != RUNNING and clear and not self._latched
                     and t - self._last_fault_t >= self.config.recovery_hold_s)
         if resuming:
             hand = self._hand.hand_state(joints.q_rad, joints.qd_rad_s)
             self._ramp = ResumeRamp(t, self.config.resume_ramp_s, hand, goal)
         if self._ramp is None:
-            return goal
+            return goal, resuming
         if not self._ramp.active(t):
             self._ramp = None
-            return goal
-        return self._ramp.goal(t, goal)
+            return goal, resuming
+        return self._ramp.goal(t, goal), resuming
 
     def _next_state(self, t: float, faults: dict[str, Finding]) -> str:
         if faults:

@@ -61,6 +61,43 @@ def elbow_sweep(robot: Robot, estimator: DynamicsEstimator, q_start: FloatArray,
     return out
 
 
+def home_rest(robot: Robot, estimator: DynamicsEstimator, config: OperatingPointConfig,
+              ) -> dict[str, Any] | None:
+    """Is the home pose (SPEC q_des, where experiment A starts) at rest under eq. 11?
+
+    Eq. 11 drives the arm along its self-motion toward a pose that needs less activation, so
+    a home pose from which one ``sweep_step_m`` of elbow height down or up (the hand held)
+    needs less eq. 10 activation is not at rest: the arm drifts before anything pushes it.
+    None when the elbow cannot move either way with the hand held.
+    """
+    if robot.poses is None:
+        return None
+    q0 = robot.home_pose_rad
+    z0 = robot.poses.targets_at(q0)[1]
+    step = config.sweep_step_m
+    k, r = config.activation_weight, config.nullspace_weight
+    home10, home11 = hold_at(robot, estimator, q0, k, r)
+    near: dict[str, float | None] = {}
+    for side, dz in (("lower", -step), ("higher", step)):
+        path = robot.poses.elbow_path(q0, [z0, z0 + dz])
+        near[side] = (hold_at(robot, estimator, path[-1].q_rad, k, r)[0].activation_norm
+                      if len(path) == 2 else None)
+    reached = [v for v in near.values() if v is not None]
+    if not reached:
+        return None
+    a0 = home10.activation_norm
+    tie = 1e-9 * max(1.0, a0)  # BVLS is exact far below this
+    return {
+        "elbow_z_m": z0,
+        "step_m": step,
+        "eq10_activation_norm": a0,
+        "eq10_activation_norm_lower": near["lower"],
+        "eq10_activation_norm_higher": near["higher"],
+        "eq11_tau_null_nm": float(np.linalg.norm(home11.tau_null_nm)),
+        "at_rest": bool(all(a0 <= v + tie for v in reached)),
+    }
+
+
 def _hold_summary(h: StaticHold) -> dict[str, Any]:
     g = float(np.linalg.norm(h.gravity_nm))
     res = float(np.linalg.norm(h.residual_nm))
@@ -174,4 +211,6 @@ def operating_point_report(robot: Robot, task: TaskConfig,
             "points": points,
         },
         "checks": checks,
+        # reported, not a calibration target: whether experiment A starts from rest
+        "home_rest": home_rest(robot, est, cfg),
     }
