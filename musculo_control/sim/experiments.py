@@ -241,7 +241,7 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
     up = setup.robot.arm.up
     direction = (end - start) / np.linalg.norm(end - start)
     # a command at the actuators' limit: the torque the task asked for was not available
-    limit_n = bench.rig.parts.drivers.tendons.config.max_tension_n
+    limit_n = bench.rig.tension_limit_n
     command = rec.array("tension_command_n")
     at_limit = np.any(np.isclose(command, limit_n) | (command > limit_n), axis=1)
     scored = Scored(rec.time_s, {

@@ -61,25 +61,24 @@ def elbow_sweep(robot: Robot, estimator: DynamicsEstimator, q_start: FloatArray,
     return out
 
 
-def home_rest(robot: Robot, estimator: DynamicsEstimator, config: OperatingPointConfig,
+def home_rest(robot: Robot, solver: PoseSolver, estimator: DynamicsEstimator,
+              config: OperatingPointConfig, home10: StaticHold, home11: StaticHold,
               ) -> dict[str, Any] | None:
     """Is the home pose (SPEC q_des, where experiment A starts) at rest under eq. 11?
 
     Eq. 11 drives the arm along its self-motion toward a pose that needs less activation, so
     a home pose from which one ``sweep_step_m`` of elbow height down or up (the hand held)
     needs less eq. 10 activation is not at rest: the arm drifts before anything pushes it.
-    None when the elbow cannot move either way with the hand held.
+    ``home10``, ``home11``: the holds at home (eq. 10, 11). None when the elbow cannot move
+    either way with the hand held.
     """
-    if robot.poses is None:
-        return None
     q0 = robot.home_pose_rad
-    z0 = robot.poses.targets_at(q0)[1]
+    z0 = solver.targets_at(q0)[1]
     step = config.sweep_step_m
     k, r = config.activation_weight, config.nullspace_weight
-    home10, home11 = hold_at(robot, estimator, q0, k, r)
     near: dict[str, float | None] = {}
     for side, dz in (("lower", -step), ("higher", step)):
-        path = robot.poses.elbow_path(q0, [z0, z0 + dz])
+        path = solver.elbow_path(q0, [z0, z0 + dz])
         near[side] = (hold_at(robot, estimator, path[-1].q_rad, k, r)[0].activation_norm
                       if len(path) == 2 else None)
     reached = [v for v in near.values() if v is not None]
@@ -145,8 +144,9 @@ def operating_point_report(robot: Robot, task: TaskConfig,
     else:
         raise InputError(robot.robot_file, "a 'poses.operating_point' section, or weights", None)
     est = DynamicsEstimator(robot, task)
+    home_holds = hold_at(robot, est, robot.home_pose_rad, k, r)
     poses = [_pose_entry("home", "home_pose_rad (SPEC q_des)", robot.home_pose_rad, solver,
-                         *hold_at(robot, est, robot.home_pose_rad, k, r))]
+                         *home_holds)]
     start = robot.home_pose_rad
     for named in solver.config.named:
         q = solver.solve_named(named.name, robot.home_pose_rad).q_rad
@@ -212,5 +212,5 @@ def operating_point_report(robot: Robot, task: TaskConfig,
         },
         "checks": checks,
         # reported, not a calibration target: whether experiment A starts from rest
-        "home_rest": home_rest(robot, est, cfg),
+        "home_rest": home_rest(robot, solver, est, cfg, *home_holds),
     }

@@ -68,7 +68,8 @@ METRICS: dict[str, dict[str, str]] = {
         "max_tracking_error_m": "largest distance hand - goal over the same window [m]",
         "final_error_m": "distance hand - goal at the end [m]",
         "tension_limit_fraction": "share of the scored time with a muscle commanded at the "
-                               "actuators' limit (hardware.yaml driver.max_tension_n) [-]",
+                               "actuators' limit (hardware.yaml driver.max_tension_n, or the "
+                               "mock motor's at rest if lower) [-]",
         "unsafe_ticks": "control ticks at minimum tension (a fault)",
     },
     "nullspace": {
