@@ -105,22 +105,57 @@ def _nnls_activation_norm(robot, estimator, q):
     return float(np.linalg.norm(a))
 
 
-def test_home_pose_is_reported_off_rest_as_experiment_a_finds(report, robot, estimator):
-    """The stand-in's home pose needs more activation than the pose 1 cm of elbow height lower
-    with the hand held, so eq. 11 drifts it before experiment A's gauge touches (README,
-    studies). Recomputed: the lower pose checked by forward kinematics, ||a|| by NNLS."""
+def _nnls_push(robot, estimator, q, dz):
+    """Eq. 11's push on the elbow along its self-motion, by another route than the report's:
+    the hold by NNLS with the free nullspace torque split as u - v (u, v >= 0), the tangent by a
+    one-sided difference on a freshly solved hand-held pose, net torque from the tensions."""
+    snap = estimator.compute(q, np.zeros(7))
+    prob = static_hold_problem(robot, snap, K, R)
+    mc, n = prob.n_activations, snap.nullspace_projector.shape[0]
+    split = np.hstack([prob.matrix, -prob.matrix[:, mc:]])
+    z, _ = nnls(split, prob.vector, maxiter=5000)
+    a = z[:mc]
+    forces = robot.forces(snap.muscle_length_m)
+    tension = forces.passive_n.copy()
+    tension[robot.controlled_idx] += a * forces.active_n[robot.controlled_idx]
+    tension[robot.fixed_idx] = robot.fixed_tension_n
+    net = -snap.muscle_jacobian.T @ tension - snap.gravity_torque_nm
+    assert z[mc:mc + n].shape == (n,)
+    z0 = robot.poses.targets_at(q)[1]
+    hand = robot.poses.targets_at(q)[0]
+    q_up = robot.poses.solve(q, hand, z0 + dz).q_rad
+    return float((q_up - q) / dz @ net)
+
+
+def test_home_pose_is_at_rest_under_eq11(report, robot, estimator):
+    """Experiment A starts at home: eq. 11 must push the elbow up one step below it and down one
+    step above it (the hand held), so the arm stays put until the gauge pushes (README,
+    calibration). Recomputed by NNLS and a one-sided tangent; the poses checked by forward
+    kinematics."""
     rest = report["home_rest"]
-    assert rest is not None and not rest["at_rest"], rest
+    assert rest is not None and rest["at_rest"], rest
+    assert report["checks"]["home_at_rest"]
     step = rest["step_m"]
     home = robot.home_pose_rad
     z0 = robot.poses.targets_at(home)[1]
-    lower = robot.poses.elbow_path(home, [z0, z0 - step])[-1].q_rad
-    assert np.allclose(robot.arm.hand_pose(lower)[0], robot.arm.hand_pose(home)[0], atol=1e-4)
-    assert robot.poses.targets_at(lower)[1] == pytest.approx(z0 - step, abs=1e-4)
-    a_home, a_lower = (_nnls_activation_norm(robot, estimator, q) for q in (home, lower))
-    assert a_lower < a_home
-    assert rest["eq10_activation_norm"] == pytest.approx(a_home, rel=1e-6)
-    assert rest["eq10_activation_norm_lower"] == pytest.approx(a_lower, rel=1e-6)
+    pushes = []
+    for sign in (-1.0, 1.0):
+        q = robot.poses.elbow_path(home, [z0 + sign * step])[0].q_rad
+        assert np.allclose(robot.arm.hand_pose(q)[0], robot.arm.hand_pose(home)[0], atol=1e-4)
+        assert robot.poses.targets_at(q)[1] == pytest.approx(z0 + sign * step, abs=1e-4)
+        pushes.append(_nnls_push(robot, estimator, q, 2e-4))
+    assert pushes[0] > 0.0 > pushes[1], pushes
+    assert rest["push_lower_n"] == pytest.approx(pushes[0], rel=0.05, abs=0.05)
+    assert rest["push_higher_n"] == pytest.approx(pushes[1], rel=0.05, abs=0.05)
+
+
+def test_eq11_lowers_the_elbow_from_the_high_elbow_pose(report, robot, estimator):
+    """Experiment C: released at the high elbow, eq. 11 pushes the elbow down (recomputed)."""
+    assert report["checks"]["eq11_lowers_elbow_to_home"]
+    q = robot.poses.solve_named(report["checks"]["pose"], robot.home_pose_rad).q_rad
+    push = _nnls_push(robot, estimator, q, -2e-4)
+    assert push < 0.0
+    assert report["sweep"]["points"][0]["eq11_push_n"] == pytest.approx(push, rel=0.05)
 
 
 def test_activation_falls_as_the_elbow_is_lowered(report):

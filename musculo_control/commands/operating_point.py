@@ -43,16 +43,19 @@ def print_report(rep: dict[str, Any]) -> None:
     index = [rep["joint_names"].index(n) for n in names]
     widths = [max(8, len(n) + 1) for n in names]
     print(f"{'elbow h':>8}{'drop':>7}" + "".join(f"{n:>{w}}" for n, w in zip(names, widths))
-          + f"{'|g|':>7}{'|a| eq10':>10}{'res/|g|':>9}{'|a| eq11':>10}{'res/|g|':>9}{'|tau_n|':>9}")
+          + f"{'|g|':>7}{'|a| eq10':>10}{'res/|g|':>9}{'|a| eq11':>10}{'res/|g|':>9}{'|tau_n|':>9}"
+          + f"{'push':>8}")
     print(f"{'[m]':>8}{'[m]':>7}" + "".join(f"{'[rad]':>{w}}" for w in widths)
-          + f"{'[Nm]':>7}{'':>10}{'[%]':>9}{'':>10}{'[%]':>9}{'[Nm]':>9}")
+          + f"{'[Nm]':>7}{'':>10}{'[%]':>9}{'':>10}{'[%]':>9}{'[Nm]':>9}{'[N]':>8}")
     for p in sw["points"]:
         q = p["q_rad"]
         print(f"{p['elbow_z_m']:>8.3f}{p['drop_m']:>7.3f}"
               + "".join(f"{q[j]:>{w}.2f}" for j, w in zip(index, widths))
               + f"{p['gravity_norm_nm']:>7.2f}{p['eq10_activation_norm']:>10.2f}"
               f"{100 * p['eq10_residual_fraction']:>9.1f}{p['eq11_activation_norm']:>10.2f}"
-              f"{100 * p['eq11_residual_fraction']:>9.1f}{p['eq11_tau_null_nm']:>9.2f}")
+              f"{100 * p['eq11_residual_fraction']:>9.1f}{p['eq11_tau_null_nm']:>9.2f}"
+              + (f"{p['eq11_push_n']:>+8.2f}" if p["eq11_push_n"] is not None else f"{'-':>8}"))
+    print("(push: eq. 11's net force on the elbow along its self-motion, + raises it)")
     c = rep["checks"]
     if len(sw["points"]) < 2:
         print("  (the elbow cannot move with the hand held: no sweep)")
@@ -66,17 +69,14 @@ def print_report(rep: dict[str, Any]) -> None:
           f"{_yes(c['falls_far_enough'])} (end / start = {c['end_over_start']:.2f})")
     print(f"  ||a|| eq11 <= eq10 along the sweep: {_yes(c['eq11_at_most_eq10'])}")
     print(f"  largest eq10 torque residual: {100 * c['max_eq10_residual_fraction']:.1f} % of |g|")
-    rest = rep.get("home_rest")
+    print(f"  eq. 11 lowers the elbow down to home's height (experiment C): "
+          f"{_yes(c['eq11_lowers_elbow_to_home'])}")
+    rest = rep["home_rest"]
+    print(f"  home pose at rest under eq. 11 (experiment A): {_yes(c['home_at_rest'])}")
     if rest is not None:
-        around = ", ".join(f"{rest[f'eq10_activation_norm_{side}']:.2f} {side}"
-                           for side in ("lower", "higher")
-                           if rest[f"eq10_activation_norm_{side}"] is not None)
-        print(f"\nhome pose at rest under eq. 11 (reported, not a calibration target): "
-              f"{_yes(rest['at_rest'])}\n  ||a|| eq10 {rest['eq10_activation_norm']:.2f} at home, "
-              f"{around} by {100 * rest['step_m']:g} cm of elbow height with the hand held; "
-              f"eq. 11's |tau_null| there {rest['eq11_tau_null_nm']:.2f} Nm"
-              + ("" if rest["at_rest"] else
-                 "\n  experiment A's arm drifts toward less activation before the gauge pushes"))
+        print(f"    push {rest['push_lower_n']:+.2f} N one step lower, {rest['push_n']:+.2f} N "
+              f"at home, {rest['push_higher_n']:+.2f} N one step higher "
+              f"({100 * rest['step_m']:g} cm of elbow height, the hand held)")
 
 
 def _yes(flag: bool) -> str:
@@ -160,5 +160,6 @@ def run(args: argparse.Namespace) -> int:
     if c is None:
         return 1 if args.check else 0
     ok = all(c[key] for key in ("pose_in_band", "curve_falls_monotonically", "falls_far_enough",
-                                "eq11_at_most_eq10"))
+                                "eq11_at_most_eq10", "eq11_lowers_elbow_to_home",
+                                "home_at_rest"))
     return 1 if args.check and not ok else 0

@@ -61,39 +61,56 @@ def elbow_sweep(robot: Robot, estimator: DynamicsEstimator, q_start: FloatArray,
     return out
 
 
+def self_motion_push(robot: Robot, estimator: DynamicsEstimator, solver: PoseSolver,
+                     q: FloatArray, k: float, r: float, dz_m: float) -> float | None:
+    """Eq. 11's push on the elbow along its self-motion at ``q`` [N]: positive raises it.
+
+    With the hand held, the elbow's height parametrizes the self-motion q(h); the push is the
+    generalized force ``dq/dh . (tau_muscle - g)`` of the eq. 11 hold, the net torque the
+    nullspace term leaves on the arm (paper eq. 11: the gravity torque it does not cancel in
+    the nullspace). ``dq/dh`` is a central difference over +-``dz_m`` on the hand-held path.
+    None when the elbow cannot move both ways.
+    """
+    z = solver.targets_at(q)[1]
+    down = solver.elbow_path(q, [z - dz_m])
+    up = solver.elbow_path(q, [z + dz_m])
+    if not down or not up:
+        return None
+    tangent = (up[0].q_rad - down[0].q_rad) / (up[0].elbow_z_m - down[0].elbow_z_m)
+    eq11 = hold_at(robot, estimator, q, k, r)[1]
+    return float(tangent @ eq11.net_torque_nm)
+
+
 def home_rest(robot: Robot, solver: PoseSolver, estimator: DynamicsEstimator,
-              config: OperatingPointConfig, home10: StaticHold, home11: StaticHold,
-              ) -> dict[str, Any] | None:
+              config: OperatingPointConfig) -> dict[str, Any] | None:
     """Is the home pose (SPEC q_des, where experiment A starts) at rest under eq. 11?
 
-    Eq. 11 drives the arm along its self-motion toward a pose that needs less activation, so
-    a home pose from which one ``sweep_step_m`` of elbow height down or up (the hand held)
-    needs less eq. 10 activation is not at rest: the arm drifts before anything pushes it.
-    ``home10``, ``home11``: the holds at home (eq. 10, 11). None when the elbow cannot move
-    either way with the hand held.
+    Eq. 11 lets the arm move along its self-motion wherever leaving some gravity torque
+    uncancelled there saves activation, so the home pose is at rest when eq. 11's push
+    (:func:`self_motion_push`) changes sign across it: up one ``sweep_step_m`` of elbow height
+    below home, down one step above (the hand held), so a rest point lies within a step and
+    pulls the arm back to it. None when the elbow cannot move a step either way.
     """
     q0 = robot.home_pose_rad
     z0 = solver.targets_at(q0)[1]
     step = config.sweep_step_m
     k, r = config.activation_weight, config.nullspace_weight
-    near: dict[str, float | None] = {}
-    for side, dz in (("lower", -step), ("higher", step)):
-        path = solver.elbow_path(q0, [z0, z0 + dz])
-        near[side] = (hold_at(robot, estimator, path[-1].q_rad, k, r)[0].activation_norm
-                      if len(path) == 2 else None)
-    reached = [v for v in near.values() if v is not None]
-    if not reached:
+    dz = 0.1 * step  # the tangent's difference step, well inside one sweep step
+    push: dict[str, float | None] = {"home": self_motion_push(robot, estimator, solver, q0, k,
+                                                              r, dz)}
+    for side, sign in (("lower", -1.0), ("higher", 1.0)):
+        path = solver.elbow_path(q0, [z0 + sign * step])
+        push[side] = (self_motion_push(robot, estimator, solver, path[0].q_rad, k, r, dz)
+                      if path else None)
+    if push["lower"] is None or push["higher"] is None:
         return None
-    a0 = home10.activation_norm
-    tie = 1e-9 * max(1.0, a0)  # BVLS is exact far below this
     return {
         "elbow_z_m": z0,
         "step_m": step,
-        "eq10_activation_norm": a0,
-        "eq10_activation_norm_lower": near["lower"],
-        "eq10_activation_norm_higher": near["higher"],
-        "eq11_tau_null_nm": float(np.linalg.norm(home11.tau_null_nm)),
-        "at_rest": bool(all(a0 <= v + tie for v in reached)),
+        "push_n": push["home"],
+        "push_lower_n": push["lower"],
+        "push_higher_n": push["higher"],
+        "at_rest": bool(push["lower"] > 0.0 > push["higher"]),
     }
 
 
@@ -179,7 +196,11 @@ def operating_point_report(robot: Robot, task: TaskConfig,
             "eq11_activation_norm": s11["activation_norm"],
             "eq11_residual_fraction": s11["residual_fraction"],
             "eq11_tau_null_nm": s11["tau_null_nm"],
+            "eq11_push_n": self_motion_push(robot, est, solver, p.q_rad, k, r,
+                                            0.1 * cfg.sweep_step_m),
         })
+    rest = home_rest(robot, solver, est, cfg)
+    home_z = solver.targets_at(robot.home_pose_rad)[1]
     a10 = np.array([p["eq10_activation_norm"] for p in points])
     a11 = np.array([p["eq11_activation_norm"] for p in points])
     at_pose = next(p for p in poses if p["name"] == cfg.pose)["eq10"]["activation_norm"]
@@ -196,6 +217,12 @@ def operating_point_report(robot: Robot, task: TaskConfig,
         "target_fall_ratio": cfg.target_fall_ratio,
         "falls_far_enough": bool(end_over_start <= cfg.target_fall_ratio),
         "eq11_at_most_eq10": bool(np.all(a11 <= a10 + tie)),
+        # experiment C: eq. 11 lowers the elbow from the pose down to home's height
+        "eq11_lowers_elbow_to_home": bool(all(
+            p["eq11_push_n"] is not None and p["eq11_push_n"] < 0.0 for p in points
+            if p["elbow_z_m"] > home_z + cfg.sweep_step_m)),
+        # experiment A: eq. 11 leaves the home pose where it is
+        "home_at_rest": bool(rest is not None and rest["at_rest"]),
         "max_eq10_residual_fraction": float(max(
             [p["eq10_residual_fraction"] for p in points]
             + [p["eq10"]["residual_fraction"] for p in poses])),
@@ -211,6 +238,5 @@ def operating_point_report(robot: Robot, task: TaskConfig,
             "points": points,
         },
         "checks": checks,
-        # reported, not a calibration target: whether experiment A starts from rest
-        "home_rest": home_rest(robot, solver, est, cfg, *home_holds),
+        "home_rest": rest,
     }
