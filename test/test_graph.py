@@ -235,7 +235,10 @@ def test_a_malformed_parameter_file_stops_the_whole_graph_before_any_node(tmp_pa
 # -- a snapped tendon: detected, latched, acknowledged over the service, resumed -----------------
 def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts, tmp_path):
     f_min = parts.robot.hill.f_min_n
-    inject_at, lasts = 2.5, 0.3  # simulated time of the mock's clock (it starts at 1 s) [s]
+    # simulated time of the mock's clock (it starts at 1 s) [s]: late enough that the controller
+    # has taken the arm over first (a CI run whose six processes started slowly snapped the
+    # tendon at 2.5 s, before the mock had let the arm go, and the graph never 'started')
+    inject_at, lasts = 4.0, 0.3
     extra = {"mock_hardware_node": {"inject_fault": "tendon_snap", "inject_at_s": inject_at,
                                     "inject_for_s": lasts}}
     with running_graph(parts, tmp_path, extra=extra) as (graph, obs):
