@@ -307,6 +307,37 @@ def test_consistency_tolerance_grows_with_recent_travel(robot, safety_cfg):
     assert found is None
 
 
+def test_consistency_counts_each_joints_share_of_a_muscles_travel(robot, safety_cfg, ctrl_cfg,
+                                                                   drivers, home, monkeypatch):
+    """The supervisor passes sum_j |Jm_ij qd_j| as each muscle's rate of travel, so joints whose
+    shares cancel in a muscle's net change still count (their moment-arm errors add). Oracle:
+    central differences of the lengths joint by joint; the net rate |Jm qd| is smaller for some
+    muscle (the check can fail)."""
+    snap, _ = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world = World(robot, snap)
+    seen = []
+    real = sup.consistency.update
+    monkeypatch.setattr(sup.consistency, "update",
+                        lambda t, meas, mod, rate: seen.append(rate.copy()) or real(t, meas, mod,
+                                                                                    rate))
+    qd = np.array([0.3, -0.2, 0.4, 0.5, -1.2, 0.6, -0.4])
+    q = snap.q_rad
+    joints = PotentiometerReading(0.009, q.copy(), qd, ())
+    sup.tick(0.01, FakeController(robot), joints=joints, tendons=world.tendons(0.009),
+             snapshot=world.snapshot(0.0))
+    assert seen, "the consistency check did not run"
+    h = 1e-6
+    shares = np.zeros((robot.n_muscles, 7))
+    for j in range(7):
+        dq = np.zeros(7)
+        dq[j] = h
+        shares[:, j] = (robot.geometry.lengths_at(q + dq)
+                        - robot.geometry.lengths_at(q - dq)) / (2 * h) * qd[j]
+    np.testing.assert_allclose(seen[-1], np.abs(shares).sum(axis=1), rtol=1e-5, atol=1e-9)
+    assert np.any(np.abs(shares.sum(axis=1)) < 0.8 * seen[-1])
+
+
 # -- resume ramp --------------------------------------------------------------------------------
 def test_resume_ramp_starts_at_the_hand_and_joins_the_goal_smoothly(home):
     snap, goal = home

@@ -8,8 +8,13 @@ millimetres when a light joint whips). The mismatch ``r = l_measured - l_model``
 check compares ``r`` with a baseline that follows it through a first-order lag ``tau``
 (``baseline_time_constant_s``) and fires when a muscle departs from it by more than
 ``tolerance_m + relative_tolerance * travel``, with ``travel`` the muscle's recent travel
-weighted like the baseline's memory, ``integral |l_dot(s)| exp(-(t - s) / tau) ds``: the
-baseline lags the mismatch by about that much times the model's relative moment-arm error.
+joint by joint, weighted like the baseline's memory, ``integral sum_j |Jm_ij qd_j(s)|
+exp(-(t - s) / tau) ds`` from the measured joint angles and rates: the baseline lags the
+mismatch by about that much times the model's relative moment-arm error. Joint by joint,
+because the errors of the joints' shares add where the shares cancel in the muscle's net
+change (the biceps under a forearm roll and an elbow flexion together: the supervisor passes
+``sum_j |Jm_ij qd_j|`` as ``rate_m_s``). A frozen potentiometer adds no travel of its own
+joint, so its whole motion shows as deviation.
 
 A potentiometer that freezes while its joint moves by ``d`` shifts ``r`` by ``Jm[:, j] d``
 (moment arms of 1-3 cm: 0.5 mm is 0.02-0.05 rad); a slipped encoder, or the free winch of a
@@ -70,8 +75,9 @@ class ConsistencyMonitor:
 
     def update(self, stamp_s: float, measured_m: FloatArray, model_m: FloatArray,
                rate_m_s: FloatArray) -> Finding | None:
-        """Compare one pair of samples taken at ``stamp_s`` [s], with the measured muscle
-        length rates ``rate_m_s`` [m/s]; ``None`` when they agree."""
+        """Compare one pair of samples taken at ``stamp_s`` [s], with each muscle's rate of
+        travel ``rate_m_s`` [m/s] (>= 0; the supervisor's joint-by-joint ``sum_j |Jm_ij qd_j|``);
+        ``None`` when they agree."""
         r = measured_m - model_m
         if not (finite(r, rate_m_s) and math.isfinite(stamp_s)):
             return None  # non-finite inputs are other rules' business

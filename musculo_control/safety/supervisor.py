@@ -129,6 +129,10 @@ class Supervisor:
         self.monitor = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m,
                                      config.tendons)
         self.consistency = ConsistencyMonitor(robot.muscle_names, config.consistency)
+        m, n = robot.n_muscles, robot.arm.n_joints
+        self._abs_jm = np.zeros((m, n))  # scratch of the consistency check's joint-wise rate
+        self._abs_qd = np.zeros(n)
+        self._joint_rate = np.zeros(m)  # sum_j |Jm_ij qd_j| [m/s]
         self.goals = GoalGate(workspace, robot.arm.base_frame, use_goal_orientation,
                               goal_extrapolation_s)
         self._hand = FreshStateEstimator(robot)  # the hand's state when control resumes
@@ -262,9 +266,14 @@ class Supervisor:
         if paired is not None and tendons is not None:
             # exact model lengths at the measured angles (~20 us): a first-order step from a
             # snapshot 50 ms old misses millimetres when a light joint whips
-            model = self.robot.geometry.lengths_at(paired.q_rad)
-            finding = self.consistency.update(paired.stamp_s, tendons.length_m, model,
-                                              tendons.velocity_m_s)
+            kin = self.robot.geometry.kinematics_at(paired.q_rad)
+            # each joint's share of each muscle's motion, summed unsigned: a moment-arm error
+            # shows against the joints' motion, which can cancel in the muscle's net change
+            np.abs(kin.jacobian, out=self._abs_jm)
+            np.abs(paired.qd_rad_s, out=self._abs_qd)
+            np.matmul(self._abs_jm, self._abs_qd, out=self._joint_rate)
+            finding = self.consistency.update(paired.stamp_s, tendons.length_m, kin.length_m,
+                                              self._joint_rate)
             if finding is not None:
                 add(finding)
             # a snapped tendon reads slack: the winch test only for those that do
