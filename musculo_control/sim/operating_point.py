@@ -61,46 +61,46 @@ def elbow_sweep(robot: Robot, estimator: DynamicsEstimator, q_start: FloatArray,
     return out
 
 
-def self_motion_push(robot: Robot, estimator: DynamicsEstimator, solver: PoseSolver,
-                     q: FloatArray, k: float, r: float, dz_m: float) -> float | None:
+def self_motion_push(solver: PoseSolver, q: FloatArray, eq11: StaticHold,
+                     step_m: float) -> float | None:
     """Eq. 11's push on the elbow along its self-motion at ``q`` [N]: positive raises it.
 
     With the hand held, the elbow's height parametrizes the self-motion q(h); the push is the
-    generalized force ``dq/dh . (tau_muscle - g)`` of the eq. 11 hold, the net torque the
-    nullspace term leaves on the arm (paper eq. 11: the gravity torque it does not cancel in
-    the nullspace). ``dq/dh`` is a central difference over +-``dz_m`` on the hand-held path.
-    None when the elbow cannot move both ways.
+    generalized force ``dq/dh . (tau_muscle - g)`` of ``eq11``, the eq. 11 hold at ``q``: the
+    net torque the nullspace term leaves on the arm (paper eq. 11: the gravity torque it does
+    not cancel in the nullspace). ``dq/dh`` is a central difference over a tenth of ``step_m``
+    (the sweep's step) on the hand-held path. None when the elbow cannot move both ways.
     """
+    dz_m = 0.1 * step_m  # well inside one sweep step
     z = solver.targets_at(q)[1]
     down = solver.elbow_path(q, [z - dz_m])
     up = solver.elbow_path(q, [z + dz_m])
     if not down or not up:
         return None
     tangent = (up[0].q_rad - down[0].q_rad) / (up[0].elbow_z_m - down[0].elbow_z_m)
-    eq11 = hold_at(robot, estimator, q, k, r)[1]
     return float(tangent @ eq11.net_torque_nm)
 
 
 def home_rest(robot: Robot, solver: PoseSolver, estimator: DynamicsEstimator,
-              config: OperatingPointConfig) -> dict[str, Any] | None:
+              config: OperatingPointConfig, home11: StaticHold) -> dict[str, Any] | None:
     """Is the home pose (SPEC q_des, where experiment A starts) at rest under eq. 11?
 
     Eq. 11 lets the arm move along its self-motion wherever leaving some gravity torque
     uncancelled there saves activation, so the home pose is at rest when eq. 11's push
     (:func:`self_motion_push`) changes sign across it: up one ``sweep_step_m`` of elbow height
     below home, down one step above (the hand held), so a rest point lies within a step and
-    pulls the arm back to it. None when the elbow cannot move a step either way.
+    pulls the arm back to it. ``home11``: the eq. 11 hold at home. None when the elbow cannot
+    move a step either way.
     """
     q0 = robot.home_pose_rad
     z0 = solver.targets_at(q0)[1]
     step = config.sweep_step_m
     k, r = config.activation_weight, config.nullspace_weight
-    dz = 0.1 * step  # the tangent's difference step, well inside one sweep step
-    push: dict[str, float | None] = {"home": self_motion_push(robot, estimator, solver, q0, k,
-                                                              r, dz)}
+    push: dict[str, float | None] = {"home": self_motion_push(solver, q0, home11, step)}
     for side, sign in (("lower", -1.0), ("higher", 1.0)):
         path = solver.elbow_path(q0, [z0 + sign * step])
-        push[side] = (self_motion_push(robot, estimator, solver, path[0].q_rad, k, r, dz)
+        push[side] = (self_motion_push(solver, path[0].q_rad,
+                                       hold_at(robot, estimator, path[0].q_rad, k, r)[1], step)
                       if path else None)
     if push["lower"] is None or push["higher"] is None:
         return None
@@ -196,11 +196,10 @@ def operating_point_report(robot: Robot, task: TaskConfig,
             "eq11_activation_norm": s11["activation_norm"],
             "eq11_residual_fraction": s11["residual_fraction"],
             "eq11_tau_null_nm": s11["tau_null_nm"],
-            "eq11_push_n": self_motion_push(robot, est, solver, p.q_rad, k, r,
-                                            0.1 * cfg.sweep_step_m),
+            "eq11_push_n": self_motion_push(solver, p.q_rad, p.eq11, cfg.sweep_step_m),
         })
-    rest = home_rest(robot, solver, est, cfg)
-    home_z = solver.targets_at(robot.home_pose_rad)[1]
+    rest = home_rest(robot, solver, est, cfg, home_holds[1])
+    home_z = poses[0]["elbow_z_m"]
     a10 = np.array([p["eq10_activation_norm"] for p in points])
     a11 = np.array([p["eq11_activation_norm"] for p in points])
     at_pose = next(p for p in poses if p["name"] == cfg.pose)["eq10"]["activation_norm"]
