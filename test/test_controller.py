@@ -50,7 +50,8 @@ def assert_valid_command(out, robot):
 # -- configuration ----------------------------------------------------------------------------
 def test_shipped_config_parses_with_paper_values(config):
     assert config.qp.formulation == "eq11"
-    assert (config.qp.k, config.qp.r) == (0.01, 0.1)
+    # r: half the paper's 0.1 on this arm (controller.yaml says why)
+    assert (config.qp.k, config.qp.r) == (0.01, 0.05)
     assert config.gains.kp_s2 == 300.0 and config.gains.kd == pytest.approx(34.64, abs=0.01)
     assert config.baselines.joint_stiffness.stiffness_nm_rad == (40, 40, 40, 15, 2, 2, 2)
     assert config.task.rows == ("vx", "vy", "vz", "wy", "wz")

@@ -110,7 +110,8 @@ def _nnls_push(robot, estimator, q, dz):
     the hold by NNLS with the free nullspace torque split as u - v (u, v >= 0), the tangent by a
     one-sided difference on a freshly solved hand-held pose, net torque from the tensions."""
     snap = estimator.compute(q, np.zeros(7))
-    prob = static_hold_problem(robot, snap, K, R)
+    op = robot.poses.config.operating_point  # the weights the report uses (robot.yaml)
+    prob = static_hold_problem(robot, snap, op.activation_weight, op.nullspace_weight)
     mc, n = prob.n_activations, snap.nullspace_projector.shape[0]
     split = np.hstack([prob.matrix, -prob.matrix[:, mc:]])
     z, _ = nnls(split, prob.vector, maxiter=5000)

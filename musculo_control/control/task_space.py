@@ -14,8 +14,9 @@
   Its cost, and why it stays off for the paper's experiments: a push that is held is resisted
   harder and harder (the arm no longer yields, experiment A), a long move overshoots its end,
   and against dry friction the integral can hunt. Anti-windup: it integrates only while the
-  error is below ``integral_zone_m``, its acceleration is clamped to ``integral_max_m_s2``, and
-  a gap in the ticks longer than ``integral_reset_after_s`` (the controller was off) clears it.
+  error is below ``integral_zone_m`` (and, with ``integral_goal_speed_max_m_s``, while the goal
+  is at rest), its acceleration is clamped to ``integral_max_m_s2``, and a gap in the ticks
+  longer than ``integral_reset_after_s`` (the controller was off) clears it.
 
 The 6-D vectors here follow Pinocchio's frame-Jacobian row order [vx, vy, vz, wx, wy, wz]; the
 task keeps the rows named in ``TaskConfig.rows``.
@@ -58,6 +59,9 @@ class GainsConfig:
         0.01, gt=0.0, doc="integrate only while the position error is below this [m]")
     integral_max_m_s2: float = spec(
         2.0, gt=0.0, doc="largest acceleration the integral term may add, per axis [m/s^2]")
+    integral_goal_speed_max_m_s: float | None = spec(
+        None, gt=0.0, doc="integrate only while the goal moves slower than this [m/s]; "
+                          "null: also while it moves")
     integral_reset_after_s: float = spec(
         0.1, gt=0.0, doc="a gap between ticks longer than this clears the integral [s]")
 
@@ -133,15 +137,23 @@ class PositionIntegral:
         self._sum_m_s[:] = 0.0
         self._last_t_s = None
 
-    def update(self, error_m: FloatArray, t_s: float) -> FloatArray:
-        """(3,) the term's acceleration [m/s^2] after integrating ``error_m`` (3,) up to ``t_s``."""
+    def update(self, error_m: FloatArray, t_s: float,
+               goal_speed_m_s: float = 0.0) -> FloatArray:
+        """(3,) the term's acceleration [m/s^2] after integrating ``error_m`` (3,) up to ``t_s``.
+
+        ``goal_speed_m_s``: how fast the goal moves; above ``integral_goal_speed_max_m_s`` the
+        sum is held, not grown: a move's tracking lag is not a steady torque error, and
+        integrated it unwinds after the move as an overshoot that dry friction makes hunt.
+        """
         g = self.gains
         last, self._last_t_s = self._last_t_s, t_s
         dt = 0.0 if last is None else t_s - last
         if dt > g.integral_reset_after_s or dt < 0.0:
             self._sum_m_s[:] = 0.0
             dt = 0.0
-        if dt > 0.0 and float(np.linalg.norm(error_m)) < g.integral_zone_m:
+        moving = (g.integral_goal_speed_max_m_s is not None
+                  and goal_speed_m_s >= g.integral_goal_speed_max_m_s)
+        if dt > 0.0 and not moving and float(np.linalg.norm(error_m)) < g.integral_zone_m:
             self._sum_m_s += error_m * dt
         # clamp the stored sum, not only the output: the integral cannot wind up past the limit
         bound = g.integral_max_m_s2 / g.ki_s3
