@@ -65,9 +65,9 @@ def test_a_moving_goal_holds_the_sum_when_asked_to():
         term.update(e, 0.0)
         before = term.update(e, 0.008).copy()  # at rest: both integrate
         assert before[0] == pytest.approx(600.0 * 0.004 * 0.008)
-        moving = term.update(e, 0.016, goal_speed_m_s=0.1).copy()
+        moving = term.update(e, 0.016, np.array([0.0, 0.1, 0.0])).copy()
         assert bool(moving[0] == pytest.approx(before[0])) is (term is held)
-        resting = term.update(e, 0.024, goal_speed_m_s=0.004)  # below the threshold again
+        resting = term.update(e, 0.024, np.array([0.0, 0.004, 0.0]))  # below the threshold
         assert resting[0] > moving[0]
 
 

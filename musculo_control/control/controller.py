@@ -119,8 +119,7 @@ class OSCController(TickBase):
         integral = None
         if self._integral.enabled:  # the tick's time is the snapshot's stamp plus its age
             integral = self._integral.update(goal.position_m - fresh.hand.position_m,
-                                             snapshot.stamp_s + age,
-                                             float(np.linalg.norm(goal.velocity_m_s)))
+                                             snapshot.stamp_s + age, goal.velocity_m_s)
         xdd = reference_acceleration(goal, fresh.hand, self.config.gains, self._rows, integral)
         coriolis = snapshot.coriolis_torque_nm if self.config.qp.coriolis else None
         tau_ref = reference_torque(snapshot.task_jacobian, snapshot.task_inertia, xdd,

@@ -138,12 +138,12 @@ class PositionIntegral:
         self._last_t_s = None
 
     def update(self, error_m: FloatArray, t_s: float,
-               goal_speed_m_s: float = 0.0) -> FloatArray:
+               goal_velocity_m_s: FloatArray | None = None) -> FloatArray:
         """(3,) the term's acceleration [m/s^2] after integrating ``error_m`` (3,) up to ``t_s``.
 
-        ``goal_speed_m_s``: how fast the goal moves; above ``integral_goal_speed_max_m_s`` the
-        sum is held, not grown: a move's tracking lag is not a steady torque error, and
-        integrated it unwinds after the move as an overshoot that dry friction makes hunt.
+        ``goal_velocity_m_s`` (3,): while the goal moves at ``integral_goal_speed_max_m_s`` or
+        faster the sum is held, not grown: a move's tracking lag is not a steady torque error,
+        and integrated it unwinds after the move as an overshoot that dry friction makes hunt.
         """
         g = self.gains
         last, self._last_t_s = self._last_t_s, t_s
@@ -151,8 +151,8 @@ class PositionIntegral:
         if dt > g.integral_reset_after_s or dt < 0.0:
             self._sum_m_s[:] = 0.0
             dt = 0.0
-        moving = (g.integral_goal_speed_max_m_s is not None
-                  and goal_speed_m_s >= g.integral_goal_speed_max_m_s)
+        moving = (g.integral_goal_speed_max_m_s is not None and goal_velocity_m_s is not None
+                  and float(np.linalg.norm(goal_velocity_m_s)) >= g.integral_goal_speed_max_m_s)
         if dt > 0.0 and not moving and float(np.linalg.norm(error_m)) < g.integral_zone_m:
             self._sum_m_s += error_m * dt
         # clamp the stored sum, not only the output: the integral cannot wind up past the limit
