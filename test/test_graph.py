@@ -268,7 +268,9 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
         t_ack = obs.now_s()
         assert obs.wait_for(3.0, 180.0), logs(graph)
         after = obs.snapshot(obs.controller_state).since(t_ack + 0.2)
-        assert after.values and after.values[-1]["supervisor_state"] == 0.0
+        assert after.values and after.values[-1]["supervisor_state"] == 0.0, \
+            [(round(d.t, 3), d.name[16:], d.level, d.message[:200]) for d in obs.diagnostics
+             if d.t >= t_ack - 0.1 and d.level > 0]
         resumed = first_after(obs.snapshot(obs.commands), t_ack,
                          lambda f: not minimum_tension(f, f_min))
         assert resumed is not None and resumed - t_ack < 0.2
@@ -335,6 +337,10 @@ def test_trajectory_b_from_pose_a_tracks_like_the_runner(parts, tmp_path):
         wait_running(graph, obs)
         assert obs.wait_until(lambda: len(obs.goal_points) > 0, 120.0), logs(graph)
         t_move = obs.snapshot(obs.goal_points).stamp[0]
+        # the goal node counts its delay from the controller's first goal, not from its own
+        # start: on a loaded machine the QP node may come up seconds after the arm's clock
+        t_held = obs.snapshot(obs.goals_in_force).stamp[0]
+        assert t_move >= t_held + cfg.settle_s - 0.05, (t_move, t_held)
         end = t_move + cfg.move_s + cfg.hold_s
         assert obs.wait_until(lambda: obs.now_s() > end + 0.1, 240.0), logs(graph)
         goals = obs.snapshot(obs.goal_points)
@@ -351,7 +357,11 @@ def test_trajectory_b_from_pose_a_tracks_like_the_runner(parts, tmp_path):
     # gave 1.74x, 11.0 against 6.3 mm: the messages' timing under load adds some)
     target = next(t.below for t in setup.experiments.targets if (t.experiment, t.controller,
                   t.metric) == ("trajectory", "osc", "mean_tracking_error_m"))
-    assert graph_error <= min(2.0 * runner, target), (graph_error, runner, target)
+    err = np.linalg.norm(h_p[scored] - goal_at, axis=1)
+    profile = [(round(float(t - t_move), 2), round(float(e) * 1e3, 1))
+               for t, e in zip(h_t[scored][::50], err[::50])]
+    assert graph_error <= min(2.0 * runner, target), (graph_error, runner, target, profile,
+                                                      logs(graph))
 
 
 # -- the fault matrix on the graph ------------------------------------------------------------------
@@ -432,7 +442,8 @@ def test_one_process_holds_the_arm_keeps_the_rates_and_reaches_a_goal(parts, tmp
         t1 = obs.now_s()
         commands = obs.snapshot(obs.commands).since(t0)
         assert not [t for t, f in zip(commands.t, commands.values) if minimum_tension(f, f_min)], \
-            [(d.t, d.name, d.message) for d in obs.diagnostics if d.level > 0][:8]
+            [(d.t, d.name, d.message) for d in obs.diagnostics
+             if d.level > 0 and "mock_hardware_node" not in d.name][:8]
         assert not errors_after(obs, t0), errors_after(obs, t0)[:5]
         rates, loop = parts.drivers.rates, parts.controller.loop
         for rec, nominal in ((obs.joint_states, rates.sensor_rate_hz),

@@ -1,7 +1,8 @@
 """goal_node: hand goals from RViz or from a trajectory file.
 
 - ``mode: trajectory``: plays ``trajectory_file`` (:mod:`musculo_control.loop.trajectory_file`)
-  from the hand pose at the first joint state, publishing at ``publish_rate_hz`` on
+  ``start_delay_s`` after the controller holds the arm (its first goal on ``controller/goal``),
+  from the hand pose at the newest joint state then, publishing at ``publish_rate_hz`` on
   ``hand_goal/trajectory`` (trajectory_msgs/MultiDOFJointTrajectory, one point: the pose with
   its velocity and acceleration, the feed-forward of paper eq. 14). Between two points the QP
   node moves the goal along that feed-forward, so tracking does not depend on this rate.
@@ -47,6 +48,7 @@ from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_GOAL, QOS_STATE_SUB, StageNode, now_stamp
 
 JOINTS_TOPIC = "joint_states"
+CONTROLLER_GOAL_TOPIC = "controller/goal"  # the goal the QP node holds: it controls the arm
 GOAL_TOPIC = "hand_goal"
 GOAL_TRAJECTORY_TOPIC = "hand_goal/trajectory"
 MARKER_NAMESPACE = "hand_goal"
@@ -100,6 +102,16 @@ class GoalNode(StageNode):
         self._server: Any = None  # interactive_markers.InteractiveMarkerServer
         self._trajectory: GoalTrajectory | None = None
         self._start_s: float | None = None
+        # a trajectory waits for the controller: counted from the first joint state, its delay
+        # could run out while the arm is not yet held (a slow start of the QP node on a loaded
+        # machine) and the goal would move away from a hand that cannot follow
+        self._hand_pose: tuple[np.ndarray, np.ndarray] | None = None
+        self._controller_sub = (
+            self.create_subscription(PoseStamped, CONTROLLER_GOAL_TOPIC,
+                                     self._on_controller_goal, QOS_GOAL)
+            if p.mode == "trajectory" else None)
+        self._controller_holds = False
+        self._started = False
         self._finished = False
         self._sent = 0
         self.watch(self.health, "goal", lambda: {"goals sent": str(self._sent),
@@ -110,17 +122,35 @@ class GoalNode(StageNode):
             self.every(1.0 / p.publish_rate_hz, self._play)
         self.get_logger().info(f"goal source: {p.mode}")
 
-    # -- start: the hand pose at the first joint state ------------------------------------------
+    # -- start: the hand pose at the first joint state (trajectory: once the controller holds) ---
     def _on_joints(self, msg: JointState) -> None:
         arrays = cv.read_joint_state(msg, self._order, finite=True)
         if isinstance(arrays, str):
             self.health.refuse(JOINTS_TOPIC, arrays, self.clock_s())
             return
         position_m, rotation = self.arm.hand_pose(arrays.position)
-        quat = cv.quaternion_from_rotation(rotation)
-        self.destroy_subscription(self._joint_sub)  # only the start pose is needed
+        self._hand_pose = (position_m, cv.quaternion_from_rotation(rotation))
+        self._start()
+
+    def _on_controller_goal(self, msg: PoseStamped) -> None:
+        self._controller_holds = True
+        self._start()
+
+    def _start(self) -> None:
+        if self._hand_pose is None or self._started:
+            return
         p = self.params
         now = self.clock_s()
+        if p.mode == "trajectory" and not self._controller_holds:
+            self.health.set(OK, f"waiting for the controller to hold the arm (its first goal "
+                                f"on {CONTROLLER_GOAL_TOPIC})", now)
+            return
+        position_m, quat = self._hand_pose
+        self._started = True
+        self.destroy_subscription(self._joint_sub)  # only the start pose is needed
+        if self._controller_sub is not None:
+            self.destroy_subscription(self._controller_sub)
+            self._controller_sub = None
         if p.mode == "interactive":
             self._start_marker(position_m, quat)
         elif p.mode == "trajectory" and self._trajectory_config is not None:
