@@ -35,10 +35,13 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch import LaunchDescription
 from musculo_control.loop.build import LoopParts, load_parts
 from musculo_control.nodes.node_config import (
+    ACTIVATION_QP_NODE,
+    DYNAMICS_NODE,
     MOCK_HARDWARE_NODE,
     MUSCLE_MARKER_NODE,
     NODE_PARAMS,
     ROS_PARAMS_FILE,
+    TENDON_DRIVER_NODE,
 )
 from musculo_control.nodes.observer import GraphObserver
 
@@ -84,6 +87,9 @@ def params_file(extra: dict[str, dict[str, Any]] | None = None, *,
     extra = {k: dict(v) for k, v in (extra or {}).items()}
     if lockstep:
         extra.setdefault(MOCK_HARDWARE_NODE, {}).update(lockstep=True, lockstep_timeout_s=5.0)
+        # and the nodes taking other nodes' outputs wait for what the clock says was sent
+        for node in (TENDON_DRIVER_NODE, DYNAMICS_NODE, ACTIVATION_QP_NODE):
+            extra.setdefault(node, {}).update(lockstep=True)
     for node, values in extra.items():
         doc.setdefault(node, {"ros__parameters": {}})["ros__parameters"].update(values)
     fd, path = tempfile.mkstemp(prefix="musculo_launch_test_", suffix=".yaml")

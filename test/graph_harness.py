@@ -45,13 +45,13 @@ def running_graph(parts: LoopParts, workdir: Path, *, sim: bool = True, rtf: flo
     """The graph of ``parts``' config folder, up and past its start-up, with an observer."""
     node_extra = {k: dict(v) for k, v in (extra or {}).items()}
     mock = node_extra.setdefault("mock_hardware_node", {})
-    mock["lockstep"] = sim and lockstep
     mock.setdefault("lockstep_timeout_s", 5.0)  # a loaded machine may stall a node for long
     for name in ("potentiometer_node", "tendon_driver_node", "dynamics_node",
                  "activation_qp_node", "goal_node", "mock_hardware_node"):
         node_extra.setdefault(name, {})["realtime_priority"] = 0  # never in the tests
     opts = GraphOptions(parts.config_dir, use_sim_time=sim, real_time_factor=rtf if sim else 1.0,
-                        goal_mode=goal_mode, extra=node_extra, **options)
+                        lockstep=sim and lockstep, goal_mode=goal_mode, extra=node_extra,
+                        **options)
     domain = domain_id()
     graph = GraphProcesses(opts, workdir, domain_id=domain)
     observer = GraphObserver(parts, use_sim_time=sim, domain_id=domain)

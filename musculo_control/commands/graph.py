@@ -73,11 +73,11 @@ def run(args: argparse.Namespace) -> int:
     if args.logs is not None:
         writable_dir(args.logs, "--logs")
     folder = args.config or default_config_dir()
-    extra = {"mock_hardware_node": {"lockstep": True}} if args.sim_time and not args.robot else {}
     options = GraphOptions(folder, mock=not args.robot, controller=args.controller,
                            use_sim_time=args.sim_time and not args.robot,
-                           real_time_factor=args.real_time_factor, goal_mode=args.goal_mode,
-                           trajectory_file=args.trajectory_file, extra=extra,
+                           real_time_factor=args.real_time_factor,
+                           lockstep=args.sim_time and not args.robot, goal_mode=args.goal_mode,
+                           trajectory_file=args.trajectory_file,
                            one_process=args.one_process)
     logs = args.logs or Path(tempfile.mkdtemp(prefix="musculo_graph_"))
     graph = GraphProcesses(options, logs)  # checks the options and parameter file first

@@ -22,6 +22,7 @@ from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.loop import build
 from musculo_control.loop.dynamics_stage import IN_TOPIC, OUT_TOPIC
 from musculo_control.loop.timing import TickTimer
+from musculo_control.nodes.lockstep import JOINT_STATES, lockstep_leads
 from musculo_control.nodes.node_config import DYNAMICS_NODE, DynamicsNodeParams, config_dir_of
 from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
@@ -40,7 +41,9 @@ class DynamicsNode(StageNode):
         self._order = cv.NameOrder(IN_TOPIC, robot.arm.joint_names, "joint name")
         self._stamps: dict[float, Stamp] = {}  # the newest joint state's exact stamp
         self._pub = self.create_publisher(Float64MultiArray, OUT_TOPIC, QOS_STATE_PUB)
-        self._joints_in = self.inputs.subscribe(JointState, IN_TOPIC)
+        self._joints_in = self.inputs.subscribe(JointState, IN_TOPIC,
+                                                stamp_of=lambda m: cv.stamp_of(m).seconds)
+        self._joints_lead_s = lockstep_leads(parts)[JOINT_STATES]
         rate = parts.controller.loop.dynamics_rate_hz
         self.timer = TickTimer(1.0 / rate)
         self.watch(self.stage.health, "dynamics", self._values)
@@ -50,6 +53,7 @@ class DynamicsNode(StageNode):
     def _tick(self) -> None:
         self.timer.start(time.perf_counter())
         stage = self.stage
+        self.await_lockstep(self.clock_s(), (self._joints_in, self._joints_lead_s))
         msg = self._joints_in.take_newest()
         if msg is not None:
             arrays = cv.read_joint_state(msg, self._order, required=("position", "velocity"),

@@ -47,6 +47,9 @@ class GraphOptions:
     controller: str = "osc"
     use_sim_time: bool = False  # the mock arm publishes /clock and every node uses it
     real_time_factor: float = 1.0  # mock arm: simulated seconds per wall second
+    #: with use_sim_time: the mock arm holds the clock for a lagging node, and the nodes that
+    #: take other nodes' outputs wait for what the clock says was sent (nodes/lockstep.py)
+    lockstep: bool = False
     goal_mode: str = ""
     trajectory_file: str = ""  # '' keeps the parameter file's
     goal_orientation: bool | None = None  # None keeps the parameter file's
@@ -111,14 +114,17 @@ def graph_nodes(options: GraphOptions) -> list[NodeLaunch]:
     qp: dict[str, Any] = {"controller": options.controller}
     if options.goal_orientation is not None:
         qp["use_goal_orientation"] = options.goal_orientation
+    lockstep = {"lockstep": sim and options.mock and options.lockstep}
+    qp.update(lockstep)
     nodes = []
     if options.mock:
         # the mock arm is the clock in simulated time; it must not wait for /clock itself
         nodes.append(node(MOCK_HARDWARE_NODE, {"publish_clock": sim,
-                                               "real_time_factor": options.real_time_factor},
+                                               "real_time_factor": options.real_time_factor,
+                                               **lockstep},
                           use_sim_time=False))
-    nodes += [node(POTENTIOMETER_NODE), node(TENDON_DRIVER_NODE), node(DYNAMICS_NODE),
-              node(ACTIVATION_QP_NODE, qp), node(GOAL_NODE, goal)]
+    nodes += [node(POTENTIOMETER_NODE), node(TENDON_DRIVER_NODE, lockstep),
+              node(DYNAMICS_NODE, lockstep), node(ACTIVATION_QP_NODE, qp), node(GOAL_NODE, goal)]
     if options.use_muscle_markers:
         nodes.append(node(MUSCLE_MARKER_NODE))
     return nodes

@@ -62,7 +62,6 @@ class _Case:
         q0 = start_pose(robot, cfg.start_pose)
         extra: dict[str, dict[str, Any]] = {
             "mock_hardware_node": {"initial_pose_rad": [float(v) for v in q0],
-                                   "lockstep": True,
                                    # a hung node (SIGSTOP) is given up on after this; a loaded
                                    # machine must not look like one
                                    "lockstep_timeout_s": 2.0}}
@@ -72,7 +71,8 @@ class _Case:
         if name in CONTROLLER_FAULTS:
             extra["activation_qp_node"] = {"inject_fault": name, "inject_for_s": duration}
         options = GraphOptions(parts.config_dir, controller=cfg.controller, use_sim_time=True,
-                               real_time_factor=real_time_factor, goal_mode="none", extra=extra)
+                               real_time_factor=real_time_factor, lockstep=True,
+                               goal_mode="none", extra=extra)
         self.domain = private_domain_id()
         self.graph = GraphProcesses(options, workdir, domain_id=self.domain)
         self.duration = duration

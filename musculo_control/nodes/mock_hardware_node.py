@@ -41,6 +41,7 @@ from musculo_control.hardware.mock_arm import load_mock_config
 from musculo_control.loop import build
 from musculo_control.loop.mock_stage import COMMAND_TOPIC
 from musculo_control.loop.timing import divisor
+from musculo_control.nodes.lockstep import DYNAMICS, lockstep_leads
 from musculo_control.nodes.node_config import (
     MOCK_HARDWARE_NODE,
     MockHardwareNodeParams,
@@ -121,23 +122,15 @@ class MockHardwareNode(StageNode):
                            if p.publish_clock else None)
         self._commands_in = self.inputs.subscribe(JointState, COMMAND_TOPIC)
         # lockstep: the newest stamp each node has put out, when it was seen (wall), and how
-        # far behind the next clock it may be. Nodes ticking on the clock (QP, driver) stamp
-        # their tick: they must have ticked at every deadline before the next clock step.
-        # joint_states carry the sample's stamp, which the potentiometer node may only see
-        # after one more clock step; dynamics snapshots carry a joint state's stamp.
-        step = self._sensor_div * self.dt_s
-        ctrl = parts.controller.loop
-        leads = {"muscle_commands": 1.0 / ctrl.control_rate_hz + step,
-                 COMMAND_TOPIC: 1.0 / parts.drivers.rates.driver_rate_hz + step,
-                 "joint_states": 2.0 * step,
-                 "dynamics": 1.0 / ctrl.dynamics_rate_hz + 3.0 * step}
+        # far behind the next clock it may be (nodes/lockstep.py)
+        leads = lockstep_leads(parts)
         self._lockstep = p.lockstep and p.publish_clock
         self._progress: dict[str, list[float]] = {}  # topic -> [stamp, wall time, lead]
         self._progress_in = {}
         self._given_up: set[str] = set()
         if self._lockstep:
             for topic, lead in leads.items():
-                msg_type = Float64MultiArray if topic == "dynamics" else JointState
+                msg_type = Float64MultiArray if topic == DYNAMICS else JointState
                 self._progress_in[topic] = self.inputs.subscribe(msg_type, topic,
                                                                  qos=QOS_PROGRESS)
                 self._progress[topic] = [-np.inf, -np.inf, lead]
@@ -200,7 +193,7 @@ class MockHardwareNode(StageNode):
             entry = self._progress[topic]
             msg = sub.take_newest()
             if msg is not None:
-                if topic == "dynamics":
+                if topic == DYNAMICS:
                     dims, data, offset = cv.read_float64_multiarray(msg)
                     try:
                         entry[0] = self._dynamics_codec.decode(dims, data, offset)[0].stamp_s

@@ -77,6 +77,19 @@ class FaultInjectionParams:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LockstepParams:
+    """A node whose tick takes other nodes' outputs, on simulated time with the mock arm's
+    lockstep (:mod:`musculo_control.nodes.lockstep`)."""
+
+    lockstep: bool = spec(False, doc="simulated time with the mock arm's lockstep (the "
+                                     "launcher sets it with the mock's): a tick first waits "
+                                     "for the input samples the clock says were sent")
+    lockstep_wait_s: float = spec(0.05, gt=0.0, doc="longest wall time one tick waits for such "
+                                                    "a sample; a publisher that silent is not "
+                                                    "waited for again until it sends [s]")
+
+
+@dataclass(frozen=True, kw_only=True)
 class PotentiometerNodeParams(CommonNodeParams):
     """``potentiometer_node``: hw/potentiometers (ADC counts) -> joint_states (rad, rad/s)."""
 
@@ -88,7 +101,7 @@ class PotentiometerNodeParams(CommonNodeParams):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TendonDriverNodeParams(CommonNodeParams):
+class TendonDriverNodeParams(LockstepParams, CommonNodeParams):
     """``tendon_driver_node``: muscle_commands (N) -> hw/tendon_commands (driver units), and
     hw/tendon_states (counts) -> muscle_states (m, m/s, N)."""
 
@@ -97,13 +110,13 @@ class TendonDriverNodeParams(CommonNodeParams):
 
 
 @dataclass(frozen=True, kw_only=True)
-class DynamicsNodeParams(CommonNodeParams):
+class DynamicsNodeParams(LockstepParams, CommonNodeParams):
     """``dynamics_node``: joint_states -> dynamics snapshot (paper's 20 Hz thread; the rate is
     controller.yaml ``loop.dynamics_rate_hz``, the joint-state limit safety.yaml's)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class ActivationQPNodeParams(FaultInjectionParams, CommonNodeParams):
+class ActivationQPNodeParams(FaultInjectionParams, LockstepParams, CommonNodeParams):
     """``activation_qp_node``: the 125 Hz controller (paper eq. 9-17) with the safety
     supervisor (rate: controller.yaml ``loop.control_rate_hz``; limits: safety.yaml)."""
 
@@ -153,7 +166,8 @@ class GoalNodeParams(CommonNodeParams):
     trajectory_file: str = spec("", doc="trajectory YAML (mode trajectory); a relative path "
                                         "is looked up in config_dir")
     publish_rate_hz: float = spec(50.0, gt=0.0, doc="goal rate while a trajectory plays [Hz]")
-    start_delay_s: float = spec(0.0, ge=0.0, doc="wait this long after the first joint state "
+    start_delay_s: float = spec(0.0, ge=0.0, doc="wait this long after the controller holds "
+                                                 "the arm (its first goal on controller/goal) "
                                                  "before playing the trajectory [s]")
     marker_scale_m: float = spec(0.12, gt=0.0, doc="size of the interactive marker [m]")
 

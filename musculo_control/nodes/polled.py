@@ -7,14 +7,23 @@ executor never waits on: DDS keeps the newest sample (KEEP_LAST 1) in its own th
 tick takes it with the call rclpy's executor and ``wait_for_message`` use themselves. The
 subscriptions live on a hidden helper node (``_<node>_inputs``, same namespace) that is never
 spun; command-line topic remaps do not apply to it (use namespaces instead).
+
+On simulated time in lockstep a tick may first wait for a sample the clock says was sent
+(:meth:`PolledSubscription.await_stamp`, :mod:`musculo_control.nodes.lockstep`).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+#: Poll period of :meth:`PolledSubscription.await_stamp` [s] (wall): a sample in flight
+#: arrives within a fraction of a millisecond on an idle machine.
+_AWAIT_POLL_S = 0.0002
 
 
 def _never_called(msg: Any) -> None:  # the executor never spins the input node
@@ -24,10 +33,15 @@ def _never_called(msg: Any) -> None:  # the executor never spins the input node
 class PolledSubscription:
     """The newest message of one topic, taken when asked (see :class:`PolledInputs`)."""
 
-    def __init__(self, node: Node, msg_type: Any, topic: str, qos: QoSProfile) -> None:
+    def __init__(self, node: Node, msg_type: Any, topic: str, qos: QoSProfile,
+                 stamp_of: Callable[[Any], float] | None = None) -> None:
         self.topic = topic
         self._sub = node.create_subscription(msg_type, topic, _never_called, qos)
         self._type = msg_type
+        self._stamp_of = stamp_of  # a message's stamp [s] (needed by await_stamp)
+        self._kept: list[Any] = []  # taken while waiting (await_stamp), for the next take
+        self._newest_s = -float("inf")  # stamp of the newest message taken
+        self._stalled = False  # the last wait timed out: no more waits until a new message
 
     def take_newest(self) -> Any | None:
         """The newest message received since the last call, or ``None``."""
@@ -36,14 +50,37 @@ class PolledSubscription:
 
     def take_all(self) -> list[Any]:
         """Every message queued since the last call (at most the QoS depth), oldest first."""
+        out, self._kept = self._kept, []
+        return out + self._take()
+
+    def await_stamp(self, due_s: float, wait_s: float) -> bool:
+        """Wait (wall time, at most ``wait_s``) until a message stamped ``due_s`` or later has
+        been received; messages taken meanwhile stay for the next take. Once a wait times out
+        (the publisher stopped, or the lockstep gave up on it) none is waited for again until
+        a new message comes. Whether such a message is here."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            self._kept += self._take()
+            if self._newest_s >= due_s - 1e-9:
+                return True
+            if self._stalled or time.monotonic() >= deadline:
+                self._stalled = True
+                return False
+            time.sleep(_AWAIT_POLL_S)
+
+    def _take(self) -> list[Any]:
         out: list[Any] = []
         handle = self._sub.handle
         with handle:
             while True:
                 got = handle.take_message(self._type, False)
                 if got is None:
-                    return out
+                    break
                 out.append(got[0])
+        if out and self._stamp_of is not None:
+            self._stalled = False
+            self._newest_s = max(self._newest_s, max(self._stamp_of(m) for m in out))
+        return out
 
 
 class PolledInputs:
@@ -51,17 +88,19 @@ class PolledInputs:
 
     def __init__(self, owner: Node) -> None:
         self.node = Node(f"_{owner.get_name()}_inputs", namespace=owner.get_namespace(),
-                         use_global_arguments=False, start_parameter_services=False,
-                         enable_rosout=False)
+                         context=owner.context, use_global_arguments=False,
+                         start_parameter_services=False, enable_rosout=False)
 
     def subscribe(self, msg_type: Any, topic: str, depth: int = 1,
-                  qos: QoSProfile | None = None) -> PolledSubscription:
-        """Best-effort, keep-last ``depth`` (1: only the newest matters), unless ``qos``."""
+                  qos: QoSProfile | None = None,
+                  stamp_of: Callable[[Any], float] | None = None) -> PolledSubscription:
+        """Best-effort, keep-last ``depth`` (1: only the newest matters), unless ``qos``;
+        ``stamp_of`` (a message's stamp [s], -inf if it has none) enables ``await_stamp``."""
         if qos is None:
             qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
                              reliability=ReliabilityPolicy.BEST_EFFORT,
                              durability=DurabilityPolicy.VOLATILE)
-        return PolledSubscription(self.node, msg_type, topic, qos)
+        return PolledSubscription(self.node, msg_type, topic, qos, stamp_of)
 
     def destroy(self) -> None:
         self.node.destroy_node()

@@ -33,7 +33,7 @@ from musculo_control.nodes.node_config import (
     parameter_defaults,
     parse_parameters,
 )
-from musculo_control.nodes.polled import PolledInputs
+from musculo_control.nodes.polled import PolledInputs, PolledSubscription
 from musculo_control.nodes.tick_loop import TickLoop
 from musculo_control.stamps import Stamp
 
@@ -140,10 +140,24 @@ class StageNode(Node):
                                   wall_clock)
         self.diag: Diagnostics | None = None
         self._injection_values: Callable[[], dict[str, str]] = dict
+        # a consumer of other nodes' outputs, on simulated time with the mock's lockstep
+        self._lockstep_wait_s = (float(self.params.lockstep_wait_s)  # type: ignore[attr-defined]
+                                 if getattr(self.params, "lockstep", False)
+                                 and not self.tick_loop.wall_clock else None)
 
     def clock_s(self) -> float:
         """The node's clock (ROS time: system or simulated) [s]."""
         return self.get_clock().now().nanoseconds * 1e-9
+
+    def await_lockstep(self, now_s: float,
+                       *inputs: tuple[PolledSubscription, float]) -> None:
+        """On simulated time in lockstep (``lockstep`` parameter): wait until each polled
+        input has received its sample stamped ``now_s - lead`` or later, which the mock arm's
+        lockstep says was sent (:mod:`musculo_control.nodes.lockstep`). Otherwise nothing."""
+        if self._lockstep_wait_s is None:
+            return
+        for sub, lead_s in inputs:
+            sub.await_stamp(now_s - lead_s, self._lockstep_wait_s)
 
     def watch(self, health: Health, hardware_id: str,
               values: Callable[[], dict[str, str]] | None = None) -> Diagnostics:
