@@ -23,8 +23,17 @@ PAPER_HIGH_ELBOW_BAND = (8.0, 12.0)
 
 
 @pytest.fixture(scope="module")
-def report(robot, task):
-    return operating_point_report(robot, task)
+def weights(config_dir):
+    """(k, r) of eq. 10-11: the controller's (controller.yaml qp), which the report uses."""
+    from musculo_control.control.controller_config import load_controller_config
+
+    qp = load_controller_config(config_dir).qp
+    return qp.k, qp.r
+
+
+@pytest.fixture(scope="module")
+def report(robot, task, weights):
+    return operating_point_report(robot, task, weights)
 
 
 def test_eq10_matches_nnls(robot, estimator):
@@ -85,13 +94,12 @@ def test_eq11_never_costs_more_than_eq10(robot, estimator):
 
 
 # -- calibration guard: the shipped stand-in sits in the paper's regime -------------------------
-def test_high_elbow_needs_activation_of_about_ten(report, robot, estimator):
+def test_high_elbow_needs_activation_of_about_ten(report, robot, estimator, weights):
     """Recomputed here from eq. 10 at the configured pose and held against the paper's band,
     not against the report's own band and verdict (which are then checked to agree)."""
     c = report["checks"]
-    op = robot.poses.config.operating_point
     q = robot.poses.solve_named(c["pose"], robot.home_pose_rad).q_rad
-    hold = static_hold(robot, estimator.compute(q, np.zeros(7)), op.activation_weight)
+    hold = static_hold(robot, estimator.compute(q, np.zeros(7)), weights[0])
     lo, hi = PAPER_HIGH_ELBOW_BAND
     assert lo <= hold.activation_norm <= hi, hold.activation_norm
     assert c["pose_activation_norm"] == pytest.approx(hold.activation_norm, rel=1e-9)
@@ -105,13 +113,12 @@ def _nnls_activation_norm(robot, estimator, q):
     return float(np.linalg.norm(a))
 
 
-def _nnls_push(robot, estimator, q, dz):
+def _nnls_push(robot, estimator, weights, q, dz):
     """Eq. 11's push on the elbow along its self-motion, by another route than the report's:
     the hold by NNLS with the free nullspace torque split as u - v (u, v >= 0), the tangent by a
     one-sided difference on a freshly solved hand-held pose, net torque from the tensions."""
     snap = estimator.compute(q, np.zeros(7))
-    op = robot.poses.config.operating_point  # the weights the report uses (robot.yaml)
-    prob = static_hold_problem(robot, snap, op.activation_weight, op.nullspace_weight)
+    prob = static_hold_problem(robot, snap, *weights)
     mc, n = prob.n_activations, snap.nullspace_projector.shape[0]
     split = np.hstack([prob.matrix, -prob.matrix[:, mc:]])
     z, _ = nnls(split, prob.vector, maxiter=5000)
@@ -128,7 +135,7 @@ def _nnls_push(robot, estimator, q, dz):
     return float((q_up - q) / dz @ net)
 
 
-def test_home_pose_is_at_rest_under_eq11(report, robot, estimator):
+def test_home_pose_is_at_rest_under_eq11(report, robot, estimator, weights):
     """Experiment A starts at home: eq. 11 must push the elbow up one step below it and down one
     step above it (the hand held), so the arm stays put until the gauge pushes (README,
     calibration). Recomputed by NNLS and a one-sided tangent; the poses checked by forward
@@ -144,17 +151,17 @@ def test_home_pose_is_at_rest_under_eq11(report, robot, estimator):
         q = robot.poses.elbow_path(home, [z0 + sign * step])[0].q_rad
         assert np.allclose(robot.arm.hand_pose(q)[0], robot.arm.hand_pose(home)[0], atol=1e-4)
         assert robot.poses.targets_at(q)[1] == pytest.approx(z0 + sign * step, abs=1e-4)
-        pushes.append(_nnls_push(robot, estimator, q, 2e-4))
+        pushes.append(_nnls_push(robot, estimator, weights, q, 2e-4))
     assert pushes[0] > 0.0 > pushes[1], pushes
     assert rest["push_lower_n"] == pytest.approx(pushes[0], rel=0.05, abs=0.05)
     assert rest["push_higher_n"] == pytest.approx(pushes[1], rel=0.05, abs=0.05)
 
 
-def test_eq11_lowers_the_elbow_from_the_high_elbow_pose(report, robot, estimator):
+def test_eq11_lowers_the_elbow_from_the_high_elbow_pose(report, robot, estimator, weights):
     """Experiment C: released at the high elbow, eq. 11 pushes the elbow down (recomputed)."""
     assert report["checks"]["eq11_lowers_elbow_to_home"]
     q = robot.poses.solve_named(report["checks"]["pose"], robot.home_pose_rad).q_rad
-    push = _nnls_push(robot, estimator, q, -2e-4)
+    push = _nnls_push(robot, estimator, weights, q, -2e-4)
     assert push < 0.0
     assert report["sweep"]["points"][0]["eq11_push_n"] == pytest.approx(push, rel=0.05)
 

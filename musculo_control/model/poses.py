@@ -80,11 +80,10 @@ class NamedPose:
 
 @dataclass(frozen=True, kw_only=True)
 class OperatingPointConfig:
-    """``poses.operating_point``: what ``musculo operating-point`` checks (SPEC sections 1, 8C)."""
+    """``poses.operating_point``: what ``musculo operating-point`` checks (SPEC sections 1, 8C).
+    The holds use the controller's own weights k and r (controller.yaml ``qp``)."""
 
     pose: str = spec(doc="named pose (poses.named) whose hold is the operating point")
-    activation_weight: float = spec(gt=0.0, doc="k of paper eq. 10-11 (Table I) [Nm^2]")
-    nullspace_weight: float = spec(gt=0.0, doc="r of paper eq. 11 (Table I) [-]")
     sweep_step_m: float = spec(gt=0.0, doc="elbow height step of the sweep [m]")
     sweep_drop_m: float = spec(gt=0.0,
                                doc="the sweep lowers the elbow by at most this much [m]")

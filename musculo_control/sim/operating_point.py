@@ -42,8 +42,9 @@ def hold_at(robot: Robot, estimator: DynamicsEstimator, q: FloatArray, k: float,
 
 
 def elbow_sweep(robot: Robot, estimator: DynamicsEstimator, q_start: FloatArray,
-                config: OperatingPointConfig) -> list[SweepPoint]:
-    """Both holds at poses that lower the elbow from ``q_start`` in steps, the hand fixed.
+                config: OperatingPointConfig, k: float, r: float) -> list[SweepPoint]:
+    """Both holds (weights ``k``, ``r`` of eq. 10-11) at poses that lower the elbow from
+    ``q_start`` in steps, the hand fixed.
 
     The sweep runs from the start's elbow height down by ``sweep_drop_m`` in ``sweep_step_m``
     steps and ends early at the first height the arm cannot reach with the hand in place.
@@ -55,8 +56,7 @@ def elbow_sweep(robot: Robot, estimator: DynamicsEstimator, q_start: FloatArray,
     heights = z0 - config.sweep_step_m * np.arange(steps + 1)
     out = []
     for sol in robot.poses.elbow_path(q_start, heights):
-        h10, h11 = hold_at(robot, estimator, sol.q_rad, config.activation_weight,
-                           config.nullspace_weight)
+        h10, h11 = hold_at(robot, estimator, sol.q_rad, k, r)
         out.append(SweepPoint(sol.q_rad, sol.elbow_z_m, h10, h11))
     return out
 
@@ -82,7 +82,8 @@ def self_motion_push(solver: PoseSolver, q: FloatArray, eq11: StaticHold,
 
 
 def home_rest(robot: Robot, solver: PoseSolver, estimator: DynamicsEstimator,
-              config: OperatingPointConfig, home11: StaticHold) -> dict[str, Any] | None:
+              config: OperatingPointConfig, home11: StaticHold, k: float,
+              r: float) -> dict[str, Any] | None:
     """Is the home pose (SPEC q_des, where experiment A starts) at rest under eq. 11?
 
     Eq. 11 lets the arm move along its self-motion wherever leaving some gravity torque
@@ -90,12 +91,11 @@ def home_rest(robot: Robot, solver: PoseSolver, estimator: DynamicsEstimator,
     (:func:`self_motion_push`) changes sign across it: up one ``sweep_step_m`` of elbow height
     below home, down one step above (the hand held), so a rest point lies within a step and
     pulls the arm back to it. ``home11``: the eq. 11 hold at home. None when the elbow cannot
-    move a step either way.
+    move a step either way. ``k``, ``r``: the weights of eq. 11.
     """
     q0 = robot.home_pose_rad
     z0 = solver.targets_at(q0)[1]
     step = config.sweep_step_m
-    k, r = config.activation_weight, config.nullspace_weight
     push: dict[str, float | None] = {"home": self_motion_push(solver, q0, home11, step)}
     for side, sign in (("lower", -1.0), ("higher", 1.0)):
         path = solver.elbow_path(q0, [z0 + sign * step])
@@ -144,22 +144,17 @@ def _pose_entry(name: str, doc: str, q: FloatArray, solver: PoseSolver, h10: Sta
 
 
 def operating_point_report(robot: Robot, task: TaskConfig,
-                           weights: tuple[float, float] | None = None) -> dict[str, Any]:
+                           weights: tuple[float, float]) -> dict[str, Any]:
     """Holds at home and every named pose, the elbow sweep and the calibration verdicts.
 
-    ``weights`` (k, r) serve when robot.yaml has no ``poses.operating_point`` section (then
-    there are holds only: no sweep, no checks).
+    ``weights``: (k, r) of paper eq. 10-11, the controller's (controller.yaml ``qp``). Without a
+    ``poses.operating_point`` section in robot.yaml there are holds only: no sweep, no checks.
     """
     solver = robot.poses
     if solver is None:
         raise InputError(robot.robot_file, "a 'poses' section (elbow_frame, ik_joints)", None)
     cfg = solver.config.operating_point
-    if cfg is not None:
-        k, r = cfg.activation_weight, cfg.nullspace_weight
-    elif weights is not None:
-        k, r = weights
-    else:
-        raise InputError(robot.robot_file, "a 'poses.operating_point' section, or weights", None)
+    k, r = weights
     est = DynamicsEstimator(robot, task)
     home_holds = hold_at(robot, est, robot.home_pose_rad, k, r)
     poses = [_pose_entry("home", "home_pose_rad (SPEC q_des)", robot.home_pose_rad, solver,
@@ -182,7 +177,7 @@ def operating_point_report(robot: Robot, task: TaskConfig,
     if cfg is None:
         return {**base, "sweep": None, "checks": None,
                 "note": "no poses.operating_point section in robot.yaml: holds only"}
-    sweep = elbow_sweep(robot, est, start, cfg)
+    sweep = elbow_sweep(robot, est, start, cfg, k, r)
     points = []
     for p in sweep:
         s10, s11 = _hold_summary(p.eq10), _hold_summary(p.eq11)
@@ -198,7 +193,7 @@ def operating_point_report(robot: Robot, task: TaskConfig,
             "eq11_tau_null_nm": s11["tau_null_nm"],
             "eq11_push_n": self_motion_push(solver, p.q_rad, p.eq11, cfg.sweep_step_m),
         })
-    rest = home_rest(robot, solver, est, cfg, home_holds[1])
+    rest = home_rest(robot, solver, est, cfg, home_holds[1], k, r)
     home_z = poses[0]["elbow_z_m"]
     a10 = np.array([p["eq10_activation_norm"] for p in points])
     a11 = np.array([p["eq11_activation_norm"] for p in points])
