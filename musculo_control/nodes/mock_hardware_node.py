@@ -125,7 +125,8 @@ class MockHardwareNode(StageNode):
         # far behind the next clock it may be (nodes/lockstep.py)
         leads = lockstep_leads(parts)
         self._lockstep = p.lockstep and p.publish_clock
-        self._progress: dict[str, list[float]] = {}  # topic -> [stamp, wall time, lead]
+        # topic -> [stamp, wall time seen, lead, wall time it fell behind (-inf: it is not)]
+        self._progress: dict[str, list[float]] = {}
         self._progress_in = {}
         self._given_up: set[str] = set()
         if self._lockstep:
@@ -133,7 +134,7 @@ class MockHardwareNode(StageNode):
                 msg_type = Float64MultiArray if topic == DYNAMICS else JointState
                 self._progress_in[topic] = self.inputs.subscribe(msg_type, topic,
                                                                  qos=QOS_PROGRESS)
-                self._progress[topic] = [-np.inf, -np.inf, lead]
+                self._progress[topic] = [-np.inf, -np.inf, lead, -np.inf]
             self._dynamics_codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles,
                                                  len(parts.controller.task.rows))
         self.lockstep_waits = 0  # ticks that waited for a lagging node
@@ -203,15 +204,22 @@ class MockHardwareNode(StageNode):
                     entry[0] = cv.stamp_of(msg).seconds
                 entry[1] = wall
                 self._given_up.discard(topic)
-            stamp, seen, lead = entry
+            stamp, seen, lead, behind = entry
             if seen == -np.inf or stamp >= t_next - lead + 1e-9:
+                entry[3] = -np.inf  # up to date
                 continue
-            if wall - seen <= self.params.lockstep_timeout_s:
+            if behind == -np.inf:
+                entry[3] = behind = wall
+            # silent since it fell behind or since its last output, whichever came later: a
+            # node idle while the clock was held for another one is not silent (counted from
+            # its last output alone, every node was given up on after one long hold)
+            silent = wall - max(seen, behind)
+            if silent <= self.params.lockstep_timeout_s:
                 return topic
             if topic not in self._given_up:
                 self._given_up.add(topic)
                 self.get_logger().warning(
-                    f"lockstep: no {topic} for {wall - seen:.1f} s (wall): no longer waiting "
+                    f"lockstep: no {topic} for {silent:.1f} s (wall): no longer waiting "
                     f"for it")
         return None
 

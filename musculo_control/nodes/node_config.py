@@ -152,8 +152,9 @@ class MockHardwareNodeParams(FaultInjectionParams, CommonNodeParams):
                                      "before (joint_states, dynamics, muscle_commands, "
                                      "hw/tendon_commands), so that a loaded computer slows the "
                                      "simulation instead of starving the loop")
-    lockstep_timeout_s: float = spec(0.5, gt=0.0, doc="a node silent for longer (wall time) is "
-                                                      "no longer waited for (a dead node) [s]")
+    lockstep_timeout_s: float = spec(0.5, gt=0.0, doc="a node behind the clock and silent for "
+                                                      "longer (wall time) is no longer waited "
+                                                      "for (a dead node) [s]")
 
 
 @dataclass(frozen=True, kw_only=True)
