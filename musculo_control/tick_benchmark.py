@@ -189,7 +189,9 @@ def synthetic_case(folder: Path, muscles: int, joints: int, config: ControllerCo
     config (full task mask)."""
     robot = SyntheticRobot(write_synthetic_arm(folder, joints, muscles))
     task = dataclasses.replace(config.task, mask=full_task_mask(len(config.task.rows), joints))
-    cfg = dataclasses.replace(config, task=task)
+    # per-joint gains belong to the shipped arm, not to this one
+    gains = dataclasses.replace(config.gains, nullspace_posture_nm_rad=None)
+    cfg = dataclasses.replace(config, task=task, gains=gains)
     return robot, cfg, DynamicsEstimator(robot, task)
 
 
@@ -204,9 +206,11 @@ def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
     log(f"load average (1 min) at the start: {machine.start} on {machine.cpus} CPUs")
     robot = load_robot(config_dir)
     # eq. 11 as the paper states it: the baselines solve that problem, without the velocity-aware
-    # tau_null bounds of qp.nullspace_step_rad
+    # tau_null bounds of qp.nullspace_step_rad or a posture spring
     config = load_controller_config(config_dir)
-    config = dataclasses.replace(config, qp=dataclasses.replace(config.qp, nullspace_step_rad=None))
+    config = dataclasses.replace(
+        config, qp=dataclasses.replace(config.qp, nullspace_step_rad=None),
+        gains=dataclasses.replace(config.gains, nullspace_posture_nm_rad=None))
     rates = {"rate_hz": config.loop.control_rate_hz, "snapshot_hz": config.loop.dynamics_rate_hz,
              "amplitude_rad": bench.amplitude_rad, "lead_s": bench.goal_lead_s}
     estimator = DynamicsEstimator(robot, config.task)

@@ -314,7 +314,9 @@ def synthetic(tmp_path_factory, config):
 
     robot = SyntheticRobot(write_synthetic_arm(tmp_path_factory.mktemp("arm7"), 7, 14))
     task = dataclasses.replace(config.task, mask=full_task_mask(5, 7))
-    cfg = dataclasses.replace(config, task=task)
+    # the shipped arm's posture spring is not this arm's: the paper's law here
+    cfg = dataclasses.replace(config, task=task, gains=dataclasses.replace(
+        config.gains, nullspace_posture_nm_rad=None))
     return robot, cfg, DynamicsEstimator(robot, task)
 
 

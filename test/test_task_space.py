@@ -15,6 +15,7 @@ from musculo_control.control.goal import HandGoal, WorkspaceConfig, check_goal
 from musculo_control.control.task_space import (
     GainsConfig,
     HandState,
+    nullspace_posture_torque,
     orientation_error,
     reference_acceleration,
     reference_acceleration_6d,
@@ -140,6 +141,39 @@ def test_reference_torque_coriolis_option(estimator, robot):
     assert np.allclose(base, s.gravity_torque_nm)
     assert np.allclose(with_c - base, s.coriolis_torque_nm)
     assert np.abs(s.coriolis_torque_nm).max() > 1e-3  # the test is not vacuous
+
+
+def test_the_nullspace_posture_spring_leaves_the_task_alone_and_pulls_toward_the_target(
+        estimator, robot):
+    """N K (q_home - q) gives the hand no acceleration (J M^-1 N = 0, eq. 8; checked through
+    Pinocchio's ABA) and does positive work toward the target (it is a spring, projected)."""
+    stiffness = np.array([0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0])  # the forearm roll only
+    checked = 0
+    for q in random_poses(robot, 20, seed=9):
+        s = estimator.compute(q, np.zeros(7))
+        if s.damped:
+            continue
+        tau = nullspace_posture_torque(s.nullspace_projector, stiffness, robot.home_pose_rad, q)
+        qdd = pin.aba(robot.arm.model, robot.arm.model.createData(), q, np.zeros(7),
+                      tau + s.gravity_torque_nm)
+        qdd_g = pin.aba(robot.arm.model, robot.arm.model.createData(), q, np.zeros(7),
+                        s.gravity_torque_nm)
+        assert np.allclose(s.task_jacobian @ (qdd - qdd_g), 0.0, atol=1e-8)
+        if abs(q[4] - robot.home_pose_rad[4]) > 0.05:
+            assert float((qdd - qdd_g)[4] * (robot.home_pose_rad[4] - q[4])) > 0.0
+            checked += 1
+    assert checked >= 5
+
+
+def test_a_posture_stiffness_per_joint_is_required(robot, config_dir):
+    from musculo_control.control.controller import OSCController
+    from musculo_control.control.controller_config import load_controller_config
+
+    config = load_controller_config(config_dir)
+    bad = dataclasses.replace(config, gains=dataclasses.replace(
+        config.gains, nullspace_posture_nm_rad=(1.0, 2.0)))
+    with pytest.raises(ConfigError, match="gains.nullspace_posture_nm_rad"):
+        OSCController(robot, bad)
 
 
 # -- hand goal --------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from musculo_control.control.qp_problem import QPResult, TorqueBalance
 from musculo_control.control.task_space import (
     PositionIntegral,
     nullspace_damping_torque,
+    nullspace_posture_torque,
     reference_acceleration,
     reference_torque,
 )
@@ -93,6 +94,11 @@ class OSCController(TickBase):
         self._upper = np.full(mc, np.inf if qp.activation_max is None else qp.activation_max)
         self._upper_tick = self._upper.copy()
         self._integral = PositionIntegral(config.gains)  # off unless gains.ki_s3 > 0
+        posture = config.gains.nullspace_posture_nm_rad
+        if posture is not None and len(posture) != n:
+            raise ConfigError(file, "gains.nullspace_posture_nm_rad",
+                              f"{n} stiffnesses, one per joint of robot.yaml", list(posture))
+        self._posture = None if posture is None else np.asarray(posture, dtype=float)
 
     def reset(self) -> None:
         """Forget the previous tick's state, the integral and the QP's warm start."""
@@ -128,6 +134,9 @@ class OSCController(TickBase):
         if kv > 0.0:
             tau_ref += nullspace_damping_torque(snapshot.nullspace_projector,
                                                 snapshot.mass_matrix, qd, kv)
+        if self._posture is not None:
+            tau_ref += nullspace_posture_torque(snapshot.nullspace_projector, self._posture,
+                                                self.robot.home_pose_rad, q)
         ci = self._ci
         active, passive = fresh.forces.active_n[ci], fresh.forces.passive_n[ci]
         balance = TorqueBalance(terms.jm_controlled, active, passive,

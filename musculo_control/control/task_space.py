@@ -52,6 +52,11 @@ class GainsConfig:
     nullspace_damping_s: float = spec(
         0.0, ge=0.0, doc="damping of joint velocity inside the task nullspace, kv in "
                          "-N M kv qd [1/s]; not in the paper, 0 keeps eq. 11 as is")
+    nullspace_posture_nm_rad: tuple[float, ...] | None = spec(
+        None, ge=0.0, doc="per joint (robot.yaml order), stiffness K of a posture spring "
+                          "toward robot.yaml home_pose_rad inside the task nullspace, "
+                          "N K (q_home - q) added to tau_ref [Nm/rad]; not in the paper, null "
+                          "keeps eq. 11 as is")
     ki_s3: float = spec(
         0.0, ge=0.0, doc="integral gain on the hand position error [1/s^3]; not in the paper, "
                          "0 (off) keeps eq. 14 as is; stable for ki < kp kd")
@@ -171,6 +176,13 @@ def reference_torque(task_jacobian: FloatArray, task_inertia: FloatArray,
     if coriolis_nm is not None:
         tau += coriolis_nm
     return tau
+
+
+def nullspace_posture_torque(projector: FloatArray, stiffness_nm_rad: FloatArray,
+                             q_target: FloatArray, q: FloatArray) -> FloatArray:
+    """(n,) N K (q_target - q) [Nm]: a joint spring toward ``q_target`` that the task does not
+    feel (N of paper eq. 8, as in :func:`nullspace_damping_torque`)."""
+    return projector @ (stiffness_nm_rad * (q_target - q))
 
 
 def nullspace_damping_torque(projector: FloatArray, mass_matrix: FloatArray, qd: FloatArray,
