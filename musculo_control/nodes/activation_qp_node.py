@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import time
 import traceback
+from functools import partial
 
 import numpy as np
 from geometry_msgs.msg import PointStamped, PoseStamped
@@ -55,7 +56,12 @@ from musculo_control.loop.timing import (
     TimingSummary,
     timing_record,
 )
-from musculo_control.nodes.lockstep import DYNAMICS, JOINT_STATES, lockstep_leads
+from musculo_control.nodes.lockstep import (
+    DYNAMICS,
+    JOINT_STATES,
+    lockstep_leads,
+    snapshot_stamp_s,
+)
 from musculo_control.nodes.node_config import (
     ACTIVATION_QP_NODE,
     ActivationQPNodeParams,
@@ -119,16 +125,14 @@ class ActivationQPNode(StageNode):
         self._timing_pub = self.create_publisher(Float64MultiArray, "controller/timing",
                                                  QOS_STATE_PUB)
         # inputs, polled at the tick
-        self._joints_in = self.inputs.subscribe(JointState, JOINTS_TOPIC,
-                                                stamp_of=lambda m: cv.stamp_of(m).seconds)
+        leads = lockstep_leads(parts)
+        self._joints_in = self.subscribe_awaited(JointState, JOINTS_TOPIC, leads[JOINT_STATES])
         self._muscles_in = self.inputs.subscribe(JointState, TENDONS_TOPIC, p.tendon_queue)
         self._sent_in = self.inputs.subscribe(JointState, SENT_TOPIC, p.tendon_queue)
         self._dynamics_in = (None if self.step.fused else
-                             self.inputs.subscribe(Float64MultiArray, DYNAMICS_TOPIC,
-                                                   stamp_of=self._snapshot_stamp))
-        leads = lockstep_leads(parts)
-        self._awaited = [(self._joints_in, leads[JOINT_STATES])] + (
-            [] if self._dynamics_in is None else [(self._dynamics_in, leads[DYNAMICS])])
+                             self.subscribe_awaited(Float64MultiArray, DYNAMICS_TOPIC,
+                                                    leads[DYNAMICS],
+                                                    partial(snapshot_stamp_s, self.codec)))
         self._goal_in = self.inputs.subscribe(PoseStamped, GOAL_TOPIC, qos=QOS_GOAL)
         self._trajectory_in = self.inputs.subscribe(MultiDOFJointTrajectory,
                                                     GOAL_TRAJECTORY_TOPIC, qos=QOS_GOAL)
@@ -152,17 +156,9 @@ class ActivationQPNode(StageNode):
                                + (" (fused dynamics)" if self.step.fused else ""))
 
     # -- inputs ---------------------------------------------------------------------------------
-    def _snapshot_stamp(self, msg: Float64MultiArray) -> float:
-        """A dynamics message's stamp [s] (-inf if it does not decode: refused at the take)."""
-        dims, data, offset = cv.read_float64_multiarray(msg)
-        try:
-            return self.codec.decode(dims, data, offset)[0].stamp_s
-        except InputError:
-            return -float("inf")
-
     def _take_inputs(self, now_s: float) -> None:
         step, health = self.step, self.step.health
-        self.await_lockstep(now_s, *self._awaited)
+        self.await_lockstep(now_s)
         msg = self._joints_in.take_newest()
         if msg is not None:
             arrays = cv.read_joint_state(msg, self._joint_order, required=("position", "velocity"),

@@ -41,9 +41,8 @@ class DynamicsNode(StageNode):
         self._order = cv.NameOrder(IN_TOPIC, robot.arm.joint_names, "joint name")
         self._stamps: dict[float, Stamp] = {}  # the newest joint state's exact stamp
         self._pub = self.create_publisher(Float64MultiArray, OUT_TOPIC, QOS_STATE_PUB)
-        self._joints_in = self.inputs.subscribe(JointState, IN_TOPIC,
-                                                stamp_of=lambda m: cv.stamp_of(m).seconds)
-        self._joints_lead_s = lockstep_leads(parts)[JOINT_STATES]
+        self._joints_in = self.subscribe_awaited(JointState, IN_TOPIC,
+                                                 lockstep_leads(parts)[JOINT_STATES])
         rate = parts.controller.loop.dynamics_rate_hz
         self.timer = TickTimer(1.0 / rate)
         self.watch(self.stage.health, "dynamics", self._values)
@@ -53,7 +52,7 @@ class DynamicsNode(StageNode):
     def _tick(self) -> None:
         self.timer.start(time.perf_counter())
         stage = self.stage
-        self.await_lockstep(self.clock_s(), (self._joints_in, self._joints_lead_s))
+        self.await_lockstep(self.clock_s())
         msg = self._joints_in.take_newest()
         if msg is not None:
             arrays = cv.read_joint_state(msg, self._order, required=("position", "velocity"),

@@ -14,6 +14,11 @@ state), and simulated-time results would depend on the machine's load.
 
 from __future__ import annotations
 
+from typing import Any
+
+from musculo_control import messages as cv
+from musculo_control.errors import InputError
+from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.loop.build import LoopParts
 from musculo_control.loop.control_step import COMMAND_TOPIC as MUSCLE_COMMANDS
 from musculo_control.loop.dynamics_stage import IN_TOPIC as JOINT_STATES
@@ -34,3 +39,13 @@ def lockstep_leads(parts: LoopParts) -> dict[str, float]:
             TENDON_COMMANDS: 1.0 / parts.drivers.rates.driver_rate_hz + step,
             JOINT_STATES: 2.0 * step,
             DYNAMICS: 1.0 / loop.dynamics_rate_hz + 3.0 * step}
+
+
+def snapshot_stamp_s(codec: SnapshotCodec, msg: Any) -> float:
+    """The stamp [s] a dynamics message (Float64MultiArray) carries; -inf if it does not
+    decode (its consumer refuses it when it takes it)."""
+    dims, data, offset = cv.read_float64_multiarray(msg)
+    try:
+        return codec.decode(dims, data, offset)[0].stamp_s
+    except InputError:
+        return -float("inf")

@@ -41,7 +41,7 @@ from musculo_control.hardware.mock_arm import load_mock_config
 from musculo_control.loop import build
 from musculo_control.loop.mock_stage import COMMAND_TOPIC
 from musculo_control.loop.timing import divisor
-from musculo_control.nodes.lockstep import DYNAMICS, lockstep_leads
+from musculo_control.nodes.lockstep import DYNAMICS, lockstep_leads, snapshot_stamp_s
 from musculo_control.nodes.node_config import (
     MOCK_HARDWARE_NODE,
     MockHardwareNodeParams,
@@ -194,12 +194,8 @@ class MockHardwareNode(StageNode):
             entry = self._progress[topic]
             msg = sub.take_newest()
             if msg is not None:
-                if topic == DYNAMICS:
-                    dims, data, offset = cv.read_float64_multiarray(msg)
-                    try:
-                        entry[0] = self._dynamics_codec.decode(dims, data, offset)[0].stamp_s
-                    except InputError:
-                        pass
+                if topic == DYNAMICS:  # a malformed one keeps the last good stamp
+                    entry[0] = max(entry[0], snapshot_stamp_s(self._dynamics_codec, msg))
                 else:
                     entry[0] = cv.stamp_of(msg).seconds
                 entry[1] = wall

@@ -144,19 +144,32 @@ class StageNode(Node):
         self._lockstep_wait_s = (float(self.params.lockstep_wait_s)  # type: ignore[attr-defined]
                                  if getattr(self.params, "lockstep", False)
                                  and not self.tick_loop.wall_clock else None)
+        self._awaited: list[tuple[PolledSubscription, float]] = []
 
     def clock_s(self) -> float:
         """The node's clock (ROS time: system or simulated) [s]."""
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def await_lockstep(self, now_s: float,
-                       *inputs: tuple[PolledSubscription, float]) -> None:
-        """On simulated time in lockstep (``lockstep`` parameter): wait until each polled
-        input has received its sample stamped ``now_s - lead`` or later, which the mock arm's
-        lockstep says was sent (:mod:`musculo_control.nodes.lockstep`). Otherwise nothing."""
+    def subscribe_awaited(self, msg_type: Any, topic: str, lead_s: float,
+                          stamp_of: Callable[[Any], float] | None = None) -> PolledSubscription:
+        """A polled input (newest sample) that :meth:`await_lockstep` waits for on simulated
+        time in lockstep: its sample stamped ``lead_s`` before the tick or later
+        (:mod:`musculo_control.nodes.lockstep`). ``stamp_of``: a message's stamp [s], by
+        default its header's; read only in lockstep, never on the wall clock."""
+        if self._lockstep_wait_s is None:
+            return self.inputs.subscribe(msg_type, topic)
+        sub = self.inputs.subscribe(msg_type, topic,
+                                    stamp_of=stamp_of or (lambda m: cv.stamp_of(m).seconds))
+        self._awaited.append((sub, lead_s))
+        return sub
+
+    def await_lockstep(self, now_s: float) -> None:
+        """On simulated time in lockstep (``lockstep`` parameter): wait until each input of
+        :meth:`subscribe_awaited` has received its sample stamped ``now_s - lead`` or later,
+        which the mock arm's lockstep says was sent. Otherwise nothing."""
         if self._lockstep_wait_s is None:
             return
-        for sub, lead_s in inputs:
+        for sub, lead_s in self._awaited:
             sub.await_stamp(now_s - lead_s, self._lockstep_wait_s)
 
     def watch(self, health: Health, hardware_id: str,

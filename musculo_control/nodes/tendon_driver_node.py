@@ -52,9 +52,8 @@ class TendonDriverNode(StageNode):
         self._state_msg = cv.JointStateWriter(MSGS, muscles)
         self._hw_pub = self.create_publisher(JointState, COMMAND_OUT_TOPIC, QOS_STATE_PUB)
         self._state_pub = self.create_publisher(JointState, STATE_OUT_TOPIC, QOS_STATE_PUB)
-        self._commands_in = self.inputs.subscribe(JointState, COMMAND_IN_TOPIC,
-                                                  stamp_of=lambda m: cv.stamp_of(m).seconds)
-        self._commands_lead_s = lockstep_leads(parts)[MUSCLE_COMMANDS]
+        self._commands_in = self.subscribe_awaited(JointState, COMMAND_IN_TOPIC,
+                                                   lockstep_leads(parts)[MUSCLE_COMMANDS])
         self._states_in = self.inputs.subscribe(JointState, STATE_IN_TOPIC, p.input_queue)
         self.watch(self.stage.health, "tendon actuators", self.stage.values)
         self._period_s = 1.0 / parts.drivers.rates.driver_rate_hz
@@ -64,7 +63,7 @@ class TendonDriverNode(StageNode):
 
     def _tick(self) -> None:
         stage = self.stage
-        self.await_lockstep(self.clock_s(), (self._commands_in, self._commands_lead_s))
+        self.await_lockstep(self.clock_s())
         for msg in self._states_in.take_all():
             arrays = cv.read_joint_state(msg, self._state_order, required=("position", "effort"))
             if isinstance(arrays, str):
