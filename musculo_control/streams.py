@@ -9,9 +9,40 @@ by the runner in simulated time and by the nodes on the ROS clock (stamps as flo
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from musculo_control.config.parser import spec
+from musculo_control.errors import ConfigError
+
 T = TypeVar("T")
+
+#: Grades of an input's age (:meth:`InputBounds.grade`).
+ON_TIME, LATE, STALE = 0, 1, 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputBounds:
+    """How old one input may be (``safety.yaml`` ``inputs.<stream>``): up to ``late_s`` it is
+    on time; up to ``hold_s`` it is *late*: reported at WARN and counted while control goes on
+    with the newest sample; beyond ``hold_s`` it is *stale*: a fault, every tendon at the
+    minimum tension."""
+
+    late_s: float = spec(gt=0.0, doc="older: reported as late, control goes on [s]")
+    hold_s: float = spec(gt=0.0, doc="older: a fault, every tendon at minimum tension [s]")
+
+    def check(self, file: str, key: str) -> None:
+        if not self.late_s < self.hold_s:
+            raise ConfigError(file, f"{key}.late_s" if key else "late_s",
+                              f"less than hold_s = {self.hold_s} s (late is reported before "
+                              f"the safe state)", self.late_s)
+
+    def grade(self, age_s: float) -> int:
+        """:data:`ON_TIME`, :data:`LATE` or :data:`STALE` for an input ``age_s`` [s] old (NaN:
+        stale)."""
+        if age_s <= self.late_s:
+            return ON_TIME
+        return LATE if age_s <= self.hold_s else STALE
 
 
 class StampOrder:

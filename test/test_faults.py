@@ -158,6 +158,9 @@ def test_every_fault_is_detected_by_its_rule_within_target(matrix, matrix_cfg):
             assert r.injection_to_detection_ms < 1e3 * matrix_cfg.stuck_duration_s, r
         else:
             assert r.detection_time_ms <= matrix_cfg.detection_target_ms, r
+            # a real fault's safe state within its input's hold bound (or at once); a late
+            # input within its bound and a refused request never go limp
+            assert r.safe_state_in_time, r
 
 
 def test_no_command_above_the_limit_and_no_nan_ever(matrix):
@@ -175,12 +178,13 @@ def test_every_fault_recovers(matrix):
 
 def test_faults_end_at_minimum_tension_and_warnings_do_not(matrix):
     """A fault puts the arm at minimum tension for a while; a warning (bad goal, reordered
-    message, clamped command) never does."""
+    message, a late input within its hold bound, clamped command) never does."""
     results, _ = matrix
+    warning_only = {"goal_nan", "goal_outside_workspace", "reordered_stream",
+                    "command_overrange", "delayed_stream"}
+    assert warning_only == {k.name for k in FAULTS if not k.safe_state}
     for r in results:
-        warning_only = r.name in ("goal_nan", "goal_outside_workspace", "reordered_stream",
-                                  "command_overrange")
-        assert (r.safe_ticks == 0) == warning_only, r
+        assert (r.safe_ticks == 0) == (r.name in warning_only), r
 
 
 # -- the runner's accounting --------------------------------------------------------------------

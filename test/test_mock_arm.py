@@ -27,7 +27,6 @@ from musculo_control.hardware.potentiometer import (
     PotentiometerReader,
     PotentiometerReaderConfig,
 )
-from musculo_control.hardware.tendon_driver import TendonDriver
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +201,7 @@ def test_sensor_chain_recovers_the_true_state(robot, cal, mock_cfg, config_dir):
     reader = PotentiometerReader(cal, robot.arm.lower_rad, robot.arm.upper_rad,
                                  replace(reader_cfg, limit_margin_rad=10.0))
     # the driver's limits as the loaders build them (its floor is robot.yaml hill.f_min_n)
-    driver = TendonDriver(cal, load_drivers(robot, config_dir / "hardware.yaml").tendons.config)
+    driver = load_drivers(robot, config_dir / "hardware.yaml").tendons
     arm.reset(robot.home_pose_rad, 20.0)
     for _ in range(37):
         arm.step()

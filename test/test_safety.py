@@ -72,10 +72,12 @@ class FakeController:
         self.tension = np.full(robot.n_muscles, 20.0) if tension is None else tension
         self.ok = ok
         self.goals: list[HandGoal] = []
+        self.angles: list[np.ndarray] = []  # the joint angles it was given [rad]
         self.resets: list[int] = []  # how many ticks it had made when it was reset
 
     def tick(self, snapshot, q_rad, qd_rad_s, goal, t_s):
         self.goals.append(goal)
+        self.angles.append(np.array(q_rad))
         if not self.ok:
             return safe_output(self.robot, "fake: QP not solved")
         base = safe_output(self.robot, "")
@@ -93,9 +95,10 @@ class World:
         self.snap = snapshot
         self.lengths = robot.geometry.lengths_at(snapshot.q_rad)
 
-    def joints(self, t, q=None):
+    def joints(self, t, q=None, qd=None):
         q = self.snap.q_rad if q is None else q
-        return PotentiometerReading(t, np.array(q), np.zeros(7), ())
+        qd = np.zeros(7) if qd is None else qd
+        return PotentiometerReading(t, np.array(q), np.array(qd), ())
 
     def tendons(self, t, tension=20.0, lengths=None):
         m = self.robot.n_muscles
@@ -392,7 +395,7 @@ def test_each_fault_gives_minimum_tension_with_its_rule(robot, safety_cfg, ctrl_
     t = 2 * TICK
     kw: dict = {}
     if case == "stale_joints":
-        kw["joints"] = world.joints(t - 2 * safety_cfg.joint_state_timeout_s)
+        kw["joints"] = world.joints(t - 2 * safety_cfg.inputs.joint_state.hold_s)
     elif case == "joint_faults":
         kw["joint_faults"] = ("elbow_p: potentiometer count is not finite (nan)",)
     elif case == "no_joints":
@@ -402,11 +405,11 @@ def test_each_fault_gives_minimum_tension_with_its_rule(robot, safety_cfg, ctrl_
         q[1] = np.nan
         kw["joints"] = world.joints(t - 0.001, q)
     elif case == "stale_tendons":
-        kw["tendons"] = world.tendons(t - 2 * safety_cfg.tendon_state_timeout_s)
+        kw["tendons"] = world.tendons(t - 2 * safety_cfg.inputs.tendon_state.hold_s)
     elif case == "tendon_faults":
         kw["tendons"] = world.tendons(t - 0.001)._replace(faults=("biceps: encoder nan",))
     elif case == "stale_snapshot":
-        kw["snapshot"] = world.snapshot(t - 2 * safety_cfg.snapshot_timeout_s)
+        kw["snapshot"] = world.snapshot(t - 2 * safety_cfg.inputs.snapshot.hold_s)
     elif case == "no_snapshot":
         kw["snapshot"] = None
     elif case == "qp_failure":
@@ -419,7 +422,7 @@ def test_each_fault_gives_minimum_tension_with_its_rule(robot, safety_cfg, ctrl_
         ctrl.tension = np.full(robot.n_muscles, 20.0)
         ctrl.tension[0] = -1.0
     elif case == "future_snapshot":
-        kw["snapshot"] = world.snapshot(t + 2 * safety_cfg.snapshot_timeout_s)
+        kw["snapshot"] = world.snapshot(t + 2 * safety_cfg.inputs.snapshot.hold_s)
     elif case == "lengths_disagree":
         lengths = world.lengths.copy()
         lengths[6] += 10 * safety_cfg.consistency.tolerance_m
@@ -463,15 +466,71 @@ def test_warnings_keep_control(robot, safety_cfg, ctrl_cfg, drivers, home):
 def test_a_late_snapshot_is_a_warning_before_it_is_stale(robot, safety_cfg, ctrl_cfg, drivers,
                                                         home):
     snap, goal = home
+    bounds = safety_cfg.inputs.snapshot
     sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
     world, ctrl = World(robot, snap), FakeController(robot)
-    late = 0.5 * (safety_cfg.snapshot_late_s + safety_cfg.snapshot_timeout_s)
+    late = 0.5 * (bounds.late_s + bounds.hold_s)
     out, report = tick(sup, world, ctrl, 1.0, goal, snapshot=world.snapshot(1.0 - late))
     assert out.ok and report.rules == {"snapshot_late"} and report.level == 1
     assert "late" in report.summary()
     out, report = tick(sup, world, ctrl, 1.0 + TICK, goal, snapshot=world.snapshot(
-        1.0 + TICK - safety_cfg.snapshot_timeout_s - 0.001))
+        1.0 + TICK - bounds.hold_s - 0.001))
     assert not out.ok and "snapshot_stale" in report.rules
+
+
+@pytest.mark.parametrize("stream, late_rule, stale_rule", [
+    ("joint_state", "joint_state_late", "joint_state_stale"),
+    ("tendon_state", "tendon_state_late", "tendon_state_stale"),
+    ("driver_output", "driver_late", "driver_silent"),
+])
+def test_a_late_input_is_reported_and_counted_and_control_goes_on_until_its_hold_bound(
+        robot, safety_cfg, ctrl_cfg, drivers, home, stream, late_rule, stale_rule):
+    """Between late_s and hold_s: a warning, counted, the controller's command goes out; past
+    hold_s: a fault, minimum tension. Late joint angles reach the controller extrapolated by
+    their velocity over their age."""
+    snap, goal = home
+    bounds = getattr(safety_cfg.inputs, stream)
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    assert tick(sup, world, ctrl, TICK, goal, driver_stamp_s=TICK - 0.002).output.ok
+    qd = np.linspace(-0.5, 0.5, 7)  # [rad/s]
+    for k, age in enumerate((0.5 * (bounds.late_s + bounds.hold_s), 0.99 * bounds.hold_s)):
+        t = (k + 2) * TICK
+        kw = {"driver_stamp_s": t - 0.002}
+        if stream == "joint_state":
+            kw["joints"] = world.joints(t - age, qd=qd)
+        elif stream == "tendon_state":
+            kw["tendons"] = world.tendons(t - age)
+        else:
+            kw["driver_stamp_s"] = t - age
+        out, report = tick(sup, world, ctrl, t, goal, **kw)
+        assert out.ok and report.level == 1 and report.rules == {late_rule}, report.summary()
+        assert sup.late_ticks[late_rule] == k + 1
+        if stream == "joint_state":
+            np.testing.assert_allclose(ctrl.angles[-1], snap.q_rad + qd * age)
+    t = 4 * TICK
+    kw = {"driver_stamp_s": t - 0.002}
+    stale = bounds.hold_s + 0.001
+    if stream == "joint_state":
+        kw["joints"] = world.joints(t - stale)
+    elif stream == "tendon_state":
+        kw["tendons"] = world.tendons(t - stale)
+    else:
+        kw["driver_stamp_s"] = t - stale
+    out, report = tick(sup, world, ctrl, t, goal, **kw)
+    assert_minimum(out, sup)
+    assert stale_rule in report.rules
+
+
+def test_joint_angles_on_time_reach_the_controller_as_measured(robot, safety_cfg, ctrl_cfg,
+                                                              drivers, home):
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    age = 0.9 * safety_cfg.inputs.joint_state.late_s
+    out, _ = tick(sup, world, ctrl, 1.0, goal, joints=world.joints(1.0 - age, qd=np.ones(7)))
+    assert out.ok
+    np.testing.assert_array_equal(ctrl.angles[-1], snap.q_rad)
 
 
 def test_without_a_goal_the_hand_holds_where_it_is(robot, safety_cfg, ctrl_cfg, drivers, home):

@@ -18,6 +18,7 @@ from musculo_control.hardware.calibration import load_calibration
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
 from musculo_control.model.robot import load_robot
+from musculo_control.safety.config import LateInputsConfig
 
 DT = 0.002  # driver tick [s]
 
@@ -25,6 +26,12 @@ DT = 0.002  # driver tick [s]
 @pytest.fixture(scope="module")
 def cal(robot, config_dir):
     return load_calibration(robot, config_dir / "hardware.yaml")
+
+
+@pytest.fixture(scope="module")
+def inputs(config_dir) -> LateInputsConfig:
+    """safety.yaml's bounds on late inputs (the driver's watchdog is inputs.muscle_commands)."""
+    return load(LateInputsConfig, config_dir / "safety.yaml", "inputs")
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +51,8 @@ def _settled(driver, tension, t0=0.0):
     return t
 
 
-def test_good_command_passes_through_in_driver_units(robot, cal, cfg):
-    driver = TendonDriver(cal, cfg)
+def test_good_command_passes_through_in_driver_units(robot, cal, cfg, inputs):
+    driver = TendonDriver(cal, cfg, inputs.muscle_commands)
     f = np.linspace(10.0, 200.0, robot.n_muscles)
     t = _settled(driver, f)
     driver.command(f, t)
@@ -56,8 +63,8 @@ def test_good_command_passes_through_in_driver_units(robot, cal, cfg):
     np.testing.assert_allclose(cal.driver_to_n(out.units), f)
 
 
-def test_clamps_to_min_and_max(robot, cal, cfg):
-    driver = TendonDriver(cal, cfg)
+def test_clamps_to_min_and_max(robot, cal, cfg, inputs):
+    driver = TendonDriver(cal, cfg, inputs.muscle_commands)
     f = np.full(robot.n_muscles, 100.0)
     f[0], f[1] = -50.0, 1e9
     t = _settled(driver, f)
@@ -67,8 +74,8 @@ def test_clamps_to_min_and_max(robot, cal, cfg):
     assert out.limited[0] and out.limited[1] and not out.limited[2]
 
 
-def test_rate_limit_both_ways(robot, cal, cfg):
-    driver = TendonDriver(cal, cfg)
+def test_rate_limit_both_ways(robot, cal, cfg, inputs):
+    driver = TendonDriver(cal, cfg, inputs.muscle_commands)
     m = robot.n_muscles
     driver.command(np.full(m, cfg.min_tension_n), 0.0)
     driver.output(0.0)
@@ -89,9 +96,9 @@ def test_rate_limit_both_ways(robot, cal, cfg):
 @pytest.mark.parametrize("bad", [
     "nan", "inf", "short", "long", "text", "none",
 ])
-def test_bad_command_drops_every_tendon_to_minimum_at_once(robot, cal, cfg, bad):
+def test_bad_command_drops_every_tendon_to_minimum_at_once(robot, cal, cfg, inputs, bad):
     m = robot.n_muscles
-    driver = TendonDriver(cal, cfg)
+    driver = TendonDriver(cal, cfg, inputs.muscle_commands)
     t = _settled(driver, np.full(m, 150.0))
     cmd: object = {
         "nan": np.where(np.arange(m) == 3, np.nan, 150.0),
@@ -114,25 +121,55 @@ def test_bad_command_drops_every_tendon_to_minimum_at_once(robot, cal, cfg, bad)
     np.testing.assert_allclose(out.tension_n, cfg.min_tension_n + cfg.rate_limit_n_s * DT)
 
 
-def test_watchdog_fires_after_the_timeout(robot, cal, cfg):
+def test_late_commands_hold_the_last_one_then_the_watchdog_fires(robot, cal, cfg, inputs):
+    """Commands late (the controller is late): the last command is held and the output says
+    so; beyond the hold bound (the watchdog): every tendon at minimum tension."""
     m = robot.n_muscles
-    driver = TendonDriver(cal, cfg)
+    bounds = inputs.muscle_commands
+    driver = TendonDriver(cal, cfg, bounds)
     t = _settled(driver, np.full(m, 80.0))
     last = t - DT
-    assert driver.output(last + 0.9 * cfg.watchdog_timeout_s).ok
-    out = driver.output(last + 1.1 * cfg.watchdog_timeout_s)
-    assert not out.ok and "watchdog" in out.faults[0]
+    on_time = driver.output(last + 0.9 * bounds.late_s)
+    assert on_time.ok and not on_time.late
+    late = driver.output(last + 0.5 * (bounds.late_s + bounds.hold_s))
+    assert late.ok and late.late and "last command" in late.late[0]
+    np.testing.assert_allclose(late.tension_n, 80.0)
+    out = driver.output(last + 1.1 * bounds.hold_s)
+    assert not out.ok and "last command" in out.faults[0] and not out.late
     np.testing.assert_array_equal(out.tension_n, cfg.min_tension_n)
 
 
-def test_no_command_yet_means_minimum_tension(robot, cal, cfg):
-    out = TendonDriver(cal, cfg).output(0.0)
+def test_late_tendon_states_hold_then_stale_ones_mean_minimum_tension(robot, cal, cfg, inputs):
+    """The arm's tendon states late: the command goes on, reported; stale: minimum tension."""
+    m = robot.n_muscles
+    driver = TendonDriver(cal, cfg, inputs.muscle_commands, inputs.tendon_state)
+    enc = cal.length_to_encoder(cal.reference_length_m)
+    cell = cal.n_to_loadcell(np.full(m, 80.0))
+    assert "no tendon state" in driver.output(0.0).faults[-1]
+    t = 0.0
+    for _ in range(int(0.1 / DT)):
+        driver.read(enc, cell, t)
+        driver.command(np.full(m, 80.0), t)
+        assert driver.output(t).ok
+        t += DT
+    read_at = t - DT
+    bounds = inputs.tendon_state
+    for age, ok, late in ((0.5 * (bounds.late_s + bounds.hold_s), True, True),
+                          (1.1 * bounds.hold_s, False, False)):
+        driver.command(np.full(m, 80.0), read_at + age)
+        out = driver.output(read_at + age)
+        assert out.ok == ok and bool(out.late) == late
+        assert "tendon state" in (out.late or out.faults)[-1]
+
+
+def test_no_command_yet_means_minimum_tension(robot, cal, cfg, inputs):
+    out = TendonDriver(cal, cfg, inputs.muscle_commands).output(0.0)
     assert out.faults == ("tendon driver: no command yet",)
     np.testing.assert_array_equal(out.tension_n, cfg.min_tension_n)
 
 
-def test_clock_going_backwards_is_a_fault(robot, cal, cfg):
-    driver = TendonDriver(cal, cfg)
+def test_clock_going_backwards_is_a_fault(robot, cal, cfg, inputs):
+    driver = TendonDriver(cal, cfg, inputs.muscle_commands)
     t = _settled(driver, np.full(robot.n_muscles, 80.0))
     out = driver.output(t - 1.0)
     assert not out.ok and "before the previous" in out.faults[0]
@@ -153,11 +190,11 @@ _step = st.tuples(_command, st.floats(-0.01, 0.2), st.booleans(),
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_step, min_size=1, max_size=30))
-def test_property_nothing_outside_the_envelope_ever_leaves(robot, cal, cfg, steps):
+def test_property_nothing_outside_the_envelope_ever_leaves(robot, cal, cfg, inputs, steps):
     """For any sequence of commands (NaN, inf, huge, negative, wrong length, not numbers) at any
     times (also backwards or non-finite), every output is finite, inside [min, max], and its
     driver units are the tension times the calibration."""
-    driver = TendonDriver(cal, cfg)
+    driver = TendonDriver(cal, cfg, inputs.muscle_commands)
     now = 0.0
     for cmd, dt, send, tick_jitter in steps:
         now += dt
@@ -186,13 +223,13 @@ def test_the_floor_is_the_robots_minimum_tension_only(robot, config_dir, tmp_pat
 def test_config_rejects_min_above_max(config_dir):
     with pytest.raises(ConfigError) as info:
         parse(TendonDriverConfig, {"min_tension_n": 10.0, "max_tension_n": 5.0,
-                                   "rate_limit_n_s": 100.0, "watchdog_timeout_s": 0.1},
+                                   "rate_limit_n_s": 100.0},
               "hardware.yaml", "driver")
     assert info.value.key == "driver.max_tension_n"
 
 
-def test_read_converts_counts_to_length_velocity_and_tension(robot, cal, cfg):
-    driver = TendonDriver(cal, cfg)
+def test_read_converts_counts_to_length_velocity_and_tension(robot, cal, cfg, inputs):
+    driver = TendonDriver(cal, cfg, inputs.muscle_commands)
     rng = np.random.default_rng(0)
     l0 = cal.reference_length_m + rng.uniform(-0.02, 0.02, robot.n_muscles)
     v = np.linspace(-0.1, 0.1, robot.n_muscles)  # lengthening speed [m/s]
@@ -208,8 +245,8 @@ def test_read_converts_counts_to_length_velocity_and_tension(robot, cal, cfg):
     np.testing.assert_allclose(state.tension_n, f, atol=1e-12)
 
 
-def test_read_faults(robot, cal, cfg):
-    driver = TendonDriver(cal, cfg)
+def test_read_faults(robot, cal, cfg, inputs):
+    driver = TendonDriver(cal, cfg, inputs.muscle_commands)
     m = robot.n_muscles
     enc, cell = cal.length_to_encoder(cal.reference_length_m), cal.n_to_loadcell(np.full(m, 9.0))
     good = driver.read(enc, cell, 0.0)

@@ -6,12 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from musculo_control.config.parser import check_known_keys, parse, read_yaml, spec
+from musculo_control.config.parser import check_known_keys, load, parse, read_yaml, spec
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.calibration import Calibration, load_calibration
 from musculo_control.hardware.potentiometer import PotentiometerReader, PotentiometerReaderConfig
 from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
 from musculo_control.model.robot import Robot
+from musculo_control.safety.config import LateInputsConfig
 
 #: Top-level sections of hardware.yaml.
 SECTIONS = ("rates", "calibration", "driver", "potentiometer_reader")
@@ -36,9 +37,15 @@ class Drivers(NamedTuple):
     rates: HardwareRates
 
 
-def load_drivers(robot: Robot, file: str | Path | None = None) -> Drivers:
-    """Build both drivers from ``hardware.yaml`` (default: the robot's config folder)."""
+def load_drivers(robot: Robot, file: str | Path | None = None,
+                 inputs: LateInputsConfig | None = None) -> Drivers:
+    """Build both drivers from ``hardware.yaml`` (default: the robot's config folder); the
+    tendon driver's bounds on late commands are ``inputs.muscle_commands`` (default: the
+    config folder's safety.yaml ``inputs``; :func:`musculo_control.loop.build.tendon_stage`
+    adds the bound on tendon states)."""
     path = Path(file) if file is not None else robot.config_dir / "hardware.yaml"
+    if inputs is None:
+        inputs = load(LateInputsConfig, robot.config_dir / "safety.yaml", "inputs")
     data = read_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError(str(path), "<top level>", f"a mapping with keys {list(SECTIONS)}", data)
@@ -62,6 +69,6 @@ def load_drivers(robot: Robot, file: str | Path | None = None) -> Drivers:
     return Drivers(
         calibration,
         PotentiometerReader(calibration, robot.arm.lower_rad, robot.arm.upper_rad, pot_cfg),
-        TendonDriver(calibration, drv_cfg),
+        TendonDriver(calibration, drv_cfg, inputs.muscle_commands),
         rates,
     )

@@ -13,7 +13,7 @@ Faults, each a sentence naming the joint:
 - a stamp not after the previous one;
 - counts identical for longer than ``stuck_timeout_s`` (a frozen converter; 0 turns it off);
 - no sample for longer than a limit (:meth:`PotentiometerReader.check`; safety.yaml
-  ``joint_state_timeout_s``).
+  ``inputs.joint_state.hold_s``).
 """
 
 from __future__ import annotations

@@ -5,10 +5,12 @@ the tensions actually sent come from :meth:`TendonDriver.output` at each driver 
 
 - any bad command (wrong length, non-numeric, NaN or inf, bad stamp) puts *every* tendon at the
   minimum tension, with the reason, until a good command arrives;
-- no command for longer than ``watchdog_timeout_s``: every tendon at the minimum tension;
-- no measured tendon state for longer than :attr:`TendonDriver.state_timeout_s` (the
-  actuators' bus or the arm is gone; safety.yaml ``tendon_state_timeout_s``): every tendon at
-  the minimum tension;
+- commands late (older than safety.yaml ``inputs.muscle_commands.late_s``: the controller is
+  late): the last command is held and the output says so (:attr:`DriverOutput.late`); none for
+  longer than ``inputs.muscle_commands.hold_s`` (the watchdog): every tendon at the minimum
+  tension;
+- the same for the measured tendon states (``inputs.tendon_state``: the actuators' bus or the
+  arm is gone);
 - otherwise each tension is clamped to [min_tension_n, max_tension_n] and its change rate
   limited to ``rate_limit_n_s`` (both ways);
 - a fault drops to the minimum tension at once (no ramp), then a good command ramps up again.
@@ -35,6 +37,7 @@ from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.calibration import Calibration
 from musculo_control.hardware.filters import FilteredDifferentiator
+from musculo_control.streams import LATE, ON_TIME, InputBounds
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -49,7 +52,6 @@ class TendonDriverConfig:
                                             "(hardware.yaml does not set it)")
     max_tension_n: float = spec(gt=0.0, doc="maximum commanded tension [N]")
     rate_limit_n_s: float = spec(gt=0.0, doc="largest change of a commanded tension [N/s]")
-    watchdog_timeout_s: float = spec(gt=0.0, doc="no command for longer -> minimum tension [s]")
     velocity_cutoff_hz: float = spec(20.0, gt=0.0,
                                      doc="low-pass cutoff of the measured muscle velocity [Hz]")
 
@@ -70,6 +72,7 @@ class DriverOutput(NamedTuple):
     limited: BoolArray  # (m,) True where clamping or the rate limit changed the command
     faults: tuple[str, ...]  # why every tendon is at minimum tension (empty: normal)
     clamped: BoolArray  # (m,) True where the command lay outside [min, max] and was clamped
+    late: tuple[str, ...] = ()  # inputs late but within their hold bound (the last command held)
 
     @property
     def ok(self) -> bool:
@@ -94,11 +97,14 @@ class TendonDriver:
     """Safety rules and unit conversions of all tendon actuators (see the module docstring)."""
 
     def __init__(self, calibration: Calibration, config: TendonDriverConfig,
-                 state_timeout_s: float = math.inf) -> None:
+                 commands: InputBounds, states: InputBounds | None = None) -> None:
+        """``commands``: how old the newest command may be (safety.yaml
+        ``inputs.muscle_commands``); ``states``: the same for the measured tendon states
+        (``inputs.tendon_state``; ``None``: not checked)."""
         self.calibration = calibration
         self.config = config
-        #: no measured tendon state for longer -> minimum tension [s] (inf: not checked)
-        self.state_timeout_s = state_timeout_s
+        self.commands = commands
+        self.states = states
         self.names = calibration.muscle_names
         self.m = len(self.names)
         self._f_min = config.min_tension_n
@@ -180,18 +186,19 @@ class TendonDriver:
             faults.append(f"tendon driver: tick time {now_s!r} is not finite")
         elif self._out_stamp is not None and now < self._out_stamp:
             faults.append(f"tendon driver: tick time {now} before the previous {self._out_stamp}")
+        late: list[str] = []
         if self._cmd_fault:
             faults.append(self._cmd_fault)
         elif self._cmd_stamp is None:
             faults.append("tendon driver: no command yet")
-        elif not now - self._cmd_stamp <= self.config.watchdog_timeout_s:
-            faults.append(f"tendon driver: watchdog, last command {now - self._cmd_stamp:.3f} s "
-                          f"old (limit {self.config.watchdog_timeout_s} s)")
-        if not now - self._read_stamp <= self.state_timeout_s:
-            faults.append("tendon driver: no tendon state received yet" if self._read_stamp
-                          == -math.inf else
-                          f"tendon driver: newest tendon state {now - self._read_stamp:.3f} s "
-                          f"old (limit {self.state_timeout_s} s)")
+        else:
+            self._grade(now - self._cmd_stamp, self.commands, "last command", faults, late)
+        if self.states is not None:
+            if self._read_stamp == -math.inf:
+                faults.append("tendon driver: no tendon state received yet")
+            else:
+                self._grade(now - self._read_stamp, self.states, "newest tendon state", faults,
+                            late)
         if faults:
             limited = clamped = np.zeros(self.m, dtype=bool)
             self._out = np.full(self.m, self._f_min)
@@ -212,7 +219,19 @@ class TendonDriver:
             self._out_stamp = now
         tension = self._out.copy()
         return DriverOutput(now, tension, self.calibration.n_to_driver(tension), limited,
-                            tuple(faults), clamped)
+                            tuple(faults), clamped, tuple(late) if not faults else ())
+
+    @staticmethod
+    def _grade(age_s: float, bounds: InputBounds, what: str, faults: list[str],
+               late: list[str]) -> None:
+        """A late input goes to ``late`` (the last command is held), a stale one to
+        ``faults`` (minimum tension); NaN ages are stale."""
+        grade = bounds.grade(age_s)
+        if grade == ON_TIME:
+            return
+        text = (f"tendon driver: {what} {age_s * 1e3:.1f} ms old (late beyond "
+                f"{bounds.late_s * 1e3:.0f} ms, minimum tension at {bounds.hold_s * 1e3:.0f} ms)")
+        (late if grade == LATE else faults).append(text)
 
     # -- measurements -----------------------------------------------------------------------------
     def read(self, encoder_counts: npt.ArrayLike, loadcell_counts: npt.ArrayLike,

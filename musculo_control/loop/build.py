@@ -52,23 +52,25 @@ def load_parts(config_dir: str | Path, *, robot: Robot | None = None,
         folder, controller_overrides)
     drivers = load_drivers(robot)
     safety = load_safety_config(folder, drivers.tendons.config, safety_overrides)
+    if safety_overrides:  # the driver's bounds on late inputs are safety.yaml's, overridden
+        drivers = load_drivers(robot, inputs=safety.inputs)
     return LoopParts(robot, ctrl, drivers, safety)
 
 
 def potentiometer_stage(parts: LoopParts, warn_throttle_s: float = 1.0) -> PotentiometerStage:
-    return PotentiometerStage(parts.drivers.potentiometers, parts.safety.joint_state_timeout_s,
+    return PotentiometerStage(parts.drivers.potentiometers, parts.safety.inputs.joint_state,
                               warn_throttle_s)
 
 
 def tendon_stage(parts: LoopParts, warn_throttle_s: float = 1.0) -> TendonStage:
     driver = parts.drivers.tendons
-    driver.state_timeout_s = parts.safety.tendon_state_timeout_s
+    driver.states = parts.safety.inputs.tendon_state  # the arm's tendon states stop: minimum
     return TendonStage(driver, warn_throttle_s)
 
 
 def dynamics_stage(parts: LoopParts, warn_throttle_s: float = 1.0) -> DynamicsStage:
     return DynamicsStage(DynamicsEstimator(parts.robot, parts.controller.task),
-                         parts.safety.joint_state_timeout_s, warn_throttle_s)
+                         parts.safety.inputs.joint_state, warn_throttle_s)
 
 
 def controller(parts: LoopParts, name: str) -> Controller:

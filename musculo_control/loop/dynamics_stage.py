@@ -1,9 +1,10 @@
 """The 20 Hz dynamics snapshot from the newest joint state (``dynamics_node``'s logic).
 
-At each tick it takes the newest joint state and, unless that is older than the safety
-limit ``joint_state_timeout_s`` or is the very sample the previous snapshot came from,
-computes the snapshot (:class:`~musculo_control.estimation.snapshot.DynamicsEstimator`) stamped
-with that joint state's stamp. Publishing a second snapshot of one sample would only be
+At each tick it takes the newest joint state and, unless that is stale (older than safety.yaml
+``inputs.joint_state.hold_s``; older than its ``late_s`` it is used and reported) or is the
+very sample the previous snapshot came from, computes the snapshot
+(:class:`~musculo_control.estimation.snapshot.DynamicsEstimator`) stamped with that joint
+state's stamp. Publishing a second snapshot of one sample would only be
 refused downstream as out of order; a stale sample gives no snapshot, and the controller's
 supervisor then sees the snapshot age and falls back by itself.
 """
@@ -14,7 +15,7 @@ from musculo_control.errors import InputError
 from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnapshot
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.loop.health import ERROR, OK, WARN, Health
-from musculo_control.streams import Latest
+from musculo_control.streams import LATE, STALE, InputBounds, Latest
 
 IN_TOPIC = "joint_states"
 OUT_TOPIC = "dynamics"
@@ -23,10 +24,12 @@ OUT_TOPIC = "dynamics"
 class DynamicsStage:
     """See the module docstring."""
 
-    def __init__(self, estimator: DynamicsEstimator, joint_state_timeout_s: float,
+    def __init__(self, estimator: DynamicsEstimator, joint_state: InputBounds,
                  warn_throttle_s: float = 1.0) -> None:
+        """``joint_state``: how old the joint state may be (safety.yaml
+        ``inputs.joint_state``)."""
         self.estimator = estimator
-        self.joint_state_timeout_s = joint_state_timeout_s
+        self.bounds = joint_state
         self.joints: Latest[PotentiometerReading] = Latest(IN_TOPIC)
         self.health = Health("dynamics", warn_throttle_s)
         self.reset()
@@ -36,6 +39,7 @@ class DynamicsStage:
         self._last_source_s: float | None = None
         self.published = 0
         self.damped = 0
+        self.late = 0  # snapshots from a late joint state
 
     def receive_joints(self, reading: PotentiometerReading) -> None:
         late = self.joints.offer(reading.stamp_s, reading)
@@ -49,10 +53,10 @@ class DynamicsStage:
             self.health.set(WARN, f"no {IN_TOPIC} yet", now_s)
             return None
         age = self.joints.age_s(now_s)
-        if not age <= self.joint_state_timeout_s:
-            self.health.set(ERROR, f"{IN_TOPIC} {age * 1e3:.1f} ms old (limit "
-                                   f"{self.joint_state_timeout_s * 1e3:.0f} ms): no snapshot",
-                            now_s)
+        grade = self.bounds.grade(age)
+        if grade == STALE:
+            self.health.set(ERROR, f"{IN_TOPIC} {age * 1e3:.1f} ms old (stale at "
+                                   f"{self.bounds.hold_s * 1e3:.0f} ms): no snapshot", now_s)
             return None
         if joints.stamp_s == self._last_source_s:
             return None
@@ -63,8 +67,12 @@ class DynamicsStage:
             return None
         self._last_source_s = joints.stamp_s
         self.published += 1
-        if snap.damped:
-            self.damped += 1
+        self.damped += int(snap.damped)
+        self.late += int(grade == LATE)
+        if grade == LATE:
+            self.health.set(WARN, f"{IN_TOPIC} {age * 1e3:.1f} ms old (late beyond "
+                                  f"{self.bounds.late_s * 1e3:.0f} ms): snapshot from it", now_s)
+        elif snap.damped:
             self.health.set(WARN, f"near-singular task: damped inverse (smallest eigenvalue "
                                   f"{snap.min_task_eigenvalue:.2e})", now_s)
         else:
@@ -73,4 +81,5 @@ class DynamicsStage:
 
     def values(self) -> dict[str, str]:
         return {"published": str(self.published), "damped": str(self.damped),
+                "from a late joint state": str(self.late),
                 **self.health.values()}

@@ -3,8 +3,8 @@ muscle states out (``tendon_driver_node``'s logic).
 
 A shell of stamp order and health around :class:`~musculo_control.hardware.tendon_driver.
 TendonDriver`, which is the last line of defence: it clamps every command to the actuators'
-envelope, limits its rate, and sends minimum tension when commands stop, when a command is
-bad, or when the arm's tendon states stop arriving.
+envelope, limits its rate, holds the last command while commands or tendon states are late
+(a warning), and sends minimum tension when they stop, or when a command is bad.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy.typing as npt
 
 from musculo_control.arrays import any_true, largest
 from musculo_control.hardware.tendon_driver import DriverOutput, TendonDriver, TendonState
-from musculo_control.loop.health import ERROR, OK, Health
+from musculo_control.loop.health import ERROR, OK, WARN, Health
 from musculo_control.streams import StampOrder
 
 STATE_IN_TOPIC = "hw/tendon_states"
@@ -40,6 +40,7 @@ class TendonStage:
         self.limited_ticks = 0  # outputs with a clamped or rate-limited tendon
         self.clamped_ticks = 0  # outputs with a command outside the envelope, clamped
         self.fault_ticks = 0  # outputs at minimum tension for a fault
+        self.late_ticks = 0  # outputs holding the last command while an input was late
         self.sent_max_n = 0.0  # largest tension sent [N]
         self.last: DriverOutput | None = None
 
@@ -81,12 +82,17 @@ class TendonStage:
             top = largest(out.tension_n)
             if top > self.sent_max_n:
                 self.sent_max_n = top
-            self.health.set(OK, "passing commands", now_s)
+            if out.late:
+                self.late_ticks += 1
+                self.health.set(WARN, "holding the last command: " + "; ".join(out.late), now_s)
+            else:
+                self.health.set(OK, "passing commands", now_s)
         return out
 
     def values(self) -> dict[str, str]:
         return {"output ticks": str(self.ticks),
                 "ticks at minimum tension for a fault": str(self.fault_ticks),
+                "ticks holding the last command (an input late)": str(self.late_ticks),
                 "ticks with a clamped or rate-limited tendon": str(self.limited_ticks),
                 "ticks with a clamped tendon": str(self.clamped_ticks),
                 "largest tension sent [N]": f"{self.sent_max_n:.1f}",

@@ -5,7 +5,7 @@ ROS-free runner uses in its place, ticking at controller.yaml ``loop.dynamics_ra
 each tick the newest joint state (polled) gives M, g, C qd, the task Jacobian, Lambda, Jbar, N,
 the muscle lengths and the muscle Jacobian, published as a labelled ``Float64MultiArray``
 (:mod:`musculo_control.estimation.snapshot_codec`) that carries that joint state's stamp. No
-snapshot from a stale joint state (safety.yaml ``joint_state_timeout_s``) and none twice from
+snapshot from a stale joint state (safety.yaml ``inputs.joint_state.hold_s``) and none twice from
 the same one.
 """
 

@@ -9,6 +9,7 @@ from typing import Any
 from musculo_control.config.parser import load_with_overrides, spec
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.tendon_driver import TendonDriverConfig
+from musculo_control.streams import InputBounds
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,13 +35,14 @@ class TendonMonitorConfig:
                                                        "tension loop, for the expectation [s]")
     command_delay_s: float = spec(0.0, ge=0.0, doc="time from the controller's command to the "
                                                    "actuator, for the expectation [s]")
-    command_jitter_s: float = spec(0.0, ge=0.0, doc="how far that time may vary; the tolerance "
-                                                    "grows by it times the rate of the "
-                                                    "expected tension [s]")
+    command_jitter_s: float = spec(0.0, ge=0.0, doc="how much later than command_delay_s a "
+                                                    "command may reach the actuators: the "
+                                                    "expectation is a band over that window "
+                                                    "[s]")
     tracking_resync_gap_s: float = spec(
-        gt=0.0, doc="a gap longer than this between two driver outputs seen by the monitor (a "
-                    "lost or late sample): what the actuators received is unknown, so the "
-                    "expectation restarts from the load cells [s]")
+        gt=0.0, doc="a gap longer than this between two driver outputs or two tendon samples "
+                    "seen by the monitor (lost or late messages): the expectation restarts "
+                    "from the load cells [s]")
     max_length_rate_m_s: float = spec(gt=0.0, doc="largest plausible |muscle length rate| [m/s]")
     length_margin_m: float = spec(0.01, ge=0.0, doc="muscle lengths beyond [l_min, l_max] by "
                                                     "more are faults [m]")
@@ -72,19 +74,27 @@ class ConsistencyConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LateInputsConfig:
+    """The graded answer to late inputs, one pair of bounds per input stream (``safety.yaml``
+    ``inputs``): one policy for the ROS-free runner and the nodes."""
+
+    joint_state: InputBounds = spec(doc="joint_states at the controller and the dynamics "
+                                        "stage; late ones are extrapolated by their velocity")
+    tendon_state: InputBounds = spec(doc="muscle_states at the controller, hw/tendon_states "
+                                         "at the tendon driver")
+    driver_output: InputBounds = spec(doc="hw/tendon_commands (what the tendon driver sends) "
+                                          "at the controller: a dead driver")
+    muscle_commands: InputBounds = spec(doc="muscle_commands at the tendon driver: a dead "
+                                            "controller (the driver's watchdog)")
+    snapshot: InputBounds = spec(doc="the 20 Hz dynamics snapshot at the controller (its age "
+                                     "counts from the joint sample it was computed from)")
+
+
+@dataclass(frozen=True, kw_only=True)
 class SafetyConfig:
     """The whole ``safety.yaml``."""
 
-    joint_state_timeout_s: float = spec(gt=0.0, doc="newest joint sample older at a tick: "
-                                                    "fault [s]")
-    tendon_state_timeout_s: float = spec(gt=0.0, doc="newest tendon sample older at a tick: "
-                                                     "fault [s]")
-    driver_output_timeout_s: float = spec(gt=0.0, doc="newest tendon driver output older at a "
-                                                      "tick: fault driver_silent [s]")
-    snapshot_late_s: float = spec(gt=0.0, doc="newest dynamics snapshot older at a tick: "
-                                              "warning snapshot_late [s]")
-    snapshot_timeout_s: float = spec(gt=0.0, doc="newest dynamics snapshot older at a tick: "
-                                                 "fault [s]")
+    inputs: LateInputsConfig = spec(doc="how old each input may be: late, then stale")
     recovery_hold_s: float = spec(ge=0.0, doc="a fault must be absent this long before "
                                               "control resumes [s]")
     resume_ramp_s: float = spec(gt=0.0, doc="on resuming, the goal starts at the hand's pose "
@@ -95,12 +105,6 @@ class SafetyConfig:
     tendons: TendonMonitorConfig = spec(doc="per-tendon checks")
     consistency: ConsistencyConfig = spec(doc="joint angles against muscle lengths")
     log_length: int = spec(256, ge=1, doc="state transitions kept in memory")
-
-    def check(self, file: str, key: str) -> None:
-        if not self.snapshot_late_s < self.snapshot_timeout_s:
-            raise ConfigError(file, f"{key}.snapshot_late_s" if key else "snapshot_late_s",
-                              f"less than snapshot_timeout_s = {self.snapshot_timeout_s} s "
-                              f"(late is a warning before stale)", self.snapshot_late_s)
 
 
 def load_safety_config(config_dir: str | Path, driver: TendonDriverConfig,

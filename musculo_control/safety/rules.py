@@ -6,7 +6,8 @@ checks in :mod:`musculo_control.safety` name their findings by these rule names,
 holds the two together.
 
 Severity: a *warning* is reported and control continues (the supervisor has a better state
-than going limp: hold the last good goal, drop a late message, clamp a command); a *fault*
+than going limp: hold the last good goal, drop a reordered message, go on with a late input up
+to its hold bound, clamp a command); a *fault*
 sends every tendon to the minimum tension until the condition has been absent for
 ``recovery_hold_s``; a *latched* fault also waits for :meth:`Supervisor.acknowledge` (a broken
 tendon or a weak actuator does not mend itself, and re-tensioning it on a guess would make the
@@ -52,34 +53,51 @@ RULES: tuple[Rule, ...] = (
          "(out of range), an angle beyond the joint limits + `limit_margin_rad`, or counts "
          "frozen for `stuck_timeout_s` (if on)",
          "the first control tick after the sample arrives", _MIN, _HOLD),
+    Rule("joint_state_late", WARNING, False, "supervisor",
+         "newest joint sample older than `inputs.joint_state.late_s` at a control tick (a "
+         "delayed stream, a loaded computer; a dropout's first sign)",
+         "`inputs.joint_state.late_s` + one control period",
+         "reported and counted; control goes on with the newest sample, its angles "
+         "extrapolated by its measured velocity over its age",
+         "immediate, at the next sample on time"),
     Rule("joint_state_stale", FAULT, False, "supervisor",
-         "newest joint sample older than `joint_state_timeout_s` at a control tick (dropout, "
-         "delayed stream)", "`joint_state_timeout_s` + one control period", _MIN, _HOLD),
+         "newest joint sample older than `inputs.joint_state.hold_s` at a control tick "
+         "(dropout)", "`inputs.joint_state.hold_s` + one control period", _MIN, _HOLD),
     Rule("tendon_state", FAULT, False, "tendon driver + supervisor",
          "a tendon sample with a non-finite or missing count, or none received yet",
          "the first control tick after the sample arrives", _MIN, _HOLD),
+    Rule("tendon_state_late", WARNING, False, "supervisor",
+         "newest tendon sample older than `inputs.tendon_state.late_s` (a delayed stream)",
+         "`inputs.tendon_state.late_s` + one control period",
+         "reported and counted; the tendon checks go on with the newest sample",
+         "immediate, at the next sample on time"),
     Rule("tendon_state_stale", FAULT, False, "supervisor",
-         "newest tendon sample older than `tendon_state_timeout_s` (dropout, delayed stream)",
-         "`tendon_state_timeout_s` + one control period", _MIN, _HOLD),
+         "newest tendon sample older than `inputs.tendon_state.hold_s` (dropout)",
+         "`inputs.tendon_state.hold_s` + one control period", _MIN, _HOLD),
+    Rule("driver_late", WARNING, False, "supervisor",
+         "newest output of the tendon driver older than `inputs.driver_output.late_s`",
+         "`inputs.driver_output.late_s` + one control period",
+         "reported and counted; control goes on", "immediate, at the next output on time"),
     Rule("driver_silent", FAULT, False, "supervisor",
          "no output of the tendon driver (what it sends to the actuators) for "
-         "`driver_output_timeout_s`: the driver or its link is gone",
-         "`driver_output_timeout_s` + one control period", _MIN + " (the actuator modules' "
+         "`inputs.driver_output.hold_s`: the driver or its link is gone",
+         "`inputs.driver_output.hold_s` + one control period", _MIN + " (the actuator modules' "
          "own watchdog holds their idle tension meanwhile)", _HOLD),
     Rule("out_of_order", WARNING, False, "every stage, on each input stream",
          "a message stamped no later than the previous one of its stream (reordered stream)",
          "on arrival", "the late message is dropped, the newest data is kept, control goes on",
          "immediate (next in-order message)"),
     Rule("snapshot_late", WARNING, False, "supervisor",
-         "the newest dynamics snapshot older than `snapshot_late_s` (one late 20 Hz snapshot)",
-         "`snapshot_late_s` - 50 ms after the snapshot was due + one control period",
+         "the newest dynamics snapshot older than `inputs.snapshot.late_s` (one late 20 Hz "
+         "snapshot)",
+         "`inputs.snapshot.late_s` - 50 ms after the snapshot was due + one control period",
          "reported; control goes on with the late snapshot and the fresh joint state",
          "immediate, at the next snapshot"),
     Rule("snapshot_stale", FAULT, False, "supervisor",
-         "no dynamics snapshot, the newest older than `snapshot_timeout_s` (two missed "
+         "no dynamics snapshot, the newest older than `inputs.snapshot.hold_s` (two missed "
          "snapshots), or one stamped that far in the future",
-         "`snapshot_timeout_s` - 50 ms after the first missed snapshot + one control period",
-         _MIN, _HOLD),
+         "`inputs.snapshot.hold_s` - 50 ms after the first missed snapshot + one control "
+         "period", _MIN, _HOLD),
     Rule("consistency", FAULT, False, "supervisor",
          "measured muscle lengths (winch encoders) against the model's lengths at the measured "
          "joint angles: a change of the mismatch beyond `consistency.tolerance_m` from its slow "
@@ -143,9 +161,15 @@ RULES: tuple[Rule, ...] = (
          "motor; going limp would drop the arm for asking too much)",
          "`saturation_timeout_s`", "the command stays clamped; control goes on",
          "immediate, when the demand falls below the limit"),
+    Rule("command_late", WARNING, False, "tendon driver",
+         "no command for `inputs.muscle_commands.late_s` (the controller is late), or no "
+         "tendon state from the arm for `inputs.tendon_state.late_s`",
+         "`late_s` after the last one, at a 500 Hz driver tick",
+         "reported; the driver keeps sending the last command", "immediate, at the next one"),
     Rule("command_watchdog", FAULT, False, "tendon driver",
-         "no command for `driver.watchdog_timeout_s` (the controller stopped), a bad command or "
-         "a clock fault", "`watchdog_timeout_s` after the last command, at a 500 Hz driver tick",
+         "no command for `inputs.muscle_commands.hold_s` (the controller stopped), no tendon "
+         "state from the arm for `inputs.tendon_state.hold_s`, a bad command or a clock fault",
+         "`hold_s` after the last command, at a 500 Hz driver tick",
          _MIN, "at the next good command, ramped up at `driver.rate_limit_n_s`"),
 )
 

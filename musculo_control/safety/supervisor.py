@@ -50,11 +50,15 @@ from musculo_control.safety.goal_gate import GoalGate
 from musculo_control.safety.resume import ResumeRamp
 from musculo_control.safety.rules import WARNING, Finding, rule
 from musculo_control.safety.tendon_monitor import TendonMonitor
+from musculo_control.streams import LATE, ON_TIME, STALE
 
 _log = logging.getLogger(__name__)
 FloatArray = npt.NDArray[np.float64]
 
 RUNNING, FAULT_STATE, HOLDING, LATCHED = "running", "fault", "holding", "latched"
+#: The warnings of a late input, counted per rule (:attr:`Supervisor.late_ticks`).
+_LATE_RULES = frozenset({"joint_state_late", "tendon_state_late", "driver_late",
+                         "snapshot_late"})
 #: Slack below the Hill f_min tolerated in a command (rounding of a f_a + f_p) [N].
 _TENSION_SLACK_N = 1e-9
 
@@ -148,6 +152,8 @@ class Supervisor:
         self._last_fault_t = -math.inf
         self._saturated_since = np.full(self.m, np.nan)
         self._ramp: ResumeRamp | None = None
+        #: control ticks at which each input was late (on with the newest sample), per rule
+        self.late_ticks: dict[str, int] = {}
         self.monitor.reset(stamp_s, self.tension_min_n if tension_n is None else tension_n)
         self.consistency.reset()
         self.goals.reset()
@@ -254,11 +260,18 @@ class Supervisor:
         snapshot_ok = self._check_snapshot(t, snapshot, add)
         if driver_stamp_s is not None:
             age = t - driver_stamp_s
-            if not age <= cfg.driver_output_timeout_s:
-                add(Finding("driver_silent", "no output of the tendon driver received yet"
-                            if driver_stamp_s == -math.inf else
-                            f"newest tendon driver output is {age * 1e3:.2f} ms old (limit "
-                            f"{cfg.driver_output_timeout_s * 1e3:.1f} ms)"))
+            grade = cfg.inputs.driver_output.grade(age)
+            if grade != ON_TIME:
+                limits = (f"late beyond {cfg.inputs.driver_output.late_s * 1e3:.1f} ms, "
+                          f"silent at {cfg.inputs.driver_output.hold_s * 1e3:.1f} ms")
+                if grade == LATE:
+                    add(Finding("driver_late", f"newest tendon driver output is "
+                                               f"{age * 1e3:.2f} ms old ({limits})"))
+                else:
+                    add(Finding("driver_silent", "no output of the tendon driver received yet"
+                                if driver_stamp_s == -math.inf else
+                                f"newest tendon driver output is {age * 1e3:.2f} ms old "
+                                f"({limits})"))
         paired = None
         if cfg.consistency.enabled and joints_ok and tendons_ok \
                 and joints is not None and tendons is not None:
@@ -291,7 +304,8 @@ class Supervisor:
             target, restart = self._resume_goal(t, goal_now, joints, not faults)
             if restart:  # the arm was limp: what the controller kept (the integral) is of then
                 controller.reset()
-            answer = controller.tick(snapshot, joints.q_rad, joints.qd_rad_s, target, t)
+            answer = controller.tick(snapshot, self._joint_angles(t, joints), joints.qd_rad_s,
+                                     target, t)
             if answer.ok:
                 # saturation is worth a word only about a command that goes out
                 sending = (not faults and not self._latched
@@ -299,6 +313,9 @@ class Supervisor:
                 out = self._check_command(t, answer, add, sending)
             else:
                 add(Finding("controller", answer.reason))
+        for name in warnings:
+            if name in _LATE_RULES:
+                self.late_ticks[name] = self.late_ticks.get(name, 0) + 1
         for name, f in faults.items():
             if rule(name).latched:
                 self._latched.setdefault(name, f)
@@ -357,16 +374,31 @@ class Supervisor:
             add(Finding("joint_state", f"joint state of shape {np.shape(joints.q_rad)}, "
                                        f"expected ({n},)"))
             return False
+        bounds = self.config.inputs.joint_state
         age = t - joints.stamp_s
-        if not age <= self.config.joint_state_timeout_s:
-            add(Finding("joint_state_stale", f"newest joint sample is {age * 1e3:.2f} ms old "
-                                             f"(limit {self.config.joint_state_timeout_s * 1e3:.1f}"
-                                             f" ms)"))
-            return False
+        grade = bounds.grade(age)
+        if grade != ON_TIME:
+            limits = (f"late beyond {bounds.late_s * 1e3:.1f} ms, stale at "
+                      f"{bounds.hold_s * 1e3:.1f} ms")
+            if grade != LATE:
+                add(Finding("joint_state_stale", f"newest joint sample is {age * 1e3:.2f} ms "
+                                                 f"old ({limits})"))
+                return False
+            add(Finding("joint_state_late", f"newest joint sample is {age * 1e3:.2f} ms old "
+                                            f"({limits}): extrapolated by its velocity"))
         if not finite(joints.q_rad, joints.qd_rad_s):
             add(Finding("joint_state", "joint state not finite"))
             return False
         return True
+
+    def _joint_angles(self, t: float, joints: PotentiometerReading) -> FloatArray:
+        """The joint angles for the controller at ``t`` [s]: the sample's, or, when it is
+        late, extrapolated by its velocity over its age (at the arm's accelerations off by
+        less than the potentiometers' noise up to the hold bound; doc/safety.md)."""
+        age = t - joints.stamp_s
+        if age <= self.config.inputs.joint_state.late_s:
+            return joints.q_rad
+        return joints.q_rad + joints.qd_rad_s * age
 
     def _check_tendons(self, t: float, tendons: TendonState | None, add: Any) -> bool:
         if tendons is None:
@@ -379,12 +411,18 @@ class Supervisor:
             add(Finding("tendon_state", f"tendon state of shape {np.shape(tendons.length_m)}, "
                                         f"expected ({self.m},)"))
             return False
+        bounds = self.config.inputs.tendon_state
         age = t - tendons.stamp_s
-        if not age <= self.config.tendon_state_timeout_s:
-            limit_ms = self.config.tendon_state_timeout_s * 1e3
-            add(Finding("tendon_state_stale", f"newest tendon sample is {age * 1e3:.2f} ms old "
-                                              f"(limit {limit_ms:.1f} ms)"))
-            return False
+        grade = bounds.grade(age)
+        if grade != ON_TIME:
+            limits = (f"late beyond {bounds.late_s * 1e3:.1f} ms, stale at "
+                      f"{bounds.hold_s * 1e3:.1f} ms")
+            if grade != LATE:
+                add(Finding("tendon_state_stale", f"newest tendon sample is {age * 1e3:.2f} ms "
+                                                  f"old ({limits})"))
+                return False
+            add(Finding("tendon_state_late", f"newest tendon sample is {age * 1e3:.2f} ms old "
+                                             f"({limits})"))
         return True
 
     def _check_snapshot(self, t: float, snapshot: DynamicsSnapshot | None, add: Any) -> bool:
@@ -392,19 +430,21 @@ class Supervisor:
         if snapshot is None:
             add(Finding("snapshot_stale", "no dynamics snapshot yet"))
             return False
+        bounds = cfg.inputs.snapshot
         age = t - snapshot.stamp_s
-        if not age <= cfg.snapshot_timeout_s:
-            add(Finding("snapshot_stale", f"dynamics snapshot is {age * 1e3:.2f} ms old (limit "
-                                          f"{cfg.snapshot_timeout_s * 1e3:.1f} ms)"))
+        limits = f"late beyond {bounds.late_s * 1e3:.1f} ms, stale at {bounds.hold_s * 1e3:.1f} ms"
+        grade = bounds.grade(age)
+        if grade == STALE:
+            add(Finding("snapshot_stale", f"dynamics snapshot is {age * 1e3:.2f} ms old "
+                                          f"({limits})"))
             return False
-        if age < -cfg.snapshot_timeout_s:
+        if age < -bounds.hold_s:
             add(Finding("snapshot_stale", f"dynamics snapshot stamped {-age * 1e3:.1f} ms in "
                                           f"the future (clock mismatch?)"))
             return False
-        if age > cfg.snapshot_late_s:
-            add(Finding("snapshot_late", f"dynamics snapshot is {age * 1e3:.2f} ms old (late "
-                                         f"beyond {cfg.snapshot_late_s * 1e3:.1f} ms; stale at "
-                                         f"{cfg.snapshot_timeout_s * 1e3:.1f} ms)"))
+        if grade == LATE:
+            add(Finding("snapshot_late", f"dynamics snapshot is {age * 1e3:.2f} ms old "
+                                         f"({limits})"))
         return True
 
     def _check_command(self, t: float, out: ControlOutput, add: Any,

@@ -10,7 +10,12 @@ Per fault:
 
 - ``detected``: a safety rule the fault is expected to trip (:class:`FaultKind`) fired;
 - ``detection_time_ms``: from the fault's onset (see :mod:`musculo_control.sim.faults`) to the
-  first control tick (or 500 Hz driver tick, for the driver's watchdog) that reports it;
+  first control tick (or 500 Hz driver tick, for the driver's watchdog) that reports it (a late
+  input's warning counts: it is reported);
+- ``safe_state_ms``: from the onset to the first tick at minimum tension; within the hold
+  bound of the input the fault silences (safety.yaml ``inputs``) plus one control period, or
+  within the detection target for a fault that is one at once; a warning-only fault (a late
+  input within its hold bound, a refused goal) must never reach it;
 - ``max_command_N``: the largest tension commanded, by the supervisor's output and by the
   tendon driver to the actuators, over the whole run;
 - ``any_nan``: a non-finite value in any of those commands;
@@ -35,7 +40,7 @@ from musculo_control.control.goal import HandGoal
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.mock_arm import MockArm
-from musculo_control.loop.health import ERROR
+from musculo_control.loop.health import ERROR, WARN
 from musculo_control.model.robot import Robot
 from musculo_control.sim.faults import (
     FAULT_NAMES,
@@ -104,6 +109,8 @@ class FaultResult:
     safe_ticks: int  # control ticks at minimum tension
     limit_N: float  # the actuator's limit
     target_ms: float  # detection target (reliability.yaml faults.detection_target_ms)
+    safe_state_ms: float | None = None  # onset -> first tick at minimum tension
+    safe_target_ms: float | None = None  # ... at the latest; None: never (a warning only)
 
     def as_dict(self) -> dict[str, Any]:
         def num(v: float | None, digits: int) -> float | None:
@@ -120,12 +127,21 @@ class FaultResult:
             "final_error_excess_m": round(self.final_error_excess_m, 4), "target": self.target,
             "alarms_before_injection": self.alarms_before_injection,
             "safe_ticks": self.safe_ticks, "limit_N": round(self.limit_N, 3),
+            "safe_state_ms": num(self.safe_state_ms, 2),
+            "safe_target_ms": num(self.safe_target_ms, 2),
         }
+
+    @property
+    def safe_state_in_time(self) -> bool:
+        """Minimum tension within its bound, or never for a warning-only fault."""
+        if self.safe_target_ms is None:
+            return self.safe_ticks == 0
+        return self.safe_state_ms is not None and self.safe_state_ms <= self.safe_target_ms
 
     @property
     def meets_target(self) -> bool:
         return (self.detected and self.detection_time_ms is not None
-                and self.detection_time_ms <= self.target_ms
+                and self.detection_time_ms <= self.target_ms and self.safe_state_in_time
                 and self.max_command_N <= self.limit_N + 1e-9 and not self.any_nan)
 
 
@@ -207,7 +223,9 @@ def run_case(setup: Setup, cfg: FaultMatrixConfig, name: str | None,
     supervisor = rig.supervisor
     trace = _Trace()
     extra: dict[str, Any] = {"watchdog_t": None, "watchdog_msg": "", "acknowledged": (),
-                             "limit_N": rig.tension_limit_n, "injector": injector}
+                             "limit_N": rig.tension_limit_n, "injector": injector,
+                             "safe_bounds": safe_bounds(rig.safety_config,
+                                                        rig.parts.controller.loop)}
 
     def on_control(state: LoopState) -> None:
         report = supervisor.report
@@ -222,9 +240,13 @@ def run_case(setup: Setup, cfg: FaultMatrixConfig, name: str | None,
 
     def hook(t: float, mock: MockArm) -> None:
         out = loop.driver_output
-        if out is not None and not out.ok and extra["watchdog_t"] is None and t >= t_on:
+        if out is not None and (not out.ok or out.late) and extra["watchdog_t"] is None \
+                and t >= t_on:
             extra["watchdog_t"] = t
-            extra["watchdog_msg"] = "; ".join(out.faults)
+            extra["watchdog_msg"] = "; ".join(out.faults or out.late)
+            extra["watchdog_rule"] = "command_watchdog" if out.faults else "command_late"
+        if out is not None and not out.ok and extra.get("driver_safe_t") is None and t >= t_on:
+            extra["driver_safe_t"] = t
         if name is not None and extra["acknowledged"] == () and t >= t_ack:
             extra["acknowledged"] = supervisor.acknowledge() or ("nothing latched",)
 
@@ -233,6 +255,25 @@ def run_case(setup: Setup, cfg: FaultMatrixConfig, name: str | None,
     extra["sent_max_n"] = loop.sent_max_n
     extra["sent_nonfinite"] = loop.sent_nonfinite
     return trace, extra
+
+
+def safe_bounds(safety: Any, loop: Any) -> dict[str, float]:
+    """Per input of safety.yaml ``inputs``: its hold bound plus one control period [ms], the
+    latest a silenced input may bring the safe state (``""``: one control period)."""
+    period_ms = 1e3 / loop.control_rate_hz
+    bounds = {name: 1e3 * getattr(safety.inputs, name).hold_s + period_ms
+              for name in ("joint_state", "tendon_state", "driver_output", "muscle_commands",
+                           "snapshot")}
+    return {**bounds, "": period_ms}
+
+
+def safe_target_ms(kind: Any, cfg: FaultMatrixConfig, bounds: dict[str, float]) -> float | None:
+    """The latest onset-to-minimum-tension time for fault ``kind`` [ms] (``None``: never)."""
+    if not kind.safe_state:
+        return None
+    if not kind.hold:
+        return cfg.detection_target_ms
+    return bounds[kind.hold]
 
 
 def evaluate(name: str, cfg: FaultMatrixConfig, trace: _Trace, extra: dict[str, Any],
@@ -252,17 +293,24 @@ def evaluate(name: str, cfg: FaultMatrixConfig, trace: _Trace, extra: dict[str, 
         if hit:
             detect_t, rule, message = ti, hit[0], msgs[hit[0]]
             break
-    if "command_watchdog" in kind.expected_rules and extra["watchdog_t"] is not None and (
-            detect_t is None or extra["watchdog_t"] < detect_t):
-        detect_t, rule, message = extra["watchdog_t"], "command_watchdog", extra["watchdog_msg"]
-    # a stage that says so itself (its node's /diagnostics): an error, or a refused message
+    if extra["watchdog_t"] is not None and extra.get("watchdog_rule") in kind.expected_rules \
+            and (detect_t is None or extra["watchdog_t"] < detect_t):
+        detect_t, rule, message = extra["watchdog_t"], extra["watchdog_rule"], \
+            extra["watchdog_msg"]
+    # a stage that says so itself (its node's /diagnostics): a warning or an error, or a
+    # refused message
     for event in extra.get("health_log", ()):
         if event.t_s < onset or (detect_t is not None and event.t_s >= detect_t):
             continue
-        if event.stage in kind.stages and event.level in (ERROR, REFUSAL):
+        if event.stage in kind.stages and event.level in (WARN, ERROR, REFUSAL):
             detect_t, rule, message = event.t_s, event.stage, event.message
             break
     ok = np.asarray(trace.ok)
+    unsafe = np.flatnonzero((t >= onset) & ~ok)
+    safe_t = float(t[unsafe[0]]) if unsafe.size else None
+    driver_safe_t = extra.get("driver_safe_t")
+    if driver_safe_t is not None and (safe_t is None or driver_safe_t < safe_t):
+        safe_t = driver_safe_t
     back = None
     after = np.flatnonzero(t >= t_off)
     if after.size and ok[after[-1]]:
@@ -292,7 +340,9 @@ def evaluate(name: str, cfg: FaultMatrixConfig, trace: _Trace, extra: dict[str, 
         target=injector.target if injector is not None else "",
         alarms_before_injection=int(np.count_nonzero(~ok[t < t_on])),
         safe_ticks=int(np.count_nonzero(~ok)), limit_N=extra["limit_N"],
-        target_ms=cfg.detection_target_ms)
+        target_ms=cfg.detection_target_ms,
+        safe_state_ms=None if safe_t is None else (safe_t - onset) * 1e3,
+        safe_target_ms=safe_target_ms(kind, cfg, extra["safe_bounds"]))
 
 
 def run_matrix(setup: Setup, cfg: FaultMatrixConfig,

@@ -51,49 +51,61 @@ class FaultKind(NamedTuple):
 
     name: str
     layer: str  # mock | stream | controller
-    expected_rules: tuple[str, ...]  # safety rules that should catch it
+    expected_rules: tuple[str, ...]  # safety rules that should report it (warnings included)
     description: str
     #: stages whose health (their node's /diagnostics) also reports it, by
     #: :attr:`~musculo_control.loop.health.Health.name`
     stages: tuple[str, ...] = ()
+    #: whether it must end in minimum tension (False: control goes on, a late input or a
+    #: refused request, reported as a warning)
+    safe_state: bool = True
+    #: the input (safety.yaml ``inputs``) whose hold bound the safe state may wait for; ''
+    #: the fault is a fault at once (its safe state within the detection target)
+    hold: str = ""
 
 
 _POTS, _TENDONS, _DYNAMICS = "potentiometers", "tendon actuators", "dynamics"
 
 #: Every fault the injector knows, in the order of the fault matrix.
 FAULTS: tuple[FaultKind, ...] = (
-    FaultKind("pot_dropout", "stream", ("joint_state_stale",),
-              "potentiometer messages stop", (_POTS, _DYNAMICS)),
+    FaultKind("pot_dropout", "stream", ("joint_state_late", "joint_state_stale"),
+              "potentiometer messages stop", (_POTS, _DYNAMICS), hold="joint_state"),
     FaultKind("pot_stuck", "mock", ("consistency", "joint_state"),
               "one potentiometer freezes at its last count while the arm moves"),
-    FaultKind("pot_nan", "mock", ("joint_state_stale", "joint_state"),
-              "one potentiometer reads NaN", (_POTS,)),
-    FaultKind("pot_out_of_range", "mock", ("joint_state_stale", "joint_state"),
-              "one potentiometer reads a count beyond the ADC's full scale", (_POTS,)),
-    FaultKind("tendon_dropout", "stream", ("tendon_state_stale",),
-              "tendon state messages stop", (_TENDONS,)),
+    FaultKind("pot_nan", "mock", ("joint_state_late", "joint_state_stale", "joint_state"),
+              "one potentiometer reads NaN", (_POTS,), hold="joint_state"),
+    FaultKind("pot_out_of_range", "mock", ("joint_state_late", "joint_state_stale",
+                                           "joint_state"),
+              "one potentiometer reads a count beyond the ADC's full scale", (_POTS,),
+              hold="joint_state"),
+    FaultKind("tendon_dropout", "stream", ("tendon_state_late", "tendon_state_stale"),
+              "tendon state messages stop", (_TENDONS,), hold="tendon_state"),
     FaultKind("tendon_snap", "mock", ("tendon_snapped", "tendon_slack", "tendon_runaway",
                                       "actuator_tracking", "consistency"),
               "the most loaded tendon snaps: no force, load cell zero, its winch winds away"),
     FaultKind("actuator_saturation", "mock", ("actuator_tracking",),
               "the most loaded actuator cannot deliver more than a cap below its command"),
     FaultKind("stale_snapshot", "stream", ("snapshot_late", "snapshot_stale"),
-              "dynamics snapshots stop (the 20 Hz estimator hangs)"),
+              "dynamics snapshots stop (the 20 Hz estimator hangs)", hold="snapshot"),
     FaultKind("qp_failure", "controller", ("controller",),
               "OSQP held to one iteration: every solve ends unsolved"),
     FaultKind("goal_outside_workspace", "stream", ("goal_outside_workspace",),
-              "the hand goal jumps outside the workspace"),
-    FaultKind("goal_nan", "stream", ("goal_invalid",), "the hand goal holds a NaN"),
-    FaultKind("delayed_stream", "stream", ("joint_state_stale", "tendon_state_stale"),
-              "every sensor message arrives late by extra_delay_s", (_POTS, _TENDONS)),
+              "the hand goal jumps outside the workspace", safe_state=False),
+    FaultKind("goal_nan", "stream", ("goal_invalid",), "the hand goal holds a NaN",
+              safe_state=False),
+    FaultKind("delayed_stream", "stream", ("joint_state_late", "tendon_state_late"),
+              "every sensor message arrives late by extra_delay_s (less than the hold bound: "
+              "a late input, not a fault)", (_POTS, _TENDONS), safe_state=False),
     FaultKind("reordered_stream", "stream", ("out_of_order",),
-              "sensor messages arrive in swapped pairs", (_POTS, _TENDONS)),
-    FaultKind("command_dropout", "stream", ("command_watchdog",),
-              "the controller's commands stop reaching the tendon driver", (_TENDONS,)),
+              "sensor messages arrive in swapped pairs", (_POTS, _TENDONS), safe_state=False),
+    FaultKind("command_dropout", "stream", ("command_late", "command_watchdog"),
+              "the controller's commands stop reaching the tendon driver", (_TENDONS,),
+              hold="muscle_commands"),
     FaultKind("command_nan", "controller", ("command_invalid",),
               "the controller's command holds a NaN"),
     FaultKind("command_overrange", "controller", ("command_saturated",),
-              "the controller commands the most loaded tendon far above the actuator's limit"),
+              "the controller commands the most loaded tendon far above the actuator's limit",
+              safe_state=False),
 )
 FAULT_NAMES = tuple(f.name for f in FAULTS)
 #: Faults the mock arm injects by itself (its sensors, actuators, raw message streams): what
