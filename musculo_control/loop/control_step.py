@@ -13,7 +13,12 @@ The 125 Hz step of the paper's QP thread with the safety supervisor around it, e
 - what the tendon driver actually sent to the actuators (``hw/tendon_commands``,
   :meth:`ControlStep.receive_sent`) goes to the supervisor's tendon monitor, which then knows
   what each load cell should read; and its silence is a fault of its own (a dead driver).
-  Tendon samples and driver outputs reach the monitor in stamp order.
+  Driver outputs reach the monitor as they come; a tendon sample only once the outputs that
+  may have acted on it have come (stamped up to its stamp less the command delay), since the
+  two come by different routes (a tendon sample through the driver, two hops; an output in
+  one) and on a loaded computer a sample may arrive before outputs sent before it; or once it
+  is older than the outputs' hold bound (``safety.yaml`` ``inputs.driver_output``: a driver
+  that stopped, a fault of its own, does not hold the samples back).
 
 ``fused`` (controller.yaml ``loop.fused_dynamics``): the step computes a fresh dynamics
 snapshot from the newest joint state at every tick instead of using the 20 Hz one, so the
@@ -72,8 +77,13 @@ class ControlStep:
         self.tendons: Latest[TendonState] = Latest(TENDONS_TOPIC)
         self.snapshots: Latest[DynamicsSnapshot] = Latest(DYNAMICS_TOPIC)
         self.sent: Latest[FloatArray] = Latest(SENT_TOPIC)
-        # tendon samples and driver outputs since the last tick, for the monitor in stamp order
-        self._events: list[tuple[float, int, object]] = []
+        # tendon samples not yet handed to the monitor, oldest first (see _feed_monitor)
+        self._samples: deque[TendonState] = deque()
+        # a sample older than this at a tick goes to the monitor even if the driver's outputs
+        # have not reached it: the driver is then silent, a fault of its own [s]
+        self._join_wait_s = supervisor.config.inputs.driver_output.hold_s
+        # an output takes effect at the actuators this much after its stamp [s]
+        self._command_delay_s = supervisor.config.tendons.command_delay_s
         self.health = Health("controller", warn_throttle_s)
         self.last: StepResult | None = None
         self.ticks = 0
@@ -89,7 +99,7 @@ class ControlStep:
         self.supervisor.reset(now_s)
         for stream in (self.joints, self.tendons, self.snapshots, self.sent):
             stream.reset()
-        self._events.clear()
+        self._samples.clear()
         self._recent_joints.clear()
         self.last = None
         self.ticks = self.unsafe_ticks = 0
@@ -110,7 +120,7 @@ class ControlStep:
         if late is not None:
             self.health.refuse(TENDONS_TOPIC, late, state.stamp_s)
             return
-        self._events.append((state.stamp_s, 1, state))
+        self._samples.append(state)
 
     def receive_sent(self, stamp_s: float, tension_n: FloatArray) -> None:
         """What the tendon driver sent to the actuators at ``stamp_s`` [s] ([N], all muscles)."""
@@ -118,18 +128,17 @@ class ControlStep:
         if late is not None:
             self.health.refuse(SENT_TOPIC, late, stamp_s)
             return
-        self._events.append((stamp_s, 0, tension_n))
+        self.supervisor.driver_sent(stamp_s, tension_n)
 
-    def _feed_monitor(self) -> None:
-        """Driver outputs and tendon samples to the tendon monitor, oldest first (an output
-        before a sample of the same instant)."""
+    def _feed_monitor(self, now_s: float) -> None:
+        """Tendon samples to the tendon monitor, oldest first, each once the driver's outputs
+        have reached its instant (a sample at T needs every output that may have taken effect
+        by T, stamped up to T - command delay), or once it is older than the join's wait."""
+        samples = self._samples
+        upto = max(self.sent.stamp_s + self._command_delay_s, now_s - self._join_wait_s)
         sup = self.supervisor
-        for stamp, kind, item in sorted(self._events, key=lambda e: (e[0], e[1])):
-            if kind == 0:
-                sup.driver_sent(stamp, item)  # type: ignore[arg-type]
-            else:
-                sup.tendon_sample(item)  # type: ignore[arg-type]
-        self._events.clear()
+        while samples and samples[0].stamp_s <= upto:
+            sup.tendon_sample(samples.popleft())
 
     def receive_snapshot(self, snapshot: DynamicsSnapshot) -> None:
         if snapshot.stamp_s == self.snapshots.stamp_s:
@@ -162,7 +171,7 @@ class ControlStep:
                                                       joints.stamp_s)
                 except InputError:
                     snapshot = None  # the supervisor reports the joint state itself
-        self._feed_monitor()
+        self._feed_monitor(now_s)
         out, report = self.supervisor.tick(now_s, self.controller, joints=joints,
                                            tendons=self.tendons.value, snapshot=snapshot,
                                            driver_stamp_s=self.sent.stamp_s,
@@ -184,4 +193,5 @@ class ControlStep:
                 "minimum-tension ticks": str(self.unsafe_ticks),
                 "goals refused": str(sup.goals.refused),
                 "latched": ", ".join(f.rule for f in sup.report.latched) if sup.report else "",
+                **{f"ticks with {name}": str(n) for name, n in sorted(sup.late_ticks.items())},
                 **self.health.values()}

@@ -10,11 +10,17 @@ with it:
   is that moment (time 0 of an experiment);
 - the raw sensor messages to send at a physics step, through an optional stream-fault
   injector (dropouts, a reordered or delayed stream), which may hold a message back and send
-  it later: :meth:`MockStage.sense` returns what goes out now.
+  it later: :meth:`MockStage.sense` returns what goes out now;
+- commands that carry their send time take effect at the physics step of that time: a node
+  that steps physics in bursts (a loaded computer stalled it) replays each command where it
+  was sent, as real actuator modules, which are never stalled by the controller's computer,
+  would have received it (applying the newest one over the whole burst would make them act
+  on commands before they were sent).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Protocol
 
 import numpy as np
@@ -64,6 +70,7 @@ class MockStage:
         self.released_s: float | None = None if self.arm.held else self.stamp0_s
         self._good_for_s = 0.0
         self._queue: list[tuple[int, SensorMessage]] = []
+        self._commands: deque[tuple[float, npt.ArrayLike]] = deque()  # (stamp [s], units)
         self.commands_refused = 0
 
     @property
@@ -77,8 +84,15 @@ class MockStage:
         self.stamp0_s += seconds
         self.arm.stamp0_s += seconds
 
-    def receive_command(self, driver_units: npt.ArrayLike) -> None:
-        """Target tensions in driver units, as the actuator modules take them."""
+    def receive_command(self, driver_units: npt.ArrayLike, stamp_s: float | None = None) -> None:
+        """Target tensions in driver units, as the actuator modules take them: now, or, with
+        ``stamp_s`` [s] (when it was sent), at the first physics step at or after it."""
+        if stamp_s is not None and stamp_s > self.time_s:
+            self._commands.append((stamp_s, driver_units))
+            return
+        self._apply(driver_units)
+
+    def _apply(self, driver_units: npt.ArrayLike) -> None:
         try:
             self.arm.set_command(driver_units)
         except InputError as exc:
@@ -106,8 +120,12 @@ class MockStage:
         return self.arm.steps
 
     def step(self) -> None:
-        """One physics step; lets the arm go once the commands hold it."""
+        """One physics step, with the commands sent by its time; lets the arm go once the
+        commands hold it."""
         arm = self.arm
+        commands = self._commands
+        while commands and commands[0][0] <= self.time_s:
+            self._apply(commands.popleft()[1])
         if arm.held:
             holding = (not arm.watchdog_fired
                        and float(np.max(arm.command_tension_n)) > self._idle_n * (1 + 1e-6))

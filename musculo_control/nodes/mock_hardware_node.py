@@ -3,9 +3,10 @@
 A shell over :class:`~musculo_control.loop.mock_stage.MockStage`, the object the ROS-free runner
 steps in simulation: physics at its own rate (``mock_arm.yaml`` physics.timestep_s), raw sensor
 samples at hardware.yaml ``rates.sensor_rate_hz`` (hw/potentiometers: ADC counts per joint;
-hw/tendon_states: encoder and load-cell counts per actuator id), the newest hw/tendon_commands
-(driver units per actuator id) applied before each step, the arm held still at start-up until
-the commands hold it (``mock_arm.yaml`` startup), the actuator modules' own watchdog.
+hw/tendon_states: encoder and load-cell counts per actuator id), every hw/tendon_commands
+(driver units per actuator id) applied at the physics step of its stamp, the arm held still at
+start-up until the commands hold it (``mock_arm.yaml`` startup), the actuator modules' own
+watchdog.
 
 Pacing: a wall-clock tick loop runs every sensor period / ``real_time_factor``; each tick steps
 as many physics steps as the elapsed wall time calls for (in real time at most
@@ -120,7 +121,7 @@ class MockHardwareNode(StageNode):
         self._force_pub = self.create_publisher(Float64, "mock/gauge_force", QOS_STATE_PUB)
         self._clock_pub = (self.create_publisher(Clock, "/clock", QOS_STATE_PUB)
                            if p.publish_clock else None)
-        self._commands_in = self.inputs.subscribe(JointState, COMMAND_TOPIC)
+        self._commands_in = self.inputs.subscribe(JointState, COMMAND_TOPIC, p.command_queue)
         # lockstep: the newest stamp each node has put out, when it was seen (wall), and how
         # far behind the next clock it may be (nodes/lockstep.py)
         leads = lockstep_leads(parts)
@@ -153,14 +154,13 @@ class MockHardwareNode(StageNode):
 
     # -- inputs ---------------------------------------------------------------------------------
     def _take_command(self) -> None:
-        msg = self._commands_in.take_newest()
-        if msg is None:
-            return
-        arrays = cv.read_joint_state(msg, self._cmd_order, required=("effort",), finite=True)
-        if isinstance(arrays, str):
-            self.stage.health.refuse(COMMAND_TOPIC, arrays, self.stage.time_s)
-            return
-        self.stage.receive_command(arrays.effort)
+        for msg in self._commands_in.take_all():
+            arrays = cv.read_joint_state(msg, self._cmd_order, required=("effort",),
+                                         finite=True)
+            if isinstance(arrays, str):
+                self.stage.health.refuse(COMMAND_TOPIC, arrays, self.stage.time_s)
+                continue
+            self.stage.receive_command(arrays.effort, arrays.stamp.seconds)
 
     def _on_gauge(self, msg: PoseStamped) -> None:
         pose = cv.read_pose_stamped(msg)

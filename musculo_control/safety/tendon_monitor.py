@@ -2,10 +2,16 @@
 
 It runs where the tendon states arrive (the tendon driver node, or the runner at 500 Hz) and
 knows what the driver sent, so it can say what each load cell *should* read: the sent tension,
-arriving ``command_delay_s`` later, through the actuator's first-order lag ``tau``
-(``tendons.actuator_time_constant_s``), advanced exactly between events,
-``f_exp <- f_exp + (1 - exp(-dt / tau)) (f_sent - f_exp)``. (Without the delay a 700 N step
-alone would put the expectation 70 N ahead for a few milliseconds.)
+arriving at the actuator ``command_delay_s`` to ``command_delay_s + command_jitter_s`` after it
+was sent (the modules take the newest command at their own tick, and on a loaded computer the
+hop itself is late), through the actuator's first-order lag ``tau``
+(``tendons.actuator_time_constant_s``). Since the lag is monotone in its input, a healthy
+load cell reads inside a band: the lag of the smallest and of the largest command that can be
+in effect at each instant (any command sent in the last ``jitter``, and the one before),
+advanced exactly between samples, ``e <- e + (1 - exp(-dt / tau)) (c - e)``. (Without the delay
+a 700 N step alone would put the expectation 70 N ahead for a few milliseconds; without the
+jitter a command delivered 7 ms late, seen on a loaded 2-core computer, latched a healthy
+actuator.)
 
 - ``tendon_slack``: tension below ``slack_tension_n`` for ``slack_samples`` samples on a tendon
   slower than ``tracking_max_rate_m_s``, although the driver never sends less than its
@@ -14,17 +20,24 @@ alone would put the expectation 70 N ahead for a few milliseconds.)
   snapped tendon's free winch runs there; the joint/tendon consistency check catches it.)
 - ``tendon_runaway``: |length rate| above ``max_length_rate_m_s`` or a length outside
   [l_min, l_max] +- ``length_margin_m``: an unloaded winch winds in at its no-load speed.
-- ``actuator_tracking``: measured tension below the expected one by more than
-  ``tracking_tolerance_n``, or above it by more than ``tracking_excess_tolerance_n`` (plus
-  ``command_jitter_s`` times the rate of the expectation: when a command reaches the actuator
-  is known only to within a driver period) and not
+- ``actuator_tracking``: measured tension below the band by more than
+  ``tracking_tolerance_n``, or above it by more than ``tracking_excess_tolerance_n``, and not
   shrinking, for ``tracking_samples`` consecutive samples, on a tendon moving slower than
   ``tracking_max_rate_m_s``: the actuator saturates below its command (motor current or supply
   limit), or the load cell is off. (Faster, the winch motor's back-EMF limits the tension by
   design.) A healthy actuator knocked off its command, by a joint striking its stop or a
-  millisecond at its speed limit, closes the gap at its lag's rate, since it and the
-  expectation follow the same command through the same lag; a gap that stops shrinking is an
-  actuator that cannot deliver.
+  millisecond at its speed limit, closes the gap at its lag's rate, since it and the band
+  follow the same commands through the same lag; a gap that stops shrinking is an actuator
+  that cannot deliver. At a steady command the band is that command's: a saturated actuator
+  is seen within ``tracking_samples``, as before the band.
+
+The band restarts from the load cells when it cannot be trusted: after a gap longer than
+``tracking_resync_gap_s`` between two driver outputs or two tendon samples seen (lost or late
+messages). What the actuators were sent in a gap of the outputs is unknown: anything from 0 to
+the larger of the commands around it may take effect until the window has passed the output
+after the gap. Samples and outputs must come in stamp order
+(:class:`~musculo_control.loop.control_step.ControlStep` joins the two streams); a sample
+older than the band's time is checked for slack and runaway only.
 
 A sample with sensor faults (non-finite counts) is the driver's business (rule
 ``tendon_state``); its tendons are skipped here.
@@ -32,6 +45,7 @@ A sample with sensor faults (non-finite counts) is the driver's business (rule
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 
@@ -65,13 +79,16 @@ class TendonMonitor:
     def reset(self, stamp_s: float, tension_n: npt.ArrayLike) -> None:
         """Actuators delivering and commanded ``tension_n`` [N] at ``stamp_s`` [s]."""
         f = np.broadcast_to(np.asarray(tension_n, dtype=float), (self.m,)).copy()
-        self._expected = f  # (m,) what the load cells should read [N]
-        self._sent = f.copy()  # (m,) the command the actuators work on now [N]
+        self._low = f  # (m,) the least a healthy load cell may read now [N]
+        self._high = f.copy()  # (m,) the most [N]
         self._t = float(stamp_s)
-        # commands on their way to the actuators: (time they arrive [s], tension [N])
-        self._in_flight: deque[tuple[float, FloatArray]] = deque()
+        # commands sent, oldest first: (stamp [s], least [N], most [N]), least and most equal
+        # but for a gap of unknown outputs; the first is the one in effect at the latest
+        # possible delivery of the window
+        self._commands: deque[tuple[float, FloatArray, FloatArray]] = deque(
+            [(-math.inf, f.copy(), f.copy())])
         self._last_length: FloatArray | None = None  # previous sample's lengths [m]
-        self._last_error = np.zeros(self.m)  # previous |measured - expected| [N]
+        self._last_error = np.zeros(self.m)  # previous distance from the band [N]
         self._last_stamp = -math.inf
         self._off_count = np.zeros(self.m, dtype=np.int64)  # consecutive tracking misses
         self._last_sent_s = -math.inf  # stamp of the newest driver output seen [s]
@@ -79,36 +96,55 @@ class TendonMonitor:
         self._slack_count = np.zeros(self.m, dtype=np.int64)  # consecutive slack samples
 
     @property
-    def expected_tension_n(self) -> FloatArray:
-        return self._expected.copy()
-
-    def _integrate(self, t: float) -> None:
-        dt = t - self._t
-        if dt > 0.0 and math.isfinite(dt):
-            alpha = 1.0 - math.exp(-dt / self.config.actuator_time_constant_s)
-            self._expected += alpha * (self._sent - self._expected)
-            self._t = t
+    def expected_tension_n(self) -> tuple[FloatArray, FloatArray]:
+        """The band a healthy load cell reads in now: (least, most) [N]."""
+        return self._low.copy(), self._high.copy()
 
     def _advance(self, t: float) -> None:
-        """The expectation at ``t``: each command takes effect when it reaches the actuator."""
-        while self._in_flight and self._in_flight[0][0] <= t:
-            arrival, tension = self._in_flight.popleft()
-            self._integrate(arrival)
-            self._sent[:] = tension
-        self._integrate(t)
+        """The band at ``t`` [s]: over (previous time, t], the lag of the smallest and of the
+        largest command that may be in effect at some instant of it (a sound band, at most
+        one sample interval wider than the instant-by-instant one)."""
+        dt = t - self._t
+        if not (dt > 0.0 and math.isfinite(dt)):
+            return
+        cfg = self.config
+        earliest = cfg.command_delay_s
+        latest = earliest + cfg.command_jitter_s
+        commands = self._commands
+        # the command in effect at (previous time - latest) stays first; older ones are gone
+        while len(commands) > 1 and commands[1][0] <= self._t - latest:
+            commands.popleft()
+        # ... up to the last one that may have arrived by t
+        n = 1
+        while n < len(commands) and commands[n][0] <= t - earliest:
+            n += 1
+        if n == 1:
+            _, low, high = commands[0]
+        else:
+            window = list(itertools.islice(commands, n))
+            low = np.min([c[1] for c in window], axis=0)
+            high = np.max([c[2] for c in window], axis=0)
+        alpha = 1.0 - math.exp(-dt / cfg.actuator_time_constant_s)
+        self._low += alpha * (low - self._low)
+        self._high += alpha * (high - self._high)
+        self._t = t
 
     def sent(self, stamp_s: float, tension_n: FloatArray) -> None:
         """The driver sent ``tension_n`` [N] at ``stamp_s`` [s] (always finite, in range)."""
         stamp = float(stamp_s)
+        if not stamp > self._last_sent_s:
+            return  # not after the newest seen: nothing new
+        tension = np.array(tension_n, dtype=float)
         # a gap in the outputs seen (a lost or late message on a loaded machine): what the
         # actuators received in it is unknown (the driver may have sent minimum tension)
         if stamp - self._last_sent_s > self.config.tracking_resync_gap_s \
                 and math.isfinite(self._last_sent_s):
             self._resync = True
-        self._last_sent_s = max(self._last_sent_s, stamp)
-        self._in_flight.append((stamp + self.config.command_delay_s,
-                                np.array(tension_n, dtype=float)))
-        self._advance(stamp)  # keeps the queue to the commands of one delay
+            before = self._commands[-1][2]
+            self._commands.append((math.nextafter(self._last_sent_s, math.inf),
+                                   np.zeros(self.m), np.maximum(before, tension)))
+        self._commands.append((stamp, tension, tension))
+        self._last_sent_s = stamp
 
     def check(self, state: TendonState) -> tuple[Finding, ...]:
         """Check one tendon sample; returns the findings (empty when every tendon is fine).
@@ -116,6 +152,12 @@ class TendonMonitor:
         Runs at the sensor rate on ``m`` values, so it is written in as few numpy calls as the
         rules allow (on short arrays each call costs more than its arithmetic)."""
         cfg = self.config
+        # a sample older than the expectation's time (an output after it was handled first)
+        # is checked for slack and runaway but not for tracking, and resyncs nothing
+        behind = state.stamp_s < self._t
+        if state.stamp_s - self._last_stamp > cfg.tracking_resync_gap_s \
+                and math.isfinite(self._last_stamp):
+            self._resync = True  # samples lost: the expectation restarts from the load cells
         self._advance(state.stamp_s)
         f, length, rate = state.tension_n, state.length_m, state.velocity_m_s
         # valid: every tendon (None), or the mask of those with finite readings
@@ -167,22 +209,30 @@ class TendonMonitor:
                              f"{np.round(length[outside], 4).tolist()} m outside the range "
                              f"+- {cfg.length_margin_m} m")
             findings.append(Finding("tendon_runaway", "tendon running away: " + "; ".join(parts)))
+        if behind:
+            return tuple(findings)
         fast = ~slow
         if valid is not None:
             fast &= valid
         if any_true(fast):
             # where the envelope may bind, the lag model restarts from what the load cell reads
-            np.copyto(self._expected, f, where=fast)
+            np.copyto(self._low, f, where=fast)
+            np.copyto(self._high, f, where=fast)
         if self._resync:
-            # after a gap in the driver outputs the lag model restarts from the load cells
-            np.copyto(self._expected, f, where=np.isfinite(f))
+            # after a gap in the driver outputs or the samples the band restarts from the load
+            # cells
+            finite_f = np.isfinite(f)
+            np.copyto(self._low, f, where=finite_f)
+            np.copyto(self._high, f, where=finite_f)
             self._off_count[:] = 0
             self._resync = False
-        error = f - self._expected
-        # a reading above the expectation gets its own, wider tolerance: a load pulling the
-        # tendon out back-drives the winch (measured: 51 N above on a recovering arm)
-        excess = error > 0.0
-        np.abs(error, out=error)
+        below = self._low - f  # > 0: short of the least a healthy actuator delivers [N]
+        error = f - self._high  # > 0: beyond the most [N]
+        # a reading above the band gets its own, wider tolerance: a load pulling the tendon
+        # out back-drives the winch (measured: 51 N above on a recovering arm)
+        excess = error > below
+        np.maximum(error, below, out=error)
+        np.maximum(error, 0.0, out=error)
         # a healthy actuator closes any gap at its lag's rate (both follow the same command
         # through the same lag), so a gap left by a jolt shrinks by exp(-dt / tau) a sample;
         # one that stops shrinking (at half that pace) is an actuator that cannot deliver
@@ -190,15 +240,8 @@ class TendonMonitor:
             if math.isfinite(dt) else 1.0
         recovering = error < shrink * self._last_error
         self._last_error = error if valid is None else np.where(valid, error, 0.0)
-        # when a command reaches the actuator is known to within command_jitter_s: while the
-        # expectation moves, that is worth its rate times the jitter
-        moving = self._sent - self._expected
-        np.abs(moving, out=moving)
-        moving /= cfg.actuator_time_constant_s  # [N/s]
-        moving *= cfg.command_jitter_s
-        moving += np.where(excess, cfg.tracking_excess_tolerance_n,
-                           cfg.tracking_tolerance_n)  # the tolerance [N]
-        off = error > moving
+        tolerance = np.where(excess, cfg.tracking_excess_tolerance_n, cfg.tracking_tolerance_n)
+        off = error > tolerance
         off &= slow
         np.greater(off, recovering, out=off)  # off & ~recovering (booleans: True > False)
         self._off_count += 1
@@ -208,7 +251,8 @@ class TendonMonitor:
             findings.append(Finding("actuator_tracking", f"actuator not delivering its command: "
                                     f"{_names(self.names, bad)} measure "
                                     f"{np.round(f[bad], 1).tolist()} N, expected "
-                                    f"{np.round(self._expected[bad], 1).tolist()} N (tolerance "
+                                    f"{np.round(self._low[bad], 1).tolist()} to "
+                                    f"{np.round(self._high[bad], 1).tolist()} N (tolerance "
                                     f"{cfg.tracking_tolerance_n} N below, "
                                     f"{cfg.tracking_excess_tolerance_n} N above)"))
         return tuple(findings)
