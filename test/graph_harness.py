@@ -42,13 +42,14 @@ def running_graph(parts: LoopParts, workdir: Path, *, sim: bool = True, rtf: flo
                   lockstep: bool = True, goal_mode: str = "none",
                   extra: dict[str, dict[str, Any]] | None = None,
                   **options: Any) -> Iterator[tuple[GraphProcesses, GraphObserver]]:
-    """The graph of ``parts``' config folder, up and past its start-up, with an observer."""
+    """The graph of ``parts``' config folder, up and past its start-up, with an observer.
+
+    A process per node unless ``one_process=True`` (the launch files' default): a test can
+    stop one node's process; the real-time profile only with ``realtime=True``."""
     node_extra = {k: dict(v) for k, v in (extra or {}).items()}
     mock = node_extra.setdefault("mock_hardware_node", {})
     mock.setdefault("lockstep_timeout_s", 5.0)  # a loaded machine may stall a node for long
-    for name in ("potentiometer_node", "tendon_driver_node", "dynamics_node",
-                 "activation_qp_node", "goal_node", "mock_hardware_node"):
-        node_extra.setdefault(name, {})["realtime_priority"] = 0  # never in the tests
+    options.setdefault("one_process", False)
     opts = GraphOptions(parts.config_dir, use_sim_time=sim, real_time_factor=rtf if sim else 1.0,
                         lockstep=sim and lockstep, goal_mode=goal_mode, extra=node_extra,
                         **options)
@@ -117,23 +118,6 @@ def first_diagnostic(obs: GraphObserver, t0: float, node: str, level: int,
         if d.t >= t0 and d.level >= level and all(w in d.message for w in words):
             return d
     return None
-
-
-#: Wall-clock limits for a graph of Python nodes on a 2-core test machine [s]: measured there, a
-#: 500 Hz sample reaches a node up to 60 ms late now and then (the six node processes and the
-#: observer share two cores), so the shipped 15-20 ms limits would trip in nominal running.
-WALL_CLOCK_LIMITS = {
-    "safety.yaml": {"joint_state_timeout_s": 0.06, "tendon_state_timeout_s": 0.06,
-                    "driver_output_timeout_s": 0.06, "snapshot_late_s": 0.15,
-                    "snapshot_timeout_s": 0.2, "tendons.command_jitter_s": 0.06,
-                    "tendons.tracking_samples": 50},
-    "hardware.yaml": {"driver.watchdog_timeout_s": 0.06},
-}
-
-
-def wall_clock_config(config_dir: Path, workdir: Path) -> Path:
-    """A copy of ``config_dir`` with :data:`WALL_CLOCK_LIMITS` written over its timing limits."""
-    return config_copy(config_dir, workdir / "wall_clock_config", WALL_CLOCK_LIMITS)
 
 
 def config_copy(config_dir: Path, copy: Path, changes_by_file: dict[str, dict[str, Any]]) -> Path:

@@ -28,13 +28,30 @@ def test_one_process_puts_every_node_but_the_mock_arm_in_control_process():
         {n.name: n.parameters for n in graph_nodes(opts) if n.name != "mock_hardware_node"}
 
 
-def test_by_default_each_node_has_its_own_process_and_no_arguments():
-    opts = GraphOptions(default_config_dir())
+def test_by_default_every_node_but_the_mock_arm_shares_one_process():
+    """The default layout (by measurement, doc/ros.md "Layout"); a process per node on ask."""
+    assert [p.name for p in graph_processes(GraphOptions(default_config_dir()))] == \
+        ["mock_hardware_node", CONTROL_PROCESS]
+    opts = GraphOptions(default_config_dir(), one_process=False)
     processes = graph_processes(opts)
     assert [p.name for p in processes] == [n.name for n in graph_nodes(opts)]
     assert all(len(p.nodes) == 1 and p.arguments == [] and not p.shared for p in processes)
-    robot = graph_processes(GraphOptions(default_config_dir(), mock=False, one_process=True))
+    robot = graph_processes(GraphOptions(default_config_dir(), mock=False))
     assert [p.name for p in robot] == [CONTROL_PROCESS]
+
+
+def test_the_realtime_profile_adds_its_file_to_the_control_nodes_only():
+    """realtime.yaml's parameters reach the nodes it names, under their own; none without
+    the option."""
+    plain = {n.name: n.parameters for n in graph_nodes(GraphOptions(default_config_dir()))}
+    rt = {n.name: n.parameters
+          for n in graph_nodes(GraphOptions(default_config_dir(), realtime=True))}
+    assert all("realtime_priority" not in p for p in plain.values())
+    for name in ("activation_qp_node", "tendon_driver_node", "potentiometer_node",
+                 "dynamics_node", "mock_hardware_node"):
+        assert rt[name]["realtime_priority"] > 0 and rt[name]["nice"] < 0, name
+        assert rt[name]["lock_memory"] is True
+    assert "realtime_priority" not in rt["goal_node"]
 
 
 def test_the_parameter_file_of_a_shared_process_has_one_section_per_node(tmp_path):

@@ -1,15 +1,16 @@
 """``musculo graph``: the node graph without ``ros2 launch`` (for the ROS 2 wheels from PyPI).
 
 Starts every node of the graph ``mock_arm.launch.py`` (or, with ``--robot``, ``arm.launch.py``)
-starts, from the same description (:mod:`musculo_control.nodes.graph`), each in its own process
-(or, with ``--one-process``, all but the mock arm in one ``control_process``)
-with the parameters the launch file would give it; prints where each node logs; stops them all
-on Ctrl-C, after ``--duration``, or when a node dies (printing the end of its log, exit 1).
+starts, from the same description (:mod:`musculo_control.nodes.graph`), all but the mock arm in
+one ``control_process`` (or, with ``--process-per-node``, each in its own process), with the
+parameters the launch file would give it (``--realtime``: and the real-time profile); prints
+where each node logs; stops them all on Ctrl-C, after ``--duration``, or when a node dies
+(printing the end of its log, exit 1).
 Other ROS 2 tools (``ros2 topic``, RViz, Foxglove) on the same ``ROS_DOMAIN_ID`` see the nodes.
 
     musculo graph [--config DIR] [--controller osc] [--robot] [--sim-time] [--real-time-factor F]
-                  [--goal-mode none|trajectory] [--trajectory-file F] [--one-process]
-                  [--duration S] [--logs DIR]
+                  [--goal-mode none|trajectory] [--trajectory-file F] [--process-per-node]
+                  [--realtime] [--duration S] [--logs DIR]
 """
 
 from __future__ import annotations
@@ -49,9 +50,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--trajectory-file", default="", help="trajectory YAML for --goal-mode "
                                                          "trajectory (default: the parameter "
                                                          "file's)")
-    p.add_argument("--one-process", action="store_true",
-                   help="every node but the mock arm in one process (control_process), as "
-                        "one_process:=true of the launch files")
+    p.add_argument("--process-per-node", action="store_true",
+                   help="each node in its own process (one_process:=false of the launch "
+                        "files); default: every node but the mock arm in one process")
+    p.add_argument("--realtime", action="store_true",
+                   help="the real-time profile of the config folder's realtime.yaml "
+                        "(realtime:=true of the launch files: SCHED_FIFO tick threads, nice "
+                        "middleware threads, locked memory; warns where not permitted)")
     p.add_argument("--duration", type=float, default=None, metavar="S",
                    help="stop after S wall seconds (default: run until Ctrl-C)")
     p.add_argument("--logs", type=Path, default=None,
@@ -78,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
                            real_time_factor=args.real_time_factor,
                            lockstep=args.sim_time and not args.robot, goal_mode=args.goal_mode,
                            trajectory_file=args.trajectory_file,
-                           one_process=args.one_process)
+                           one_process=not args.process_per_node, realtime=args.realtime)
     logs = args.logs or Path(tempfile.mkdtemp(prefix="musculo_graph_"))
     graph = GraphProcesses(options, logs)  # checks the options and parameter file first
     stop = {"why": ""}

@@ -21,7 +21,6 @@ Latched faults (a snapped tendon, an actuator that cannot deliver) are cleared b
 
 from __future__ import annotations
 
-import gc
 import time
 import traceback
 from functools import partial
@@ -146,11 +145,6 @@ class ActivationQPNode(StageNode):
         self.watch(self.step.health, "controller", self._values)
         self.create_timer(p.timing_report_period_s, self._report_timing)
         self.every(1.0 / rate, self._tick)
-        if p.gc_freeze:
-            # start-up objects (models, solver, libraries) leave the collector's working set, so
-            # that an oldest-generation collection in the loop does not walk them all
-            gc.collect()
-            gc.freeze()
         self._gc.install()
         self.get_logger().info(f"controller '{p.controller}' at {rate:g} Hz"
                                + (" (fused dynamics)" if self.step.fused else ""))

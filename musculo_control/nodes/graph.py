@@ -33,6 +33,10 @@ from musculo_control.nodes.node_config import (
     check_params_file,
 )
 
+#: The real-time profile's parameter file of a config folder (parameters added to the nodes'
+#: with ``realtime``; :mod:`musculo_control.realtime`).
+REALTIME_FILE = "realtime.yaml"
+
 #: Goal node modes; '' keeps the parameter file's.
 GOAL_MODES = ("", "interactive", "trajectory", "none")
 
@@ -54,8 +58,11 @@ class GraphOptions:
     trajectory_file: str = ""  # '' keeps the parameter file's
     goal_orientation: bool | None = None  # None keeps the parameter file's
     use_muscle_markers: bool = False
-    #: every node but the mock arm in one process (nodes/control_process.py)
-    one_process: bool = False
+    #: every node but the mock arm in one process (nodes/control_process.py): the default, by
+    #: measurement (doc/ros.md "Layout")
+    one_process: bool = True
+    #: the real-time profile of ``<config_dir>/realtime.yaml`` on top of the parameter file
+    realtime: bool = False
     #: per node, parameters to set on top of everything else (tests, a user's launcher)
     extra: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -63,6 +70,16 @@ class GraphOptions:
     def parameter_file(self) -> Path:
         return self.params_file if self.params_file is not None else \
             self.config_dir / ROS_PARAMS_FILE
+
+    @property
+    def realtime_file(self) -> Path:
+        return self.config_dir / REALTIME_FILE
+
+    def realtime_parameters(self, node_name: str) -> dict[str, Any]:
+        """The real-time profile's parameters of ``node_name`` (none unless ``realtime``)."""
+        if not self.realtime:
+            return {}
+        return check_params_file(self.realtime_file, node_name, NODE_PARAMS[node_name])
 
     def check(self) -> None:
         """Raise :class:`InputError` on a bad choice, :class:`ConfigError` on a bad parameter
@@ -79,6 +96,8 @@ class GraphOptions:
                              sorted(unknown))
         for name, cls in NODE_PARAMS.items():
             check_params_file(self.parameter_file, name, cls)
+            if self.realtime:
+                check_params_file(self.realtime_file, name, cls)
 
 
 @dataclass(frozen=True)
@@ -102,6 +121,7 @@ def graph_nodes(options: GraphOptions) -> list[NodeLaunch]:
              use_sim_time: bool = sim) -> NodeLaunch:
         params: dict[str, Any] = {"config_dir": str(options.config_dir),
                                   "use_sim_time": use_sim_time}
+        params.update(options.realtime_parameters(name))
         params.update(extra or {})
         params.update(options.extra.get(name, {}))
         return NodeLaunch(name, params)

@@ -89,10 +89,16 @@ def arguments(mock: bool) -> list[DeclareLaunchArgument]:
                               description="the MuJoCo mock arm instead of the real one"),
         DeclareLaunchArgument("real_time_factor", default_value="1.0",
                               description="mock arm: simulated seconds per wall second"),
-        DeclareLaunchArgument("one_process", default_value="false",
+        DeclareLaunchArgument("one_process", default_value="true",
                               description="run every node but the mock arm in one process "
-                                          "(control_process: one executor and tick loop; less "
-                                          "CPU, no parallelism; see doc/ros.md)"),
+                                          "(control_process: one executor and tick loop, no "
+                                          "middleware hop between the controller's nodes); "
+                                          "false: a process per node (see doc/ros.md, Layout)"),
+        DeclareLaunchArgument("realtime", default_value="false" if mock else "true",
+                              description="the real-time profile of <config_dir>/realtime.yaml "
+                                          "(SCHED_FIFO tick threads, nice middleware threads, "
+                                          "locked memory); a process not permitted warns and "
+                                          "runs without (see doc/ros.md, Real-time profile)"),
     ]
 
 
@@ -114,7 +120,8 @@ def options(context: LaunchContext) -> GraphOptions:
         trajectory_file=LaunchConfiguration("trajectory_file").perform(context),
         goal_orientation=_flag(context, "goal_orientation") if orientation else None,
         use_muscle_markers=_flag(context, "use_muscle_markers" if markers else "use_rviz"),
-        one_process=_flag(context, "one_process"))
+        one_process=_flag(context, "one_process"),
+        realtime=_flag(context, "realtime"))
 
 
 def _process(opts: GraphOptions, process: ProcessLaunch) -> Node:

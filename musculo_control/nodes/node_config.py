@@ -60,7 +60,18 @@ class CommonNodeParams:
     realtime_priority: int = spec(
         0, ge=0, le=99, doc="SCHED_FIFO priority of the node's tick thread; 0: the normal "
                             "scheduler. Needs CAP_SYS_NICE or an rtprio limit; without, the "
-                            "node warns and runs normally")
+                            "node warns and runs normally (musculo_control.realtime)")
+    nice: int = spec(0, ge=-20, le=19, doc="niceness of the process's other threads (the "
+                                           "middleware's, which receive the samples); 0: "
+                                           "unchanged. Below 0 needs CAP_SYS_NICE")
+    cpu_affinity: tuple[int, ...] = spec((), doc="CPUs the tick thread may run on; empty: any")
+    gc_freeze: bool = spec(True, doc="gc.freeze() once the process's nodes are built: the "
+                                     "long-lived objects (models, solvers, libraries) leave the "
+                                     "collector's working set, so that an oldest-generation "
+                                     "collection in the loop does not walk them all (a stall of "
+                                     "tens of ms)")
+    lock_memory: bool = spec(False, doc="lock the process's memory (mlockall): no page fault "
+                                        "in a tick. Needs CAP_IPC_LOCK or a memlock limit")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,8 +135,6 @@ class ActivationQPNodeParams(FaultInjectionParams, LockstepParams, CommonNodePar
     use_goal_orientation: bool = spec(True, doc="track the goal's orientation (rows wy, wz); "
                                                 "false: position only")
     timing_report_period_s: float = spec(1.0, gt=0.0, doc="controller/timing period [s]")
-    gc_freeze: bool = spec(True, doc="gc.freeze() after start-up, so collections skip the "
-                                     "long-lived model objects")
     tendon_queue: int = spec(50, ge=1, doc="muscle_states samples and hw/tendon_commands "
                                            "outputs kept between two ticks (each goes through "
                                            "the tendon monitor)")
@@ -143,9 +152,13 @@ class MockHardwareNodeParams(FaultInjectionParams, CommonNodeParams):
     clock_start_s: float = spec(1.0, gt=0.0, doc="simulated time at the start (publish_clock); "
                                                  "not 0, which ROS reads as 'time not set' [s]")
     real_time_factor: float = spec(1.0, gt=0.0, doc="simulated seconds per wall second")
-    max_catch_up_s: float = spec(0.02, gt=0.0, doc="largest physics time stepped in one timer "
-                                                   "tick; beyond, the simulation falls behind "
-                                                   "(counted as overruns) [s]")
+    max_catch_up_s: float = spec(0.1, gt=0.0, doc="largest physics time stepped in one timer "
+                                                  "tick (a stalled process catches up to the "
+                                                  "wall clock, as real hardware never stalls); "
+                                                  "beyond, the simulation falls behind "
+                                                  "(counted as overruns) [s]")
+    command_queue: int = spec(50, ge=1, doc="hw/tendon_commands kept between two ticks, each "
+                                            "applied at its stamp's physics step")
     truth_rate_hz: float = spec(50.0, gt=0.0, doc="mock/ ground-truth topics rate [Hz]")
     lockstep: bool = spec(False, doc="with publish_clock: publish the next clock only once "
                                      "every node has produced its output of the instants "

@@ -4,7 +4,7 @@ order on one executor and one tick loop, shut down in reverse order with a live 
 
 from __future__ import annotations
 
-import os
+import gc
 import signal
 import sys
 import threading
@@ -20,22 +20,28 @@ from musculo_control.nodes.node_config import check_params_file, params_files_fr
 from musculo_control.nodes.polled import PolledInputs
 from musculo_control.nodes.ros_common import StageNode
 from musculo_control.nodes.tick_loop import spin_tick_loops
+from musculo_control.realtime import SchedulingProfile
 
 
 def _realtime(nodes: Sequence[Node]) -> None:
-    """Put the calling (tick) thread on SCHED_FIFO if a node's parameters ask for it (the
-    highest priority asked by the nodes of the process)."""
-    asked = [(getattr(getattr(n, "params", None), "realtime_priority", 0), n) for n in nodes]
-    priority, node = max(asked, key=lambda a: a[0], default=(0, None))
-    if not priority or node is None:
+    """Apply the scheduling the nodes' parameters ask for (the strongest of them) from the
+    calling thread, which then runs every tick of the process; say what was done and what was
+    refused (:mod:`musculo_control.realtime`)."""
+    asked = []
+    for node in nodes:
+        p = getattr(node, "params", None)
+        if p is not None:
+            asked.append(SchedulingProfile(p.realtime_priority, p.nice, tuple(p.cpu_affinity),
+                                           p.lock_memory))
+    profile = SchedulingProfile.strongest(asked)
+    if not profile.asked or not nodes:
         return
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(priority))
-    except (OSError, AttributeError) as exc:
-        node.get_logger().warning(f"realtime_priority {priority}: SCHED_FIFO not permitted "
-                                  f"({exc}); running on the normal scheduler")
-        return
-    node.get_logger().info(f"tick thread on SCHED_FIFO priority {priority}")
+    done, refused = profile.apply()
+    logger = nodes[0].get_logger()
+    if done:
+        logger.info("real-time profile: " + "; ".join(done))
+    for what in refused:
+        logger.warning(f"real-time profile: not permitted, running without: {what}")
 
 
 #: One node of a process: its name, its parameter dataclass, what builds it.
@@ -79,6 +85,9 @@ def run_nodes(process_name: str, specs: Sequence[NodeSpec],
         for _, _, factory in specs:
             nodes.append(factory())
             executor.add_node(nodes[-1])
+        if any(getattr(getattr(n, "params", None), "gc_freeze", False) for n in nodes):
+            gc.collect()
+            gc.freeze()
         _realtime(nodes)
         spin_tick_loops([n.tick_loop for n in nodes if isinstance(n, StageNode)],
                         executor, stop)
