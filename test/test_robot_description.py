@@ -13,7 +13,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from musculo_control.model.description import robot_description
+from musculo_control.model.description import base_frame, robot_description, root_link
 from musculo_control.model.mjcf_reader import disagreement
 from musculo_control.model.robot import load_robot
 from musculo_control.model.urdf_from_mjcf import urdf_from_mjcf
@@ -243,3 +243,11 @@ def test_a_ball_joint_is_refused_by_name(tmp_path):
                                    '<joint name="j2" type="ball"/>'))
     with pytest.raises(ConfigError, match="j2"):
         urdf_from_mjcf(path)
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_the_launch_files_fixed_frame_is_the_robots_base_frame(folder):
+    """RViz is started with the frame the controller and the markers use, a root link."""
+    text = robot_description(folder)
+    assert base_frame(folder, text) == load_robot(folder).arm.base_frame
+    assert base_frame(folder) == root_link(text)

@@ -7,6 +7,7 @@ TF and RViz's RobotModel work for either kind of robot without a second hand-kep
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from musculo_control.config.parser import load
@@ -27,3 +28,23 @@ def robot_description(config_dir: str | Path) -> str:
     from musculo_control.model.urdf_from_mjcf import urdf_from_mjcf  # MuJoCo: MJCF robots only
 
     return urdf_from_mjcf(path)
+
+
+def root_link(description: str) -> str:
+    """The root link of a URDF text: the one link that is no joint's child."""
+    root = ET.fromstring(description)
+    children = {c.get("link") for c in root.iter("child")}
+    roots = [str(link.get("name")) for link in root.iter("link")
+             if link.get("name") not in children]
+    if len(roots) != 1:
+        raise ConfigError("<robot_description>", "<links>", "one root link", roots)
+    return roots[0]
+
+
+def base_frame(config_dir: str | Path, description: str | None = None) -> str:
+    """The frame hand goals, markers and RViz's fixed frame use: robot.yaml ``arm.base_frame``
+    or the description's root link (as :class:`~musculo_control.model.arm.Arm` decides)."""
+    arm = load(RobotConfig, Path(config_dir) / "robot.yaml").arm
+    if arm.base_frame:
+        return arm.base_frame
+    return root_link(description if description is not None else robot_description(config_dir))
