@@ -17,6 +17,7 @@ Imported only by the launch tests, after they have checked that the launch tools
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import tempfile
@@ -48,6 +49,7 @@ from musculo_control.nodes.observer import GraphObserver
 # the judging helpers of the node-graph tests (test/graph_harness.py)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
 from graph_harness import (  # noqa: E402
+    REACH_TOLERANCE_M,
     SIM_RATE,
     errors_after,
     first_after,
@@ -95,6 +97,8 @@ def params_file(extra: dict[str, dict[str, Any]] | None = None, *,
     fd, path = tempfile.mkstemp(prefix="musculo_launch_test_", suffix=".yaml")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         yaml.safe_dump(doc, f, sort_keys=False)
+    # the nodes read it at start-up; launch_test's process ends after the post-shutdown tests
+    atexit.register(Path(path).unlink, missing_ok=True)
     return path
 
 
@@ -157,7 +161,7 @@ class CleanExit(unittest.TestCase):
         launch_testing.asserts.assertExitCodes(proc_info)
 
 
-__all__ = ["ARM_NODES", "CONFIG_DIR", "MOCK_NODES", "SIM_TIME", "STARTUP_TIMEOUT_S",
-           "WAIT_TIMEOUT_S", "CleanExit", "ObservedGraph", "errors_after", "first_after",
-           "first_diagnostic", "launch", "minimum_tension", "observer", "params_file", "parts",
-           "rate_by_stamps", "released", "wait_nodes", "wait_released"]
+__all__ = ["ARM_NODES", "CONFIG_DIR", "MOCK_NODES", "REACH_TOLERANCE_M", "SIM_TIME",
+           "STARTUP_TIMEOUT_S", "WAIT_TIMEOUT_S", "CleanExit", "ObservedGraph", "errors_after",
+           "first_after", "first_diagnostic", "launch", "minimum_tension", "observer",
+           "params_file", "parts", "rate_by_stamps", "released", "wait_nodes", "wait_released"]

@@ -6,8 +6,9 @@ GUI, no rclcpp nodes), on simulated time in lockstep.
   ``joint_states`` and ``hw/tendon_commands`` at hardware.yaml's sensor and driver rates,
   ``muscle_commands`` and ``dynamics`` at controller.yaml's loop rates, each within 2 % by
   the stamps (the median interval), with at least 80 % of the samples received;
-- the true hand (mock/hand) reaches a goal 10 cm away (hand_goal, PoseStamped) within 3.5 cm
-  in 5 simulated seconds and is there at 5 s;
+- the true hand (mock/hand) reaches a goal 10 cm away (hand_goal, PoseStamped) within the
+  node-graph test's step tolerance (1 cm, test/graph_harness.py REACH_TOLERANCE_M) in 5 simulated
+  seconds and is there at 5 s;
 - every process exits cleanly at shutdown.
 
     launch_test launch_tests/test_mock_arm_launch.py
@@ -32,6 +33,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
     MOCK_NODES,
+    REACH_TOLERANCE_M,
     SIM_TIME,
     WAIT_TIMEOUT_S,
     CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
@@ -48,10 +50,10 @@ from launch_helpers import (
 #: Nominal window [simulated s] and the rates' tolerance.
 WINDOW_S = 4.0
 RATE_TOLERANCE = 0.02
-#: Goal step [m], time allowed [simulated s], tolerance [m].
+#: Goal step [m] and time allowed [simulated s]; the tolerance is the node-graph test's: this is
+#: the same graph (nodes/graph.py) with the same parameters, started by the launch file.
 GOAL_STEP_M = np.array([0.0, 0.10, 0.0])
 REACH_TIME_S = 5.0
-REACH_TOLERANCE_M = 0.035  # the wires' friction can hold the hand 2.7-2.9 cm short (test_graph.py)
 
 
 @pytest.mark.launch_test
@@ -93,7 +95,7 @@ class TestMockArm(ObservedGraph):
         self.assertTrue(np.isfinite(sent).all())
         self.assertLessEqual(sent.max(), p.drivers.tendons.config.max_tension_n + 1e-6)
 
-    def test_3_the_hand_reaches_a_goal_10_cm_away_within_2_cm_in_5_s(self):
+    def test_3_the_hand_reaches_a_goal_10_cm_away_within_the_step_tolerance_in_5_s(self):
         obs = self.obs
         wait_released(obs)
         self.assertTrue(obs.wait_until(lambda: len(obs.hand) > 0 and len(obs.goals_in_force) > 0,

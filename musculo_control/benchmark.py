@@ -44,8 +44,8 @@ class NodeCpuTargets:
 class BenchTargets:
     """The targets the benchmarks judge (issue 11), on a quiet machine."""
 
-    tick_p50_ms: float = spec(0.12, gt=0.0, doc="15-muscle tick (eq. 11), median [ms]")
-    tick_p99_ms: float = spec(0.25, gt=0.0, doc="15-muscle tick, 99th percentile [ms]")
+    tick_p50_ms: float = spec(0.12, gt=0.0, doc="the robot's tick (eq. 11), median [ms]")
+    tick_p99_ms: float = spec(0.25, gt=0.0, doc="the robot's tick, 99th percentile [ms]")
     speedup_vs_baseline: float = spec(10.0, gt=0.0, doc="tick p50 against the set-up-every-"
                                                         "tick baseline's [1]")
     snapshot_p99_ms: float = spec(0.2, gt=0.0, doc="dynamics snapshot, 99th percentile [ms]")

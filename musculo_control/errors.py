@@ -30,6 +30,33 @@ class ConfigError(_InConfig, MusculoError):
     """A configuration file or value is malformed or inconsistent (fields of :class:`_InConfig`)."""
 
 
+class ConfigErrors(ConfigError):
+    """Every error found in one reading of the configuration, raised together so that a folder
+    is fixed in one pass: ``errors`` holds each :class:`ConfigError` (file order); this error's
+    own fields are the first one's. The message has one line per error."""
+
+    def __init__(self, errors: list[ConfigError] | tuple[ConfigError, ...]) -> None:
+        flat: list[ConfigError] = []
+        for e in errors:
+            flat.extend(e.errors if isinstance(e, ConfigErrors) else (e,))
+        if not flat:
+            raise ValueError("ConfigErrors needs at least one error")
+        self.errors: tuple[ConfigError, ...] = tuple(flat)
+        first = flat[0]
+        self.file, self.key, self.where = first.file, first.key, first.where
+        self.expected, self.received = first.expected, first.received
+        lines = [f"{len(flat)} configuration errors:", *(f"  {e}" for e in flat)]
+        Exception.__init__(self, "\n".join(lines))
+
+
+def raise_collected(errors: list[ConfigError]) -> None:
+    """Raise nothing, the one error, or :class:`ConfigErrors` of all of them."""
+    if len(errors) == 1 and not isinstance(errors[0], ConfigErrors):
+        raise errors[0]
+    if errors:
+        raise ConfigErrors(errors)
+
+
 class InputError(MusculoError, ValueError):
     """A run-time input (joint vector, goal, message) has the wrong shape or a non-finite value."""
 

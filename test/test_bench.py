@@ -44,6 +44,8 @@ def test_bench_writes_csv_markdown_and_json(tmp_path, config_dir, monkeypatch):
     assert machine["load_average_start"] >= 0 and machine["load_average_end"] >= 0
     assert {v["verdict"].split(":")[0] for v in result["verdicts"]} <= {
         "met", "NOT met", "not judged"}
+    assert (result["muscles"], result["joints"]) == (15, 7)  # the stand-in's controlled muscles
+    assert result["verdicts"][0]["target"] == "15-muscle tick p50"
     if not machine["judged"]:
         assert all(v["verdict"].startswith("not judged: load average")
                    for v in result["verdicts"])
@@ -135,3 +137,16 @@ def test_bench_config_is_checked(config_dir):
         parse(BenchConfig, {"targets": {"node_cpu_share": {"dynamics_node": -1}}}, "bench.yaml")
     with pytest.raises(ConfigError, match="node_cpu_share"):
         parse(BenchConfig, {"targets": {"node_cpu_share": {"mock_node": 0.1}}}, "bench.yaml")
+
+
+def test_the_tick_verdicts_name_the_benchmarked_robots_muscle_count(monkeypatch):
+    """A 6-muscle arm's rows say 6, not the stand-in's 15."""
+    from musculo_control.tick_benchmark import verdicts
+
+    monkeypatch.setattr("musculo_control.benchmark.load_average", lambda: 0.0)
+    machine = MachineLoad(0.5)
+    machine.finish()
+    result = {"muscles": 6, "tick_p50_ms": 0.1, "tick_p99_ms": 0.2, "speedup_vs_baseline": 20.0,
+              "snapshot_p99_ms": 0.1, "fused_p99_ms": 0.3, "scaling": [], "solver": "daqp"}
+    targets = [v["target"] for v in verdicts(result, BenchConfig(), machine)]
+    assert targets[:2] == ["6-muscle tick p50", "6-muscle tick p99"]

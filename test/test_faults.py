@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -207,7 +208,7 @@ def test_tick_accounting_of_a_supervised_run(rig, setup):
 
 
 # -- the command --------------------------------------------------------------------------------
-def test_simulate_faults_writes_the_documented_json(tmp_path, config_dir):
+def test_simulate_faults_writes_the_documented_json(tmp_path, config_dir, capsys):
     path = tmp_path / "faults.json"
     code = main(["simulate", "faults", "--config", str(config_dir), "--out", str(tmp_path),
                  "--json", str(path), "--set", "reliability.faults.cases=[pot_nan, goal_nan]",
@@ -220,6 +221,9 @@ def test_simulate_faults_writes_the_documented_json(tmp_path, config_dir):
                 "recovered"} <= set(row)
         assert row["detected"] is True and row["any_nan"] is False
     assert (tmp_path / "faults.md").read_text().count("\n") == 4
+    # progress lines give times to 0.1 ms, not a float's last digits (2.0, not 1.9999999999997797)
+    progress = re.findall(r"t=(\S+) ms", capsys.readouterr().err)
+    assert len(progress) == 2 and all(re.fullmatch(r"-|\d+\.\d", t) for t in progress), progress
 
 
 def test_an_arm_that_fell_while_latched_gets_back_after_the_acknowledge(config_dir, matrix_cfg):

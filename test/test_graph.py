@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 import pytest
 from graph_harness import (
+    REACH_TOLERANCE_M,
     errors_after,
     first_after,
     first_diagnostic,
@@ -67,12 +68,6 @@ def test_nominal_run_never_goes_to_the_safe_state_and_every_stream_keeps_its_rat
         sent = np.asarray(obs.snapshot(obs.sent).values)
         assert np.isfinite(sent).all()
         assert sent.max() <= parts.drivers.tendons.config.max_tension_n + 1e-6
-
-
-#: A step goal's tolerance [m]. With the shipped integral action (controller.gains.ki_s3) the
-#: hand ends 0.9-1.2 mm from a 10 cm step goal on the graph (two runs); the paper's law alone
-#: stopped 2.7-2.9 cm short in 2 of 3 runs, held there by the mock's wires' friction.
-REACH_TOLERANCE_M = 0.01
 
 
 def test_a_goal_10_cm_away_is_reached_within_tolerance_in_5_s(parts, tmp_path):

@@ -58,9 +58,12 @@ def test_received_values_parse_like_yaml():
     ({"timing_report_period_s": -5.0},
      "activation_qp_node.ros__parameters.timing_report_period_s", "> 0.0"),
     ({"tendon_queue": "deep"}, "activation_qp_node.ros__parameters.tendon_queue", "an integer"),
-    ({"rate_hz": 125.0}, "activation_qp_node.ros__parameters.rate_hz", "a parameter of"),
+    # a parameter that became the robot's names its new home
+    ({"rate_hz": 125.0}, "activation_qp_node.ros__parameters.rate_hz",
+     "moved to controller.yaml loop.control_rate_hz"),
     ({"controller": "pid"}, "activation_qp_node.ros__parameters.controller", "one of"),
-    ({"rate_hzz": 125.0}, "activation_qp_node.ros__parameters.rate_hzz", "a parameter of"),
+    ({"rate_hzz": 125.0}, "activation_qp_node.ros__parameters.rate_hzz",
+     "one of the known keys"),
 ])
 def test_a_bad_parameter_names_file_and_key(tmp_path, params, key, words):
     path = write(tmp_path, {ACTIVATION_QP_NODE: {"ros__parameters": params}})

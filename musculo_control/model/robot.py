@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pinocchio as pin
 
-from musculo_control.config.parser import load_with_overrides, parse, read_yaml, spec
+from musculo_control.config.parser import load, load_with_overrides, spec
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.model.arm import Arm, ArmConfig
 from musculo_control.model.geometry import MuscleGeometry
@@ -96,9 +96,7 @@ class Robot:
             PoseSolver(self.arm, self.config.poses, self.robot_file)
             if self.config.poses is not None else None)
         self.muscles_file = str(self.config_dir / self.config.muscles_file)
-        self.muscles_config: MusclesConfig = parse(
-            MusclesConfig, read_yaml(Path(self.muscles_file)), self.muscles_file
-        )
+        self.muscles_config: MusclesConfig = load(MusclesConfig, Path(self.muscles_file))
         specs = self.muscles_config.muscles
         self.geometry: MuscleGeometry = self._make_geometry()
         self.muscle_names = self.geometry.names
@@ -288,5 +286,11 @@ class Robot:
 
 def load_robot(config_dir: str | Path, overrides: dict[str, Any] | None = None) -> Robot:
     """Load and validate the robot description in ``config_dir`` (``overrides``: dotted keys
-    of robot.yaml, e.g. ``{"muscle_geometry.learned_model": "out/mapping.npz"}``)."""
+    of robot.yaml, e.g. ``{"muscle_geometry.learned_model": "out/mapping.npz"}``).
+
+    Every file the control loop reads is checked first, and every error in any of them is
+    raised together (:func:`musculo_control.config.folder.check_folder`)."""
+    from musculo_control.config.folder import check_folder
+
+    check_folder(config_dir, overrides={"robot": dict(overrides or {})})
     return Robot(Path(config_dir), overrides)

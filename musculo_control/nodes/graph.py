@@ -18,8 +18,9 @@ from typing import Any
 
 import yaml
 
+from musculo_control.config.folder import LOOP_FILES, check_folder
 from musculo_control.control.controller import CONTROLLER_NAMES
-from musculo_control.errors import InputError
+from musculo_control.errors import ConfigError, InputError, raise_collected
 from musculo_control.nodes.node_config import (
     ACTIVATION_QP_NODE,
     DYNAMICS_NODE,
@@ -83,7 +84,8 @@ class GraphOptions:
 
     def check(self) -> None:
         """Raise :class:`InputError` on a bad choice, :class:`ConfigError` on a bad parameter
-        file (naming the file and the key), before any node starts."""
+        file or config folder (naming the file and the key; every error of the folder's files
+        and of every node's parameters together), before any node starts."""
         if self.controller not in CONTROLLER_NAMES:
             raise InputError("controller", f"one of {list(CONTROLLER_NAMES)}", self.controller)
         if self.goal_mode not in GOAL_MODES:
@@ -94,10 +96,24 @@ class GraphOptions:
         if unknown:
             raise InputError("extra parameters", f"node names of {sorted(NODE_PARAMS)}",
                              sorted(unknown))
+        errors: list[ConfigError] = []
+
+        def collect(exc: ConfigError) -> None:
+            # a wildcard section's error is every node's: once is enough
+            errors.extend(e for e in getattr(exc, "errors", (exc,))
+                          if str(e) not in {str(f) for f in errors})
+
+        try:
+            check_folder(self.config_dir, (*LOOP_FILES, "mock_arm") if self.mock else LOOP_FILES)
+        except ConfigError as exc:
+            collect(exc)
         for name, cls in NODE_PARAMS.items():
-            check_params_file(self.parameter_file, name, cls)
-            if self.realtime:
-                check_params_file(self.realtime_file, name, cls)
+            for path in (self.parameter_file, *([self.realtime_file] if self.realtime else [])):
+                try:
+                    check_params_file(path, name, cls)
+                except ConfigError as exc:
+                    collect(exc)
+        raise_collected(errors)
 
 
 @dataclass(frozen=True)

@@ -266,7 +266,9 @@ def run_graph_matrix(parts: LoopParts, cfg: FaultMatrixConfig, workdir: Path,
         result = evaluate(name, cfg, run, base, f_min, limit, periods)
         results.append(result)
         if progress:
-            print(f"  {name}: detected={result.detected} t={result.detection_time_ms} ms "
+            after = ("-" if result.detection_time_ms is None
+                     else f"{result.detection_time_ms:.1f}")
+            print(f"  {name}: detected={result.detected} t={after} ms "
                   f"recovered={result.recovered}", file=sys.stderr, flush=True)
     return results, base_info
 

@@ -7,7 +7,9 @@ entries into ``launch_ros`` actions, and adds what only a ROS 2 distribution has
 (robot_state_publisher, RViz). The two launch files differ only in whether the mock hardware
 node stands in for the arm (as ros2_control demos switch with ``use_mock_hardware``). Before any
 node starts, the parameter file is checked for every node with the same code the nodes use, so
-a missing or malformed file stops the launch with the file and the key.
+a missing or malformed file stops the launch with the file and the key. robot_state_publisher
+gets the robot's URDF, or for an MJCF robot a URDF generated from it
+(:mod:`musculo_control.model.description`); RViz starts in the robot's base frame.
 """
 
 from __future__ import annotations
@@ -17,15 +19,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
+import launch.logging
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnShutdown
 from launch.launch_context import LaunchContext
 from launch.launch_description import LaunchDescription
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from musculo_control.config.parser import load
 from musculo_control.control.controller import CONTROLLER_NAMES
-from musculo_control.model.robot import RobotConfig
+from musculo_control.model.description import base_frame, robot_description
 from musculo_control.nodes.graph import (
     GOAL_MODES,
     GraphOptions,
@@ -124,40 +127,44 @@ def options(context: LaunchContext) -> GraphOptions:
         realtime=_flag(context, "realtime"))
 
 
-def _process(opts: GraphOptions, process: ProcessLaunch) -> Node:
-    """The launch action of one process: a node with its parameters on top of the parameter
-    file, or several nodes (control_process) with theirs in a file of one section per node
-    (launch_ros would give a parameter dictionary to every node of the process)."""
+def _process(opts: GraphOptions, process: ProcessLaunch) -> list[Any]:
+    """The launch actions of one process: a node with its parameters on top of the parameter
+    file, or several nodes (control_process) with theirs in a temporary file of one section per
+    node (launch_ros would give a parameter dictionary to every node of the process), removed
+    when the launch shuts down."""
     if not process.shared:
         n = process.nodes[0]
-        return Node(package=PACKAGE, executable=n.name, name=n.name, output="screen",
-                    parameters=[str(opts.parameter_file), n.parameters])
+        return [Node(package=PACKAGE, executable=n.name, name=n.name, output="screen",
+                     parameters=[str(opts.parameter_file), n.parameters])]
     handle, path = tempfile.mkstemp(prefix=f"{process.name}_", suffix=".yaml")
     os.close(handle)
     write_parameters(Path(path), process.nodes)
-    return Node(package=PACKAGE, executable=process.name, output="screen",
-                arguments=process.arguments, parameters=[str(opts.parameter_file), path])
+    return [Node(package=PACKAGE, executable=process.name, output="screen",
+                 arguments=process.arguments, parameters=[str(opts.parameter_file), path]),
+            RegisterEventHandler(OnShutdown(
+                on_shutdown=lambda _event, _context: Path(path).unlink(missing_ok=True)))]
 
 
 def _nodes(context: LaunchContext) -> list[Any]:
     opts = options(context)
     opts.check()  # fail here, naming file and key, not in a node
-    actions: list[Any] = [_process(opts, p) for p in graph_processes(opts)]
-    robot = load(RobotConfig, opts.config_dir / "robot.yaml")
-    if _flag(context, "use_robot_state_publisher") and robot.arm.urdf is None:
-        # robot_state_publisher reads URDF only; an MJCF robot's links are not drawn
-        actions.append(LogInfo(msg=f"{opts.config_dir}: an MJCF robot ({robot.arm.mjcf}): no "
-                                   "robot_state_publisher (it reads URDF only)"))
-    elif _flag(context, "use_robot_state_publisher"):
-        urdf = (opts.config_dir / str(robot.arm.urdf)).read_text(encoding="utf-8")
+    actions: list[Any] = [a for p in graph_processes(opts) for a in _process(opts, p)]
+    # a URDF as written, or one generated from an MJCF (model/description.py)
+    description = robot_description(opts.config_dir)
+    publisher = _flag(context, "use_robot_state_publisher")
+    if publisher:
         actions.append(Node(package="robot_state_publisher", executable="robot_state_publisher",
-                            output="screen", parameters=[{"robot_description": urdf,
+                            output="screen", parameters=[{"robot_description": description,
                                                           "use_sim_time": opts.use_sim_time}]))
     if _flag(context, "use_rviz"):
+        if not publisher:
+            launch.logging.get_logger("launch").warning(
+                "use_rviz:=true with use_robot_state_publisher:=false: RViz will show no robot "
+                "model and no TF (the muscle markers only)")
         rviz_text = LaunchConfiguration("rviz_config").perform(context)
         rviz = rviz_text or str(_share() / "config" / "rviz" / "musculo.rviz")
         actions.append(Node(package="rviz2", executable="rviz2", output="screen",
-                            arguments=["-d", rviz],
+                            arguments=["-d", rviz, "-f", base_frame(opts.config_dir, description)],
                             parameters=[{"use_sim_time": opts.use_sim_time}]))
     return actions
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from musculo_control.config.parser import parse, read_yaml, spec
+from musculo_control.config.parser import located, parse, read_yaml, spec, unknown_keys
 from musculo_control.control.controller import CONTROLLER_NAMES
-from musculo_control.errors import ConfigError
+from musculo_control.errors import ConfigError, raise_collected
 from musculo_control.paths import default_config_dir
 
 T = TypeVar("T")
@@ -281,18 +281,21 @@ def check_params_file(path: str | Path, node_name: str, cls: type[T]) -> dict[st
     data = read_yaml(Path(path))
     known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     merged: dict[str, Any] = {}
-    for where, params in _node_sections(data, file, node_name):
-        for name, value in params.items():
-            if name in ROS_STANDARD_PARAMETERS:
-                continue
-            if name not in known:
-                # a wildcard section may carry parameters of other nodes
-                if where.startswith(("/**", "**")):
-                    continue
-                raise ConfigError(file, f"{where}.{name}",
-                                  f"a parameter of {node_name}: {sorted(known)}", "unknown key")
-            merged[name] = value
-        parse(cls, _plain({k: v for k, v in params.items() if k in known}), file, where)
+    errors: list[ConfigError] = []
+    try:
+        for where, params in _node_sections(data, file, node_name):
+            # a wildcard section may carry parameters of other nodes
+            if not where.startswith(("/**", "**")):
+                errors += unknown_keys({k: v for k, v in params.items()
+                                        if k not in ROS_STANDARD_PARAMETERS}, known, file, where)
+            merged.update({k: v for k, v in params.items() if k in known})
+            try:
+                parse(cls, _plain({k: v for k, v in params.items() if k in known}), file, where)
+            except ConfigError as exc:
+                errors.append(exc)
+        raise_collected(errors)
+    except ConfigError as exc:
+        raise located(exc, Path(path)) from None
     return merged
 
 

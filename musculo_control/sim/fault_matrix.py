@@ -369,9 +369,10 @@ def run_matrix(setup: Setup, cfg: FaultMatrixConfig,
         result = evaluate(name, cfg, trace, extra, baseline)
         results.append(result)
         if progress:
-            print(f"  {name}: detected={result.detected} "
-                  f"t={result.detection_time_ms} ms recovered={result.recovered}",
-                  file=sys.stderr, flush=True)
+            after = ("-" if result.detection_time_ms is None
+                     else f"{result.detection_time_ms:.1f}")  # 0.1 ms: a tenth of a step
+            print(f"  {name}: detected={result.detected} t={after} ms "
+                  f"recovered={result.recovered}", file=sys.stderr, flush=True)
     return results, base_info
 
 

@@ -15,12 +15,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.config.folder import RUN_FILES, check_folder
 from musculo_control.config.parser import load_with_overrides, overrides_by_file, spec
 from musculo_control.control.controller_config import ControllerConfig, load_controller_config
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.mock_arm import MockArmConfig
 from musculo_control.model.checks import check_reachable, check_workspace
-from musculo_control.model.robot import Robot, load_robot
+from musculo_control.model.robot import Robot
 from musculo_control.sim.runner import RunnerConfig
 from musculo_control.sim.scoring import Target
 from musculo_control.sim.study_config import StudyConfig
@@ -144,8 +145,10 @@ class Setup:
 
 
 def load_setup(config_dir: Path, overrides: Overrides) -> Setup:
-    """Load and validate the robot, controller, experiments and mock arm files."""
-    robot = load_robot(config_dir, overrides.robot)
+    """Load and validate the robot, controller, experiments and mock arm files (every error of
+    their schemas together first: :func:`~musculo_control.config.folder.check_folder`)."""
+    check_folder(config_dir, RUN_FILES, dataclasses.asdict(overrides))
+    robot = Robot(Path(config_dir), overrides.robot)
     ctrl = load_controller_config(config_dir, overrides.controller)
     exp = load_with_overrides(ExperimentsConfig, config_dir / "experiments.yaml",
                               overrides.experiments)
