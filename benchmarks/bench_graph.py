@@ -1,30 +1,32 @@
-"""Benchmark of the node graph at real time: rates, periods, latency and CPU per node.
+"""Benchmark of the node graph at real time, quiet and loaded: rates, periods, latency, CPU and
+memory per process, and whether the controller held the arm.
 
-The graph ``mock_arm.launch.py`` starts (nodes/graph.py), each node in its own process (or,
-with ``--one-process``, all but the mock arm in ``control_process``) on the wall clock (no
-simulated time, no lockstep, ``realtime_priority`` 0 as shipped), the controller holding the
-arm at its start pose; watched for ``--duration`` seconds by an observer in this process that
-takes only the 125 Hz and slower streams and /diagnostics (an observer taking the 500 Hz
-streams too costs about as much CPU as a node, on a 2-core machine a load of the size
-measured). Figures:
+The graph ``mock_arm.launch.py`` starts (nodes/graph.py; by default every node but the mock arm
+in ``control_process``, ``--process-per-node`` for the other layout; ``--realtime`` adds the
+config folder's real-time profile) on the wall clock, the controller holding the arm at its
+start pose, watched for ``--duration`` seconds by an observer in this process that takes only
+the 125 Hz and slower streams and /diagnostics (an observer taking the 500 Hz streams too costs
+about as much CPU as a node). Two cases, one after the other on fresh graphs: quiet, then with
+``--busy-loops`` spinning processes (default one per core), as a lab computer that also runs
+RViz, a recorder and cameras. Per case:
 
 - ``muscle_commands`` and ``dynamics``: the rate from the stamps and the stamp interval p50 /
   p99 / max; the tendon driver's and the potentiometer's tick loops: ticks per second, late and
   skipped ticks (their /diagnostics counts over the window);
 - from ``controller/state`` (every QP tick): the tick period, the tick's compute time and the
   age of the newest joint sample at the tick (sensing to command), p50 / p99 / max;
-- per node process: CPU share of one core (``/proc/<pid>/stat`` over the window) and RSS,
-  against bench.yaml ``targets.node_cpu_share`` (judged only when the load average before the
-  graph started was quiet: the graph itself is this benchmark's load);
-- ticks at minimum tension (none expected: the graph holds the arm).
+- per process: CPU share of one core (``/proc/<pid>/stat`` over the window) and RSS, against
+  bench.yaml ``targets.node_cpu_share`` (judged only when the load average before the graph
+  started was quiet: the graph itself is this benchmark's load);
+- "held the arm" only when the mock let the arm go, no fault latched and at most 0.1 % of the
+  QP's ticks were at minimum tension; otherwise the ticks and the episodes with their rules.
 
-Baseline, measured in the same run before the graph starts: a bare Python loop sleeping to a
+Baseline, measured in the same run before the graphs start: a bare Python loop sleeping to a
 125 Hz schedule in this process, its period p50 / p99 / max: what the machine's scheduler gives
 a timer with nothing else of ours running. The QP tick period p99 is reported against it.
 
-Prints the load average before and after; the figures are only comparable on a quiet machine.
-
-    python benchmarks/bench_graph.py [--config DIR] [--duration S] [--one-process] [--out DIR]
+    python benchmarks/bench_graph.py [--config DIR] [--duration S] [--process-per-node]
+                                     [--realtime] [--busy-loops N] [--out DIR]
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from musculo_control.benchmark import (
 )
 from musculo_control.loop.build import load_parts
 from musculo_control.loop.timing import Schedule
+from musculo_control.machine_load import busy_loops
 from musculo_control.paths import default_config_dir
 
 
@@ -102,57 +105,34 @@ def _row(case: str, samples_s: Any, extra: str = "") -> dict[str, Any]:
             "max_ms": round(s["max_ms"], 3), "count": s["count"], "note": extra}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", type=Path, default=default_config_dir())
-    parser.add_argument("--duration", type=float, default=None,
-                        help="seconds watched (default: bench.yaml graph_duration_s)")
-    parser.add_argument("--out", type=Path, default=Path("out/bench"))
-    parser.add_argument("--one-process", action="store_true",
-                        help="every node but the mock arm in one process (control_process)")
-    args = parser.parse_args()
-    try:
-        from musculo_control.nodes.graph import GraphOptions
-        from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
-        from musculo_control.nodes.observer import GraphObserver
-    except ImportError as exc:
-        print(f"bench_graph needs rclpy ({exc}): pip install -e '.[ros]'", file=sys.stderr)
-        return 2
-    bench = load_bench_config(args.config)
-    duration = args.duration if args.duration is not None else bench.graph_duration_s
-    if not duration > 2.0:
-        parser.error(f"--duration must be > 2 s, got {duration}")
-    parts = load_parts(args.config)
+def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
+             busy: int) -> dict[str, Any]:
+    """One watched run of the graph with ``busy`` spinning processes; its rows and figures."""
+    from musculo_control.nodes.graph import GraphOptions
+    from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
+    from musculo_control.nodes.observer import GraphObserver
+
     loop, rates = parts.controller.loop, parts.drivers.rates
-    machine = MachineLoad(bench.quiet_load_average)
-    print(f"load average (1 min) at the start: {machine.start}")
-
-    print(f"baseline: a bare {loop.control_rate_hz:g} Hz sleep loop for "
-          f"{bench.graph_baseline_s:g} s ...", flush=True)
-    rows = [_row(f"baseline: bare {loop.control_rate_hz:g} Hz sleep loop, period",
-                 _baseline_periods(loop.control_rate_hz, bench.graph_baseline_s))]
-
     options = GraphOptions(args.config, use_sim_time=False, goal_mode="none",
-                           one_process=args.one_process)
+                           one_process=not args.process_per_node, realtime=args.realtime)
     domain = private_domain_id()
-    with tempfile.TemporaryDirectory(prefix="bench_graph_") as work, \
+    seconds = duration + 200.0
+    with busy_loops(busy, seconds), \
+            tempfile.TemporaryDirectory(prefix="bench_graph_") as work, \
             GraphProcesses(options, Path(work), domain_id=domain) as graph, \
             GraphObserver(parts, domain_id=domain, fast_streams=False) as obs:
         def running() -> bool:
             mock = obs.diagnostics_of("mock_hardware_node")
             return bool(mock) and mock[-1].message == "running" and len(obs.commands) > 0
 
-        print("starting the graph ...", flush=True)
+        print(f"starting the graph ({busy} busy loops) ...", flush=True)
         released = obs.wait_until(running, 60.0)
-        if not released:
-            # a machine too slow for the config's timing limits: the controller never holds the
-            # arm for long enough and the mock keeps it; the figures still say why
-            if not obs.wait_until(lambda: len(obs.commands) > 0, 60.0):
-                print("the graph did not start; node logs:\n" + "\n".join(
-                    f"--- {n}\n{graph.log(n)[-2000:]}" for n in graph.nodes), file=sys.stderr)
-                return 1
-            print("the mock arm never released the arm (the controller did not hold it for its "
-                  "release time within 60 s): measuring the graph as it runs", flush=True)
+        if not released and not obs.wait_until(lambda: len(obs.commands) > 0, 60.0):
+            print("the graph did not start; node logs:\n" + "\n".join(
+                f"--- {n}\n{graph.log(n)[-2000:]}" for n in graph.nodes), file=sys.stderr)
+            raise SystemExit(1)
+        refused = [line.strip() for n in graph.nodes for line in graph.log(n).splitlines()
+                   if "not permitted" in line]
         obs.wait_for(1.0, 30.0)  # past the release transient
         pids = {name: proc.pid for name, proc in graph.processes.items()}
         cpu0 = {name: _cpu_s(pid) for name, pid in pids.items()}
@@ -167,8 +147,11 @@ def main() -> int:
             ("muscle_commands", obs.commands), ("dynamics", obs.dynamics),
             ("controller/state", obs.controller_state))}
         ticks = {node: _tick_counts(obs, node, t0, t1) for node in _TICKING}
-    machine.finish()
-
+        qp = [d for d in obs.diagnostics_of("activation_qp_node") if t0 <= d.t <= t1]
+        latched = sorted({d.message.split(":", 2)[1].strip() for d in qp
+                          if d.message.startswith("latched")})
+        episodes = qp[-1].values.get("minimum-tension episodes", "") if qp else ""
+    rows = []
     nominal = {"muscle_commands": loop.control_rate_hz, "dynamics": loop.dynamics_rate_hz}
     for topic, hz in nominal.items():
         stamps = np.asarray(records[topic].stamp)
@@ -189,18 +172,59 @@ def main() -> int:
     compute = np.array([s["compute_time_s"] for s in states])
     joint_age = np.array([s["joint_age_s"] for s in states])
     unsafe = int(sum(s["supervisor_state"] != 0.0 for s in states))
-    base = rows[0]["p99_ms"]
-    p_row = _row("QP node: tick period", period[period > 0])
-    p_row["note"] = f"p99 {p_row['p99_ms'] / base:.1f}x the baseline's"
-    rows += [p_row, _row("QP node: tick compute", compute),
+    rows += [_row("QP node: tick period", period[period > 0]),
+             _row("QP node: tick compute", compute),
              _row("QP node: joint sample age at the tick (sensing to command)", joint_age,
                   f"{unsafe} ticks not running")]
-    table = markdown_table(rows)
+    # held: let go by the mock, no latched fault, at most 0.1 % of the ticks at minimum tension
+    held = released and not latched and unsafe <= 0.001 * max(len(states), 1)
+    return {"rows": rows, "cpu": cpu, "rss": rss, "unsafe": unsafe, "ticks": len(states),
+            "released": released, "latched": latched, "held": held, "episodes": episodes,
+            "refused": refused, "busy_loops": busy, "wall_s": wall}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=default_config_dir())
+    parser.add_argument("--duration", type=float, default=None,
+                        help="seconds watched (default: bench.yaml graph_duration_s)")
+    parser.add_argument("--out", type=Path, default=Path("out/bench"))
+    parser.add_argument("--process-per-node", action="store_true",
+                        help="each node in its own process (default: every node but the mock "
+                             "arm in one process, as the launch files)")
+    parser.add_argument("--realtime", action="store_true",
+                        help="with the config folder's real-time profile (realtime.yaml)")
+    parser.add_argument("--busy-loops", type=int, default=-1, metavar="N",
+                        help="the loaded case: N spinning processes (default -1: one per "
+                             "core; 0: measure the quiet case only)")
+    args = parser.parse_args()
+    try:
+        import musculo_control.nodes.observer  # noqa: F401 (rclpy is there)
+    except ImportError as exc:
+        print(f"bench_graph needs rclpy ({exc}): pip install -e '.[ros]'", file=sys.stderr)
+        return 2
+    bench = load_bench_config(args.config)
+    duration = args.duration if args.duration is not None else bench.graph_duration_s
+    if not duration > 2.0:
+        parser.error(f"--duration must be > 2 s, got {duration}")
+    parts = load_parts(args.config)
+    loop = parts.controller.loop
+    machine = MachineLoad(bench.quiet_load_average)
+    print(f"load average (1 min) at the start: {machine.start}")
+
+    print(f"baseline: a bare {loop.control_rate_hz:g} Hz sleep loop for "
+          f"{bench.graph_baseline_s:g} s ...", flush=True)
+    baseline = _row(f"baseline: bare {loop.control_rate_hz:g} Hz sleep loop, period",
+                    _baseline_periods(loop.control_rate_hz, bench.graph_baseline_s))
+    cases = [_measure(parts, args, bench, duration, 0)]
+    if args.busy_loops != 0:
+        cases.append(_measure(parts, args, bench, duration, args.busy_loops))
+    machine.finish()
     targets = bench.targets.node_cpu_share
     # the graph is this benchmark's own load: only the load before it decides the verdicts
     busy = machine.start > machine.quiet
 
-    def verdict(process: str) -> str:
+    def verdict(process: str, cpu: dict[str, float]) -> str:
         bound = getattr(targets, process, None)
         if bound is None:
             return ""
@@ -208,23 +232,35 @@ def main() -> int:
             return f"<= {bound:g}: not judged: load average {machine.start}"
         return f"<= {bound:g}: {'met' if cpu[process] <= bound else 'NOT met'}"
 
-    nodes = [{"process": n, "cpu_share_of_one_core": round(cpu[n], 3),
-              "rss_mb": round(rss[n], 1), "target": verdict(n)} for n in sorted(cpu)]
-    node_table = markdown_table(nodes)
-    verdict = ("the controller held the arm" if released else
-               "the mock arm never released the arm (the controller never held it long enough)")
-    layout = "one process for all but the mock" if args.one_process else "one process per node"
-    lines = [f"Node graph at real time ({layout}), {duration:g} s, {parts.robot.n_muscles} muscles "
-             f"({args.config.name}); {machine.describe()}", "",
-             f"{verdict}; {unsafe} of {len(states)} QP ticks not running (at minimum tension)",
-             "", *table, "", *node_table, f"\nall nodes: {sum(cpu.values()):.2f} cores"]
+    layout = "a process per node" if args.process_per_node else "one process for all but the mock"
+    profile = "real-time profile" if args.realtime else "no real-time profile"
+    lines = [f"Node graph at real time ({layout}, {profile}), {duration:g} s per case, "
+             f"{parts.robot.n_muscles} muscles ({args.config.name}); {machine.describe()}", ""]
+    summary: dict[str, Any] = {"duration_s": duration, "machine": machine.as_dict(),
+                               "layout": layout, "realtime": args.realtime, "cases": []}
+    for case in cases:
+        name = "quiet" if case["busy_loops"] == 0 else f"{case['busy_loops']} busy loops"
+        p_row = next(r for r in case["rows"] if r["case"] == "QP node: tick period")
+        p_row["note"] = f"p99 {p_row['p99_ms'] / baseline['p99_ms']:.1f}x the baseline's"
+        said = ("held the arm" if case["held"] else "**did not hold the arm**")
+        lines += [f"### {name}", "",
+                  f"{said}: {case['unsafe']} of {case['ticks']} QP ticks at minimum tension"
+                  f"{', latched: ' + ', '.join(case['latched']) if case['latched'] else ''}"
+                  f"{', real-time refused: ' + case['refused'][0] if case['refused'] else ''}",
+                  f"{case['episodes']}" if case["unsafe"] else "", "",
+                  *markdown_table([baseline, *case["rows"]]), "",
+                  *markdown_table([{"process": n, "cpu_share_of_one_core":
+                                    round(case["cpu"][n], 3), "rss_mb": round(case["rss"][n], 1),
+                                    "target": verdict(n, case["cpu"])}
+                                   for n in sorted(case["cpu"])]),
+                  f"\nall processes: {sum(case['cpu'].values()):.2f} cores", ""]
+        summary["cases"].append({k: v for k, v in case.items() if k != "rows"}
+                                | {"rows": [baseline, *case["rows"]]})
     text = "\n".join(lines) + "\n"
     print(text)
-    summary = {"rows": rows, "nodes": nodes, "duration_s": duration,
-               "qp_period_p99_vs_baseline": round(p_row["p99_ms"] / base, 2),
-               "unsafe_ticks": unsafe, "ticks": len(states), "released": released,
-               "machine": machine.as_dict()}
-    name = "bench_graph_one_process" if args.one_process else "bench_graph"
+    name = "bench_graph" + ("_process_per_node" if args.process_per_node else "") \
+        + ("_realtime" if args.realtime else "")
+    rows = [dict(r, load=c["busy_loops"]) for c in summary["cases"] for r in c["rows"]]
     for path in write_reports(args.out, name, rows, text, summary):
         print(f"wrote {path}")
     return 0

@@ -50,7 +50,6 @@ def test_the_realtime_profile_adds_its_file_to_the_control_nodes_only():
     for name in ("activation_qp_node", "tendon_driver_node", "potentiometer_node",
                  "dynamics_node", "mock_hardware_node"):
         assert rt[name]["realtime_priority"] > 0 and rt[name]["nice"] < 0, name
-        assert rt[name]["lock_memory"] is True
     assert "realtime_priority" not in rt["goal_node"]
 
 

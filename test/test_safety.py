@@ -319,11 +319,15 @@ def test_consistency_counts_each_joints_share_of_a_muscles_travel(robot, safety_
     snap, _ = home
     sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
     world = World(robot, snap)
-    seen = []
+    seen, turns = [], []
     real = sup.consistency.update
-    monkeypatch.setattr(sup.consistency, "update",
-                        lambda t, meas, mod, rate: seen.append(rate.copy()) or real(t, meas, mod,
-                                                                                    rate))
+
+    def spy(t, meas, mod, rate, turn):
+        seen.append(rate.copy())
+        turns.append(turn.copy())
+        return real(t, meas, mod, rate, turn)
+
+    monkeypatch.setattr(sup.consistency, "update", spy)
     qd = np.array([0.3, -0.2, 0.4, 0.5, -1.2, 0.6, -0.4])
     q = snap.q_rad
     joints = PotentiometerReading(0.009, q.copy(), qd, ())
@@ -339,6 +343,39 @@ def test_consistency_counts_each_joints_share_of_a_muscles_travel(robot, safety_
                         - robot.geometry.lengths_at(q - dq)) / (2 * h) * qd[j]
     np.testing.assert_allclose(seen[-1], np.abs(shares).sum(axis=1), rtol=1e-5, atol=1e-9)
     assert np.any(np.abs(shares.sum(axis=1)) < 0.8 * seen[-1])
+    # the rotation of the joints each muscle spans (a share that moves it at all)
+    spanned = np.abs(shares) > 1e-4 * np.abs(qd)
+    np.testing.assert_allclose(turns[-1], spanned @ np.abs(qd), rtol=1e-9)
+
+
+def test_consistency_allows_an_absolute_moment_arm_error_on_a_short_lever(robot, safety_cfg):
+    """A via-point error moves a lever by millimetres whatever its length: a muscle with a
+    short lever whose mismatch grows by just under moment_arm_error_m per radian of its joints'
+    rotation passes; at twice that it fires. Without the absolute allowance the first fires
+    too (the relative one alone is too small on a short lever)."""
+    import dataclasses
+
+    cfg = safety_cfg.consistency
+    assert cfg.moment_arm_error_m > 0.0
+    m = robot.n_muscles
+    model = np.full(m, 0.3)
+    lever = 0.002  # a 2 mm lever [m/rad]
+    turn_rate = np.full(m, 3.0)  # its joints turn at 3 rad/s for 0.3 s
+
+    def fires(config, error_per_rad):
+        mon = ConsistencyMonitor(robot.muscle_names, config)
+        mon.update(0.0, model, model, np.zeros(m), np.zeros(m))
+        out = None
+        for k in range(1, 151):
+            t = k * DT
+            drift = error_per_rad * 3.0 * t
+            out = mon.update(t, model + drift, model, lever * turn_rate, turn_rate) or out
+        return out is not None
+
+    within = 0.9 * cfg.moment_arm_error_m
+    assert not fires(cfg, within)
+    assert fires(cfg, 2.5 * cfg.moment_arm_error_m + cfg.relative_tolerance * lever)
+    assert fires(dataclasses.replace(cfg, moment_arm_error_m=0.0), within)
 
 
 # -- resume ramp --------------------------------------------------------------------------------

@@ -14,18 +14,14 @@ waiting behind the busy loops.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import signal
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
 from graph_harness import first_diagnostic, logs, minimum_tension, running_graph, wait_running
 
 from musculo_control.loop.build import load_parts
+from musculo_control.machine_load import busy_loops
 from musculo_control.paths import default_config_dir
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -36,30 +32,6 @@ WATCH_S = 30.0
 REACH_M = np.array([0.0, 0.03, 0.0])
 #: Settling time after the goal before the hand is judged [s].
 SETTLE_S = 5.0
-
-
-def _spin(deadline: float) -> None:
-    x = 0
-    while time.monotonic() < deadline:
-        x += 1
-
-
-@contextmanager
-def busy_loops(seconds: float, count: int | None = None) -> Iterator[int]:
-    """``count`` (default: one per core) processes that spin for at most ``seconds``."""
-    n = count or os.cpu_count() or 1
-    deadline = time.monotonic() + seconds
-    ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_spin, args=(deadline,), daemon=True) for _ in range(n)]
-    for p in procs:
-        p.start()
-    try:
-        yield n
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.join(5.0)
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +51,7 @@ def test_the_loaded_graph_holds_the_arm_and_reaches_its_goal(parts, tmp_path):
     """Shipped config, one process for the controller's nodes (the default), the real-time
     profile, a busy loop per core for the whole run: no latch, at most 1 % of the QP's ticks
     at minimum tension, the true hand within 1 cm of its goal."""
-    with busy_loops(WATCH_S + 150.0), \
+    with busy_loops(-1, WATCH_S + 150.0), \
             running_graph(parts, tmp_path, sim=False, one_process=True,
                           realtime=True) as (graph, obs):
         wait_running(graph, obs)
@@ -119,7 +91,7 @@ def test_a_node_killed_under_load_ends_in_minimum_tension_with_its_reason(parts,
     hold = {"dynamics_node": inputs.snapshot.hold_s, "potentiometer_node":
             inputs.joint_state.hold_s, "tendon_driver_node": inputs.driver_output.hold_s}[node]
     limit = hold + 0.05  # a few 8 ms ticks and the loaded observer's own delay
-    with busy_loops(120.0), \
+    with busy_loops(-1, 120.0), \
             running_graph(parts, tmp_path, sim=False, one_process=False,
                           realtime=True) as (graph, obs):
         wait_running(graph, obs)

@@ -10,7 +10,9 @@ it was detected, how fast, the largest command, NaN, and whether the loop recove
 ``musculo simulate faults --graph [--real-time-factor F]`` injects the same faults into the
 running node graph instead (:mod:`musculo_control.nodes.graph_faults`; needs rclpy): the same
 JSON (``"loop": "node graph"``), plus ``faults_runner_and_graph.md``, the runner's matrix and
-the graph's side by side.
+the graph's side by side. ``--wall-clock [--busy-loops N]``: the graph on the wall clock with
+its real-time profile, the machine loaded by N spinning processes (``"loop": "node graph at
+wall clock, N busy loops"``).
 
 ``musculo soak [--hours H | --duration S] [--json FILE]`` runs the soak of ``reliability.yaml``
 ``soak`` and reports memory, drift at rest, tick accounting and safety figures.
@@ -86,19 +88,22 @@ def run_faults(args: argparse.Namespace) -> int:
     print(matrix_markdown(results), end="")
     within = [r for r in results if r.meets_target]
     missed = [r for r in results if not r.meets_target]
-    print(f"\n{len(within)}/{len(results)} faults detected within {cfg.detection_target_ms:.0f} ms "
-          f"with every command inside [min, {results[0].limit_N if results else 0:.0f} N] and "
-          f"no NaN; {sum(r.recovered for r in results)}/{len(results)} recovered; fault-free "
-          f"run: {baseline['alarms']} alarms.")
+    print(f"\n{len(within)}/{len(results)} faults reported within {cfg.detection_target_ms:.0f} ms "
+          f"and at minimum tension within their bound (warnings never), with every command "
+          f"inside [min, {results[0].limit_N if results else 0:.0f} N] and no NaN; "
+          f"{sum(r.recovered for r in results)}/{len(results)} recovered; fault-free run: "
+          f"{baseline['alarms']} alarms.")
     for r in missed:
         after = "-" if r.detection_time_ms is None else f"{r.detection_time_ms:.1f}"
+        safe = "-" if r.safe_state_ms is None else f"{r.safe_state_ms:.1f}"
         print(f"  {r.name}: detected={r.detected} after {after} ms "
-              f"({r.rule or 'no rule'}), max command {r.max_command_N:.1f} N, NaN {r.any_nan}")
+              f"({r.rule or 'no rule'}), minimum tension after {safe} ms (bound "
+              f"{r.safe_target_ms}), max command {r.max_command_N:.1f} N, NaN {r.any_nan}")
     doc = {"faults": [r.as_dict() for r in results],
            "target": {"detection_time_ms": cfg.detection_target_ms,
                       "max_command_N": results[0].limit_N if results else None},
            "fault_free_run": baseline, "controller": cfg.controller,
-           "loop": "node graph" if graph else "runner",
+           "loop": _loop_name(args) if graph else "runner",
            "scenario": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "cases"}}
     out: Path = args.out
     _write_json(doc, out / "faults.json", args.json)
@@ -130,8 +135,22 @@ def _graph_matrix(args: argparse.Namespace, folder: Path, setup: Setup,
     except ImportError as exc:
         raise SystemExit(f"--graph needs rclpy ({exc}); install with: "
                          "pip install -e '.[ros]'") from exc
+    wall = getattr(args, "wall_clock", False)
+    busy = getattr(args, "busy_loops", 0)
+    if busy and not wall:
+        raise SystemExit("--busy-loops needs --wall-clock (on simulated time the lockstep "
+                         "slows the simulation down instead)")
     parts = load_parts(folder)
-    return run_graph_matrix(parts, cfg, args.out / "graph_runs", args.real_time_factor)
+    return run_graph_matrix(parts, cfg, args.out / "graph_runs", args.real_time_factor,
+                            wall_clock=wall, busy_loops=busy)
+
+
+def _loop_name(args: argparse.Namespace) -> str:
+    if not getattr(args, "wall_clock", False):
+        return "node graph"
+    busy = getattr(args, "busy_loops", 0)
+    loops = "one per core" if busy < 0 else str(busy)
+    return f"node graph at wall clock, {loops} busy loops"
 
 
 # -- the soak -----------------------------------------------------------------------------------
@@ -148,6 +167,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--controller", choices=CONTROLLER_NAMES, default=None,
                    help="controller (default: reliability.yaml soak.controller)")
     p.add_argument("--json", type=Path, default=None, help="write the figures here")
+    p.add_argument("--graph", action="store_true",
+                   help="on the ROS 2 node graph at wall clock instead (the duration in wall "
+                        "seconds; needs rclpy): latches, ticks at minimum tension, hand error, "
+                        "each process's memory")
+    p.add_argument("--busy-loops", type=int, default=1, metavar="N",
+                   help="with --graph: N processes spinning for the whole soak (-1: one per "
+                        "core; default 1)")
+    p.add_argument("--no-realtime", action="store_true",
+                   help="with --graph: without the config folder's real-time profile")
+    p.add_argument("--process-per-node", action="store_true",
+                   help="with --graph: each node in its own process")
     add_common(p)
     p.set_defaults(func=run_soak_command)
 
@@ -163,6 +193,8 @@ def run_soak_command(args: argparse.Namespace) -> int:
     if args.controller is not None:
         reliability["soak.controller"] = args.controller
     cfg = load_soak_config(folder, setup.robot, reliability)
+    if getattr(args, "graph", False):
+        return _graph_soak(args, setup, cfg)
     report = run_soak(setup, cfg, safety,
                       progress=lambda line: print(line, file=sys.stderr, flush=True))
     doc = report.as_dict()
@@ -188,6 +220,45 @@ def run_soak_command(args: argparse.Namespace) -> int:
           f"{safe['faults_by_rule']}, warnings {safe['warnings_by_rule']}, max command "
           f"{safe['max_command_N']:.1f} N (limit {safe['limit_N']:.0f} N), non-finite "
           f"{safe['nonfinite_commands'] + safe['nonfinite_sent']}")
+    _write_json(doc, args.json)
+    if args.json:
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _graph_soak(args: argparse.Namespace, setup: Setup, cfg: Any) -> int:
+    """``musculo soak --graph``: the soak on the node graph at wall clock."""
+    try:
+        from musculo_control.nodes.graph_soak import GraphSoakOptions, run_graph_soak
+    except ImportError as exc:
+        raise SystemExit(f"--graph needs rclpy ({exc}); install with: "
+                         "pip install -e '.[ros]'") from exc
+    import tempfile
+
+    options = GraphSoakOptions(realtime=not args.no_realtime, busy_loops=args.busy_loops,
+                               one_process=not args.process_per_node)
+    parts = load_parts(setup.robot.config_dir)
+    work = Path(tempfile.mkdtemp(prefix="musculo_soak_graph_"))
+    print(f"soak on the node graph at wall clock for {cfg.duration_s:.0f} s, "
+          f"{'' if options.realtime else 'no '}real-time profile, {options.busy_loops} busy "
+          f"loops (-1: one per core); node logs in {work}", file=sys.stderr, flush=True)
+    doc = run_graph_soak(setup, parts, cfg, options, work,
+                         progress=lambda line: print(line, file=sys.stderr, flush=True))
+    rest, hold = doc["hand_error_rest_m"], doc["hand_error_hold_m"]
+    print(f"soak on the graph: {doc['duration_s']:.0f} s at wall clock, {doc['busy_loops']} busy "
+          f"loops, {doc['layout']}, real-time profile "
+          f"{'on' if doc['realtime'] else 'off'}"
+          + (f" (refused: {doc['realtime_refused'][0]})" if doc["realtime_refused"] else ""))
+    print(f"  {doc['ticks_at_minimum_tension']} of {doc['ticks']} QP ticks at minimum tension "
+          f"({100 * doc['minimum_tension_fraction']:.3f} %); latched: "
+          f"{len(doc['latched'])} ({doc['acknowledged']} acknowledged); {doc['episodes']}")
+    print(f"  hand error at rest p50 {1e3 * rest['p50']:.1f} / p99 {1e3 * rest['p99']:.1f} / max "
+          f"{1e3 * rest['max']:.1f} mm ({doc['rests']} rests, drift "
+          f"{1e3 * doc['rest_drift_m']:.1f} mm); holding p50 {1e3 * hold['p50']:.1f} / p99 "
+          f"{1e3 * hold['p99']:.1f} / max {1e3 * hold['max']:.1f} mm")
+    print("  RSS after warm-up -> end: " + ", ".join(
+        f"{n} {doc['rss_start_mb'].get(n, float('nan')):.0f} -> {v:.0f} MB"
+        for n, v in doc["rss_end_mb"].items()))
     _write_json(doc, args.json)
     if args.json:
         print(f"wrote {args.json}")

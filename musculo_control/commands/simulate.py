@@ -37,6 +37,12 @@ def add_parser(sub: Any) -> None:
                         "simulated time) instead of the ROS-free loop; needs rclpy")
     p.add_argument("--real-time-factor", type=float, default=0.5, metavar="F",
                    help="with --graph: simulated seconds per wall second (default 0.5)")
+    p.add_argument("--wall-clock", action="store_true",
+                   help="with --graph: on the wall clock, as a lab runs it (the config "
+                        "folder's real-time profile) instead of simulated time")
+    p.add_argument("--busy-loops", type=int, default=0, metavar="N",
+                   help="with --graph --wall-clock: N processes spinning for each case, to "
+                        "load the machine (-1: one per core)")
     add_common(p)
     p.set_defaults(func=run)
 

@@ -40,6 +40,7 @@ from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnaps
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.hardware.tendon_driver import TendonState
 from musculo_control.loop.health import Health
+from musculo_control.safety.episodes import EpisodeLog
 from musculo_control.safety.supervisor import SafetyReport, Supervisor
 from musculo_control.streams import Latest
 
@@ -88,6 +89,8 @@ class ControlStep:
         self.last: StepResult | None = None
         self.ticks = 0
         self.unsafe_ticks = 0  # ticks that sent minimum tension
+        #: the stretches of those ticks, with the rules that caused them
+        self.episodes = EpisodeLog(from_first_tick=True)
 
     @property
     def fused(self) -> bool:
@@ -103,6 +106,7 @@ class ControlStep:
         self._recent_joints.clear()
         self.last = None
         self.ticks = self.unsafe_ticks = 0
+        self.episodes.reset()
 
     # -- inputs ---------------------------------------------------------------------------------
     def receive_joints(self, reading: PotentiometerReading) -> None:
@@ -179,6 +183,7 @@ class ControlStep:
         self.ticks += 1
         if not report.ok:
             self.unsafe_ticks += 1
+        self.episodes.tick(now_s, report)
         # a new subject: another state or rule, or one more goal refused
         self.health.set(report.level, report.summary(), now_s,
                         (report.state, report.rules, self.supervisor.goals.refused))
@@ -191,6 +196,7 @@ class ControlStep:
         sup = self.supervisor
         return {"state": sup.state, "ticks": str(self.ticks),
                 "minimum-tension ticks": str(self.unsafe_ticks),
+                "minimum-tension episodes": self.episodes.summary(3),
                 "goals refused": str(sup.goals.refused),
                 "latched": ", ".join(f.rule for f in sup.report.latched) if sup.report else "",
                 **{f"ticks with {name}": str(n) for name, n in sorted(sup.late_ticks.items())},

@@ -16,7 +16,12 @@ gets in:
 
 A fault is detected at the first ``/diagnostics`` status that names one of its rules (or comes
 from a node whose stage reports it, or counts a refused message of it), or at the first
-minimum-tension command, whichever is first; the times are simulated time from the injection.
+minimum-tension command, whichever is first; its safe state at the first minimum-tension
+command; the times are simulated time from the injection.
+
+``wall_clock``: the same on the wall clock, as a lab runs it (the real-time profile of
+``realtime.yaml``, a process per node so that one can hang), optionally with ``busy_loops``
+spinning processes that load the machine for each case.
 """
 
 from __future__ import annotations
@@ -31,10 +36,17 @@ import numpy as np
 
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.loop.build import LoopParts
+from musculo_control.machine_load import busy_loops as loaded
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
 from musculo_control.nodes.observer import GraphObserver
-from musculo_control.sim.fault_matrix import FaultMatrixConfig, FaultResult, fault_duration
+from musculo_control.sim.fault_matrix import (
+    FaultMatrixConfig,
+    FaultResult,
+    fault_duration,
+    safe_bounds,
+    safe_target_ms,
+)
 from musculo_control.sim.faults import CONTROLLER_FAULTS, MOCK_FAULTS, fault_kind
 from musculo_control.sim.setup import start_pose
 
@@ -56,8 +68,10 @@ class _Case:
     """One run of the scenario on a fresh graph, with one fault (or none)."""
 
     def __init__(self, parts: LoopParts, cfg: FaultMatrixConfig, name: str | None,
-                 workdir: Path, real_time_factor: float) -> None:
+                 workdir: Path, real_time_factor: float, wall_clock: bool = False,
+                 busy_loops: int = 0) -> None:
         self.parts, self.cfg, self.name = parts, cfg, name
+        self.wall_clock, self.busy_loops = wall_clock, busy_loops
         robot = parts.robot
         q0 = start_pose(robot, cfg.start_pose)
         extra: dict[str, dict[str, Any]] = {
@@ -70,17 +84,21 @@ class _Case:
             extra["mock_hardware_node"].update(inject_fault=name, inject_for_s=duration)
         if name in CONTROLLER_FAULTS:
             extra["activation_qp_node"] = {"inject_fault": name, "inject_for_s": duration}
-        options = GraphOptions(parts.config_dir, controller=cfg.controller, use_sim_time=True,
-                               real_time_factor=real_time_factor, lockstep=True,
-                               goal_mode="none", extra=extra)
+        options = GraphOptions(parts.config_dir, controller=cfg.controller,
+                               use_sim_time=not wall_clock,
+                               real_time_factor=1.0 if wall_clock else real_time_factor,
+                               lockstep=not wall_clock, goal_mode="none", extra=extra,
+                               one_process=False, realtime=wall_clock)
         self.domain = private_domain_id()
         self.graph = GraphProcesses(options, workdir, domain_id=self.domain)
         self.duration = duration
 
     def run(self) -> dict[str, Any]:
         cfg, name = self.cfg, self.name
-        with self.graph as graph, GraphObserver(self.parts, use_sim_time=True,
-                                                domain_id=self.domain) as obs:
+        seconds = _START_TIMEOUT_S + cfg.inject_at_s + self.duration + cfg.observe_after_s + 30.0
+        with loaded(self.busy_loops, seconds), self.graph as graph, \
+                GraphObserver(self.parts, use_sim_time=not self.wall_clock,
+                              domain_id=self.domain) as obs:
             if not obs.wait_until(lambda: _released(obs), _START_TIMEOUT_S):
                 raise RuntimeError(f"the graph did not start ({name}): node logs in "
                                    f"{self.graph.workdir}")
@@ -134,10 +152,12 @@ def _recordings(obs: GraphObserver) -> dict[str, Any]:
 
 
 def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[str, Any],
-             f_min_n: float, limit_n: float, periods: dict[str, float]) -> FaultResult:
+             f_min_n: float, limit_n: float, periods: dict[str, float],
+             bounds: dict[str, float]) -> FaultResult:
     """One row of the graph's matrix, with the fields and meaning of the runner's; the hand is
     compared with the fault-free run ``base`` at the same time of the scenario. ``periods``:
-    the output period [s] of each node a fault hangs."""
+    the output period [s] of each node a fault hangs; ``bounds``: the safe-state bounds
+    (:func:`~musculo_control.sim.fault_matrix.safe_bounds`)."""
     kind = fault_kind(name)
     rec = run["obs"]
     injected = run["onset"]  # when the observer injected it
@@ -163,7 +183,7 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
         named = [r for r in kind.expected_rules if r in d.message]
         new_refusal = any(refused_before.get(k) != v for k, v in refused.items()) \
             and node in nodes
-        stage_error = node in nodes and node != "activation_qp_node" and d.level >= 2
+        stage_error = node in nodes and node != "activation_qp_node" and d.level >= 1
         if named or new_refusal or stage_error:
             detect_t = d.t
             rule = named[0] if named else node
@@ -174,6 +194,7 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
             if t >= onset and np.all(np.abs(np.asarray(f) - f_min_n) < 1e-6)]
     if safe and (detect_t is None or safe[0] < detect_t):
         detect_t, rule, message = safe[0], rule or "minimum tension", message
+    safe_t = safe[0] if safe else None
     sent = np.asarray([v for t, v in zip(rec["sent"].t, rec["sent"].values) if t >= onset])
     command_max = float(np.nanmax(sent)) if sent.size else 0.0
     any_nan = bool(sent.size and not np.isfinite(sent).all())
@@ -211,7 +232,9 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
         max_deviation_m=float(deviation.max()) if deviation.size else math.nan,
         final_error_excess_m=final_excess, target=reported.get("injection target", ""),
         alarms_before_injection=len(before), safe_ticks=len(safe), limit_N=limit_n,
-        target_ms=cfg.detection_target_ms)
+        target_ms=cfg.detection_target_ms,
+        safe_state_ms=None if safe_t is None else (safe_t - onset) * 1e3,
+        safe_target_ms=safe_target_ms(kind, cfg, bounds))
 
 
 def _hand(run: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -238,9 +261,11 @@ def _injection_values(diagnostics: list[Any], name: str) -> dict[str, str]:
 
 
 def run_graph_matrix(parts: LoopParts, cfg: FaultMatrixConfig, workdir: Path,
-                     real_time_factor: float = 0.5,
-                     progress: bool = True) -> tuple[list[FaultResult], dict[str, Any]]:
-    """Every case of ``cfg`` on a fresh node graph; the rows and the fault-free run's figures."""
+                     real_time_factor: float = 0.5, progress: bool = True,
+                     wall_clock: bool = False,
+                     busy_loops: int = 0) -> tuple[list[FaultResult], dict[str, Any]]:
+    """Every case of ``cfg`` on a fresh node graph; the rows and the fault-free run's figures
+    (``wall_clock``, ``busy_loops``: see the module docstring)."""
     import sys
 
     f_min = parts.robot.hill.f_min_n
@@ -248,7 +273,13 @@ def run_graph_matrix(parts: LoopParts, cfg: FaultMatrixConfig, workdir: Path,
     periods = {"dynamics_node": 1.0 / loop.dynamics_rate_hz,
                "activation_qp_node": 1.0 / loop.control_rate_hz}
     limit = parts.drivers.tendons.config.max_tension_n
-    base = _Case(parts, cfg, None, workdir / "fault_free", real_time_factor).run()
+    bounds = safe_bounds(parts.safety, loop)
+
+    def case(name: str | None) -> dict[str, Any]:
+        return _Case(parts, cfg, name, workdir / (name or "fault_free"), real_time_factor,
+                     wall_clock, busy_loops).run()
+
+    base = case(None)
     base_commands = base["obs"]["commands"]
     base_info = {"alarms": sum(1 for t, f in zip(base_commands.t, base_commands.values)
                                if t >= base["t0"] and np.all(np.abs(np.asarray(f) - f_min)
@@ -262,8 +293,8 @@ def run_graph_matrix(parts: LoopParts, cfg: FaultMatrixConfig, workdir: Path,
                  ))[:8]}
     results = []
     for name in cfg.cases:
-        run = _Case(parts, cfg, name, workdir / name, real_time_factor).run()
-        result = evaluate(name, cfg, run, base, f_min, limit, periods)
+        run = case(name)
+        result = evaluate(name, cfg, run, base, f_min, limit, periods, bounds)
         results.append(result)
         if progress:
             after = ("-" if result.detection_time_ms is None

@@ -19,7 +19,8 @@ time runs slower, steadily, instead of jumping over instants the other nodes' ti
 
 Also offered: the hand-held force gauge (``mock/gauge``: PoseStamped, tip = position, push
 axis = the pose's x axis; service ``mock/clear_gauge``) and ground truth for evaluation
-(``mock/joint_states``, ``mock/hand``, ``mock/gauge_force``), never used by the controller.
+(``mock/joint_states``, ``mock/hand``, ``mock/elbow``, ``mock/gauge_force``), never used by the
+controller.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class MockHardwareNode(StageNode):
         self._ten_pub = self.create_publisher(JointState, "hw/tendon_states", QOS_STATE_PUB)
         self._truth_pub = self.create_publisher(JointState, "mock/joint_states", QOS_STATE_PUB)
         self._hand_pub = self.create_publisher(PointStamped, "mock/hand", QOS_STATE_PUB)
+        self._elbow_pub = self.create_publisher(PointStamped, "mock/elbow", QOS_STATE_PUB)
         self._force_pub = self.create_publisher(Float64, "mock/gauge_force", QOS_STATE_PUB)
         self._clock_pub = (self.create_publisher(Clock, "/clock", QOS_STATE_PUB)
                            if p.publish_clock else None)
@@ -269,6 +271,8 @@ class MockHardwareNode(StageNode):
         self._truth_pub.publish(self._truth_msg.write(stamp, mock.q_rad, mock.qd_rad_s))
         self._hand_pub.publish(cv.point_stamped_msg(MSGS, stamp, self.frame_id,
                                                     mock.hand_position_m))
+        self._elbow_pub.publish(cv.point_stamped_msg(MSGS, stamp, self.frame_id,
+                                                     mock.elbow_position_m))
         self._force_pub.publish(Float64(data=float(mock.gauge_force_n)))
 
     def _values(self) -> dict[str, str]:

@@ -103,6 +103,7 @@ class GraphObserver:
         self.muscle_states = Recording()  # muscle_states: tension [N]
         self.dynamics = Recording()  # dynamics: stamps only
         self.hand = Recording()  # mock/hand (truth) [m]
+        self.elbow = Recording()  # mock/elbow (truth) [m]
         self.gauge_force = Recording()  # mock/gauge_force [N]
         self.controller_state = Recording()  # controller/state records (dict of fields)
         self.goals_in_force = Recording()  # controller/goal: (position [m], quaternion xyzw)
@@ -125,6 +126,7 @@ class GraphObserver:
             n.create_subscription(JointState, "muscle_states", self._on_muscles, qos)
         n.create_subscription(Float64MultiArray, "dynamics", self._on_dynamics, qos)
         n.create_subscription(PointStamped, "mock/hand", self._on_hand, QOS_STATE_SUB)
+        n.create_subscription(PointStamped, "mock/elbow", self._on_elbow, QOS_STATE_SUB)
         n.create_subscription(Float64, "mock/gauge_force", self._on_force, QOS_STATE_SUB)
         n.create_subscription(Float64MultiArray, "controller/state", self._on_state, qos)
         n.create_subscription(PoseStamped, "controller/goal", self._on_goal, QOS_GOAL)
@@ -244,6 +246,10 @@ class GraphObserver:
     def _on_hand(self, msg: PointStamped) -> None:
         with self._lock:
             self.hand.add(self.now_s(), cv.stamp_of(msg).seconds, cv.read_point(msg.point))
+
+    def _on_elbow(self, msg: PointStamped) -> None:
+        with self._lock:
+            self.elbow.add(self.now_s(), cv.stamp_of(msg).seconds, cv.read_point(msg.point))
 
     def _on_force(self, msg: Float64) -> None:
         with self._lock:

@@ -62,6 +62,12 @@ class ConsistencyConfig:
                                                          "fraction of its recent travel (the "
                                                          "model's moment arms are this far "
                                                          "off) [-]")
+    moment_arm_error_m: float = spec(0.0, ge=0.0, doc="more tolerance per muscle: this times "
+                                                      "the recent rotation of the joints it "
+                                                      "spans (the model's moment arms may be "
+                                                      "this far off in absolute terms, as a "
+                                                      "via-point this far off displaces a "
+                                                      "lever) [m/rad]")
     max_stamp_skew_s: float = spec(0.001, ge=0.0, doc="compare only joint and tendon samples "
                                                       "this close in time [s]")
     pair_history_s: float = spec(0.02, ge=0.0, doc="look this far back among the joint samples "

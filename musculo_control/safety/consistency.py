@@ -13,8 +13,13 @@ exp(-(t - s) / tau) ds`` from the measured joint angles and rates: the baseline 
 mismatch by about that much times the model's relative moment-arm error. Joint by joint,
 because the errors of the joints' shares add where the shares cancel in the muscle's net
 change (the biceps under a forearm roll and an elbow flexion together: the supervisor passes
-``sum_j |Jm_ij qd_j|`` as ``rate_m_s``). A frozen potentiometer adds no travel of its own
-joint, so its whole motion shows as deviation.
+``sum_j |Jm_ij qd_j|`` as ``rate_m_s``). A relative allowance alone fails a short lever: a
+via-point error moves a lever by millimetres whatever its length (3 mm on the biceps's 9 mm
+forearm-roll lever, model error x3, is a third), so ``moment_arm_error_m`` adds an absolute
+one, times the recent rotation of the joints the muscle spans (``sum_j |qd_j|`` over them,
+weighted the same way; the supervisor passes it as ``angle_rate_rad_s``). A frozen
+potentiometer adds no travel or rotation of its own joint, so its whole motion shows as
+deviation.
 
 A potentiometer that freezes while its joint moves by ``d`` shifts ``r`` by ``Jm[:, j] d``
 (moment arms of 1-3 cm: 0.5 mm is 0.02-0.05 rad); a slipped encoder, or the free winch of a
@@ -59,7 +64,10 @@ class ConsistencyMonitor:
         if self.deviation_m is None or self._travel is None:
             return np.zeros(len(self.names), dtype=bool)
         cfg = self.config
-        return -self.deviation_m > cfg.snap_margin_m + cfg.relative_tolerance * self._travel
+        allowance = cfg.relative_tolerance * self._travel
+        if self._turn is not None and cfg.moment_arm_error_m > 0.0:
+            allowance = allowance + cfg.moment_arm_error_m * self._turn
+        return -self.deviation_m > cfg.snap_margin_m + allowance
 
     @property
     def last_stamp_s(self) -> float:
@@ -70,20 +78,24 @@ class ConsistencyMonitor:
         """Forget the baseline: the next comparison starts a new one."""
         self._baseline: FloatArray | None = None
         self._travel: FloatArray | None = None  # (m,) recent travel [m]
+        self._turn: FloatArray | None = None  # (m,) recent rotation of the joints spanned [rad]
         self._t = -math.inf
         self.deviation_m: FloatArray | None = None  # last r - baseline, for reports
 
     def update(self, stamp_s: float, measured_m: FloatArray, model_m: FloatArray,
-               rate_m_s: FloatArray) -> Finding | None:
+               rate_m_s: FloatArray,
+               angle_rate_rad_s: FloatArray | None = None) -> Finding | None:
         """Compare one pair of samples taken at ``stamp_s`` [s], with each muscle's rate of
-        travel ``rate_m_s`` [m/s] (>= 0; the supervisor's joint-by-joint ``sum_j |Jm_ij qd_j|``);
-        ``None`` when they agree."""
+        travel ``rate_m_s`` [m/s] (>= 0; the supervisor's joint-by-joint ``sum_j |Jm_ij qd_j|``)
+        and the rotation rate of the joints it spans ``angle_rate_rad_s`` [rad/s] (>= 0;
+        ``None``: no absolute allowance); ``None`` when they agree."""
         r = measured_m - model_m
         if not (finite(r, rate_m_s) and math.isfinite(stamp_s)):
             return None  # non-finite inputs are other rules' business
-        if self._baseline is None or self._travel is None:
+        if self._baseline is None or self._travel is None or self._turn is None:
             self._baseline = r.copy()
             self._travel = np.zeros_like(r)
+            self._turn = np.zeros_like(r)
             self._t = stamp_s
             return None
         cfg = self.config
@@ -92,10 +104,15 @@ class ConsistencyMonitor:
         if dt > 0.0:
             self._travel *= decay
             self._travel += np.abs(rate_m_s) * dt
+            if angle_rate_rad_s is not None:
+                self._turn *= decay
+                self._turn += np.abs(angle_rate_rad_s) * dt
         dev = r - self._baseline
         self.deviation_m = dev
         tol = cfg.relative_tolerance * self._travel
         tol += cfg.tolerance_m  # (m,) [m]
+        if cfg.moment_arm_error_m > 0.0:
+            tol += cfg.moment_arm_error_m * self._turn
         bad = np.abs(dev) <= tol
         np.logical_not(bad, out=bad)
         if any_true(bad):

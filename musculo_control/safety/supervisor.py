@@ -59,6 +59,8 @@ RUNNING, FAULT_STATE, HOLDING, LATCHED = "running", "fault", "holding", "latched
 #: The warnings of a late input, counted per rule (:attr:`Supervisor.late_ticks`).
 _LATE_RULES = frozenset({"joint_state_late", "tendon_state_late", "driver_late",
                          "snapshot_late"})
+#: A moment arm above this [m/rad] means the muscle spans the joint (consistency check).
+_SPANS_M = 1e-4
 #: Slack below the Hill f_min tolerated in a command (rounding of a f_a + f_p) [N].
 _TENSION_SLACK_N = 1e-9
 
@@ -137,6 +139,8 @@ class Supervisor:
         self._abs_jm = np.zeros((m, n))  # scratch of the consistency check's joint-wise rate
         self._abs_qd = np.zeros(n)
         self._joint_rate = np.zeros(m)  # sum_j |Jm_ij qd_j| [m/s]
+        self._spans = np.zeros((m, n))  # 1 where a muscle spans a joint (a moment arm)
+        self._turn_rate = np.zeros(m)  # sum_j over the joints spanned of |qd_j| [rad/s]
         self.goals = GoalGate(workspace, robot.arm.base_frame, use_goal_orientation,
                               goal_extrapolation_s)
         self._hand = FreshStateEstimator(robot)  # the hand's state when control resumes
@@ -285,8 +289,10 @@ class Supervisor:
             np.abs(kin.jacobian, out=self._abs_jm)
             np.abs(paired.qd_rad_s, out=self._abs_qd)
             np.matmul(self._abs_jm, self._abs_qd, out=self._joint_rate)
+            np.greater(self._abs_jm, _SPANS_M, out=self._spans, casting="unsafe")
+            np.matmul(self._spans, self._abs_qd, out=self._turn_rate)
             finding = self.consistency.update(paired.stamp_s, tendons.length_m, kin.length_m,
-                                              self._joint_rate)
+                                              self._joint_rate, self._turn_rate)
             if finding is not None:
                 add(finding)
             # a snapped tendon reads slack: the winch test only for those that do

@@ -36,6 +36,7 @@ from musculo_control.sim.runner import LoopState
 from musculo_control.sim.scoring import (
     Scored,
     disturbance_metrics,
+    episode_metrics,
     nullspace_metrics,
     trajectory_metrics,
 )
@@ -200,6 +201,7 @@ def run_disturbance(setup: Setup, controller: str, label: str = "") -> RunResult
         scored, hand_tolerance_m=hold.hand_tolerance_m,
         elbow_tolerance_m=hold.elbow_tolerance_m,
         contact_gap_tolerance_m=cfg.contact_gap_tolerance_m, unsafe_ticks=len(bench.loop.faults))
+    metrics.update(episode_metrics(bench.loop.episodes))
     info = run_record(setup, bench.mock, "disturbance", controller, q0, started,
                      {"hand_goal_m": x0, "metrics": metrics})
     return RunResult("disturbance", controller, "", metrics, rec, info, wall, duration, scored)
@@ -258,6 +260,7 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
     metrics = trajectory_metrics(scored, hand_tolerance_m=hold.hand_tolerance_m,
                                  elbow_tolerance_m=hold.elbow_tolerance_m,
                                  unsafe_ticks=len(bench.loop.faults))
+    metrics.update(episode_metrics(bench.loop.episodes))
     info = run_record(setup, bench.mock, "trajectory", controller, q0, started,
                      {"start_pose": pose_name, "metrics": metrics})
     return RunResult("trajectory", controller, pose_name, metrics, rec, info, wall, duration,
@@ -280,6 +283,7 @@ def run_nullspace(setup: Setup, controller: str, label: str = "") -> RunResult:
     }, {"start_window_s": cfg.start_skip_s, "end_window_s": cfg.duration_s - cfg.window_s,
         "window_s": cfg.window_s, "end_s": cfg.duration_s})
     metrics = nullspace_metrics(scored, unsafe_ticks=len(bench.loop.faults))
+    metrics.update(episode_metrics(bench.loop.episodes))
     info = run_record(setup, bench.mock, "nullspace", controller, q0, started,
                      {"hand_goal_m": x0, "drift_joint": cfg.drift_joint, "metrics": metrics})
     return RunResult("nullspace", controller, "", metrics, rec, info, wall, cfg.duration_s,

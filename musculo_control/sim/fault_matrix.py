@@ -378,16 +378,21 @@ def run_matrix(setup: Setup, cfg: FaultMatrixConfig,
 
 def matrix_markdown(results: list[FaultResult]) -> str:
     """The fault matrix as a Markdown table."""
-    lines = ["| fault | detected by | detection [ms] | from injection [ms] | max command [N] "
+    lines = ["| fault | detected by | detection [ms] | from injection [ms] "
+             "| minimum tension after [ms] (bound) | max command [N] "
              "| NaN | recovered | recovery [ms] | max hand deviation [cm] |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         def ms(v: float | None) -> str:
             return "-" if v is None else f"{v:.1f}"
 
+        bound = "never" if r.safe_target_ms is None else f"<= {r.safe_target_ms:.0f}"
+        safe = f"{ms(r.safe_state_ms)} ({bound})"
+        if not r.safe_state_in_time:
+            safe = f"**{safe}**"
         lines.append(f"| `{r.name}`{' (' + r.target + ')' if r.target else ''} | "
                      f"{r.rule or '**not detected**'} | "
-                     f"{ms(r.detection_time_ms)} | {ms(r.injection_to_detection_ms)} | "
+                     f"{ms(r.detection_time_ms)} | {ms(r.injection_to_detection_ms)} | {safe} | "
                      f"{r.max_command_N:.1f} | {'yes' if r.any_nan else 'no'} | "
                      f"{'yes' if r.recovered else '**no**'} | {ms(r.recovery_time_ms)} | "
                      f"{100 * r.max_deviation_m:.1f} |")

@@ -46,6 +46,7 @@ from musculo_control.loop.mock_stage import MockStage, SensorFaults, SensorMessa
 from musculo_control.loop.potentiometer_stage import PotentiometerStage
 from musculo_control.loop.tendon_stage import TendonStage
 from musculo_control.loop.timing import divisor
+from musculo_control.safety.episodes import EpisodeLog
 from musculo_control.safety.supervisor import SafetyReport
 
 FloatArray = npt.NDArray[np.float64]
@@ -213,6 +214,7 @@ class ClosedLoop:
         self.output: ControlOutput | None = None
         self.report: SafetyReport | None = None
         self.faults: list[tuple[float, str]] = []  # (time, reason) of every unsafe tick
+        self.episodes = EpisodeLog()  # the same ticks, grouped, with the rules that caused them
         self.ticks = dict.fromkeys(TICK_KINDS, 0)  # events run, for the tick accounting
         self.driver_output: DriverOutput | None = None
         self.sent_max_n = 0.0  # largest tension the driver sent to the arm [N]
@@ -329,6 +331,8 @@ class ClosedLoop:
             self.output, self.report = out, report
             if not report.ok and not startup:
                 self.faults.append((t_run, out.reason))
+            if not startup:
+                self.episodes.tick(t_run, report)
             if injected is None or startup or injected.command_passes(t):
                 self._commands.send(k, (t, out.tension_n))
             if on_control is not None and not startup:

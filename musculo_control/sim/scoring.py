@@ -258,10 +258,21 @@ def problems(experiment: str, metrics: Mapping[str, Any]) -> list[str]:
             out.append(f"contact lost for {metrics['contact_lost_s']:.2f} s (the elbow got "
                        f"{100 * metrics['contact_gap_max_m']:.1f} cm ahead of the gauge "
                        f"tip{final})")
+    episodes = _per_run(metrics, "unsafe_episodes")
     for run, n in _per_run(metrics, "unsafe_ticks").items():
         if n:
-            out.append(f"{run + ': ' if run else ''}{n} ticks at minimum tension")
+            why = episodes.get(run)
+            out.append(f"{run + ': ' if run else ''}{n} ticks at minimum tension"
+                       + (f" ({'; '.join(why)})" if why else ""))
     return out
+
+
+def episode_metrics(log: Any) -> dict[str, Any]:
+    """``unsafe_episodes``: each stretch at minimum tension with the rules that caused it,
+    when, for how long (:class:`~musculo_control.safety.episodes.EpisodeLog`); none when the
+    run never went there (so a nominal run's metrics stay what they were)."""
+    episodes = log.all()
+    return {"unsafe_episodes": [e.describe() for e in episodes]} if episodes else {}
 
 
 def judge(experiment: str, controller: str, metrics: Mapping[str, Any],
