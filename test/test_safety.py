@@ -176,6 +176,37 @@ def test_tendon_monitor_quiet_when_the_actuators_follow_the_lag(robot, safety_cf
     assert np.allclose(mon.expected_tension_n, 200.0, atol=1.0)
 
 
+def test_tendon_monitor_quiet_when_an_elastic_wire_rises_at_its_slowest(robot, safety_cfg):
+    """An elastic wire's tension rises no faster than its stiffness times the winch's speed:
+    a healthy one at exactly tendons.rise_rate_n_s (then the lag) raises nothing, where the lag
+    alone would latch it; a cap below the command at a steady command is still seen at once."""
+    import dataclasses
+
+    cfg = safety_cfg.tendons
+    assert cfg.rise_rate_n_s is not None
+    m = robot.n_muscles
+
+    def findings(config, cap=None, steps=150):
+        mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, config)
+        mon.reset(0.0, np.full(m, 10.0))
+        f = np.full(m, 10.0)
+        target = np.full(m, 1000.0)
+        alpha = 1 - math.exp(-DT / cfg.actuator_time_constant_s)
+        out = set()
+        for k in range(1, steps):
+            t = k * DT
+            mon.sent(t - cfg.command_delay_s, target)
+            f = f + np.minimum(alpha * (target - f), cfg.rise_rate_n_s * DT)
+            if cap is not None:
+                f = np.minimum(f, cap)
+            out |= {x.rule for x in mon.check(_state(robot, t, f))}
+        return out
+
+    assert findings(cfg) == set()
+    assert "actuator_tracking" in findings(dataclasses.replace(cfg, rise_rate_n_s=None))
+    assert "actuator_tracking" in findings(cfg, cap=np.full(m, 400.0))
+
+
 def test_tendon_monitor_slack_needs_its_samples(robot, safety_cfg):
     cfg = safety_cfg.tendons
     mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)

@@ -39,6 +39,12 @@ class TendonMonitorConfig:
                                                     "command may reach the actuators: the "
                                                     "expectation is a band over that window "
                                                     "[s]")
+    rise_rate_n_s: float | None = spec(None, gt=0.0, doc="a healthy tension step rises at "
+                                                          "least this fast (an elastic wire: "
+                                                          "its stiffness times the winch's "
+                                                          "speed); the expectation's lower edge "
+                                                          "rises no faster; null: the lag alone "
+                                                          "[N/s]")
     tracking_resync_gap_s: float = spec(
         gt=0.0, doc="a gap longer than this between two driver outputs or two tendon samples "
                     "seen by the monitor (lost or late messages): the expectation restarts "

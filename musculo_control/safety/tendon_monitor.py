@@ -8,7 +8,9 @@ hop itself is late), through the actuator's first-order lag ``tau``
 (``tendons.actuator_time_constant_s``). Since the lag is monotone in its input, a healthy
 load cell reads inside a band: the lag of the smallest and of the largest command that can be
 in effect at each instant (any command sent in the last ``jitter``, and the one before),
-advanced exactly between samples, ``e <- e + (1 - exp(-dt / tau)) (c - e)``. (Without the delay
+advanced exactly between samples, ``e <- e + (1 - exp(-dt / tau)) (c - e)``; the least rises
+no faster than ``rise_rate_n_s``, the slowest healthy rise of a tension step (an elastic wire:
+its stiffness times the winch's speed). (Without the delay
 a 700 N step alone would put the expectation 70 N ahead for a few milliseconds; without the
 jitter a command delivered 7 ms late, seen on a loaded 2-core computer, latched a healthy
 actuator.)
@@ -125,7 +127,11 @@ class TendonMonitor:
             low = np.min([c[1] for c in window], axis=0)
             high = np.max([c[2] for c in window], axis=0)
         alpha = 1.0 - math.exp(-dt / cfg.actuator_time_constant_s)
-        self._low += alpha * (low - self._low)
+        step = alpha * (low - self._low)
+        if cfg.rise_rate_n_s is not None:
+            # an elastic wire rises no faster than its stiffness times the winch's speed
+            np.minimum(step, cfg.rise_rate_n_s * dt, out=step)
+        self._low += step
         self._high += alpha * (high - self._high)
         self._t = t
 
