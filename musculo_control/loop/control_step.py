@@ -137,12 +137,15 @@ class ControlStep:
     def _feed_monitor(self, now_s: float) -> None:
         """Tendon samples to the tendon monitor, oldest first, each once the driver's outputs
         have reached its instant (a sample at T needs every output that may have taken effect
-        by T, stamped up to T - command delay), or once it is older than the join's wait."""
+        by T, stamped up to T - command delay), or once it is older than the join's wait (then
+        without the tracking check: what was sent up to it is not known)."""
         samples = self._samples
-        upto = max(self.sent.stamp_s + self._command_delay_s, now_s - self._join_wait_s)
+        joined = self.sent.stamp_s + self._command_delay_s
+        upto = max(joined, now_s - self._join_wait_s)
         sup = self.supervisor
         while samples and samples[0].stamp_s <= upto:
-            sup.tendon_sample(samples.popleft())
+            sample = samples.popleft()
+            sup.tendon_sample(sample, sample.stamp_s <= joined)
 
     def receive_snapshot(self, snapshot: DynamicsSnapshot) -> None:
         if snapshot.stamp_s == self.snapshots.stamp_s:

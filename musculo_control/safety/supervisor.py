@@ -176,10 +176,11 @@ class Supervisor:
             return False
         return True
 
-    def tendon_sample(self, state: TendonState) -> None:
-        """Run the tendon monitor on one tendon state (a faulted sample is skipped)."""
+    def tendon_sample(self, state: TendonState, track: bool = True) -> None:
+        """Run the tendon monitor on one tendon state (a faulted sample is skipped; ``track``
+        false: the driver's outputs up to it are not known, no tracking check)."""
         if state.ok and _shaped(state, self.m):
-            for f in self.monitor.check(state):
+            for f in self.monitor.check(state, track):
                 self._pending[f.rule] = f
 
     def driver_sent(self, stamp_s: float, tension_n: FloatArray) -> None:

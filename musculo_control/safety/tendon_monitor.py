@@ -152,8 +152,11 @@ class TendonMonitor:
         self._commands.append((stamp, tension, tension))
         self._last_sent_s = stamp
 
-    def check(self, state: TendonState) -> tuple[Finding, ...]:
+    def check(self, state: TendonState, track: bool = True) -> tuple[Finding, ...]:
         """Check one tendon sample; returns the findings (empty when every tendon is fine).
+        ``track`` false: what the driver sent up to this sample is not known (its outputs
+        stopped reaching the monitor): slack and runaway only, and the band restarts from the
+        load cells when tracking resumes.
 
         Runs at the sensor rate on ``m`` values, so it is written in as few numpy calls as the
         rules allow (on short arrays each call costs more than its arithmetic)."""
@@ -161,6 +164,8 @@ class TendonMonitor:
         # a sample older than the expectation's time (an output after it was handled first)
         # is checked for slack and runaway but not for tracking, and resyncs nothing
         behind = state.stamp_s < self._t
+        if not track:
+            self._resync = True
         if state.stamp_s - self._last_stamp > cfg.tracking_resync_gap_s \
                 and math.isfinite(self._last_stamp):
             self._resync = True  # samples lost: the expectation restarts from the load cells
@@ -215,7 +220,7 @@ class TendonMonitor:
                              f"{np.round(length[outside], 4).tolist()} m outside the range "
                              f"+- {cfg.length_margin_m} m")
             findings.append(Finding("tendon_runaway", "tendon running away: " + "; ".join(parts)))
-        if behind:
+        if behind or not track:
             return tuple(findings)
         fast = ~slow
         if valid is not None:
