@@ -40,7 +40,7 @@ setup(
     ],
     python_requires=">=3.10",
     # rosbags writes every run's ROS 2 bag (musculo simulate / report); daqp is the default QP
-    # solver (qp.solver, README "The QP solvers"); tqdm draws musculo study's progress bar (rate,
+    # solver (qp.solver, doc/performance.md "Which solver"); tqdm draws musculo study's progress bar (rate,
     # ETA, terminal width, plain lines in CI logs): run-time dependencies
     install_requires=["numpy", "pin", "osqp>=1.0", "daqp>=0.11", "pyyaml", "mujoco>=3.1",
                       "scipy", "matplotlib", "rosbags>=0.10", "tqdm"],
