@@ -40,7 +40,7 @@ extensions = [
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "faults", "results.json"]
-templates_path = ["_templates"]
+
 
 # MyST: heading anchors for [text](page.md#anchor) links, $...$ maths, ::: fences
 myst_heading_anchors = 4
