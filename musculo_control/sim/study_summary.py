@@ -83,7 +83,8 @@ def robustness_table(records: Sequence[dict[str, Any]], conditions: Sequence[str
         label = f"{t.experiment} (`{t.controller}`): {t.metric}"
         bound = f"{'<' if t.below is not None else '>'} " + fmt(
             t.metric, t.below if t.below is not None else t.above)
-        lines.append("| " + " | ".join([label, *cells, f"{bound} ({t.source})"]) + " |")
+        source = t.source.replace("|", "\\|")  # a norm ||a|| would split the cell
+        lines.append("| " + " | ".join([label, *cells, f"{bound} ({source})"]) + " |")
     return lines
 
 
