@@ -209,7 +209,7 @@ def publish_block(page: Path, name: str, doc: str, table: list[str], figures: li
     folder.mkdir(parents=True, exist_ok=True)
     for p in figures:
         shutil.copyfile(p, folder / p.name)
-    rel = Path(os.path.relpath(folder, page.parent or Path("."))).as_posix()
+    rel = Path(os.path.relpath(folder, page.parent)).as_posix()
     over = f" with {', '.join(f'`--set {o}`' for o in overrides)}" if overrides else ""
     block = "\n".join([
         marker, f"Run on {datetime.date.today().isoformat()} by `musculo study {name} --page "
