@@ -8,6 +8,8 @@ PACKAGE = "musculo_control"
 #: musculo study --engine dask
 CLUSTER = ["dask[distributed]>=2024.1"]
 #: rclpy with Fast DDS and the message packages the nodes use, from PyPI (ROS 2 Kilted wheels)
+#: make docs: Sphinx and its Markdown (MyST) parser
+DOCS = ["sphinx>=7", "myst-parser>=2"]
 ROS_WHEELS = ["ros-rclpy", "ros-rmw-fastrtps-cpp", "ros-sensor-msgs", "ros-geometry-msgs",
               "ros-std-msgs", "ros-std-srvs", "ros-diagnostic-msgs", "ros-visualization-msgs",
               "ros-trajectory-msgs", "ros-rosgraph-msgs"]
@@ -38,7 +40,7 @@ setup(
     ],
     python_requires=">=3.10",
     # rosbags writes every run's ROS 2 bag (musculo simulate / report); daqp is the default QP
-    # solver (qp.solver, README "The QP solvers"); tqdm draws musculo study's progress bar (rate,
+    # solver (qp.solver, doc/performance.md "Which solver"); tqdm draws musculo study's progress bar (rate,
     # ETA, terminal width, plain lines in CI logs): run-time dependencies
     install_requires=["numpy", "pin", "osqp>=1.0", "daqp>=0.11", "pyyaml", "mujoco>=3.1",
                       "scipy", "matplotlib", "rosbags>=0.10", "tqdm"],
@@ -48,8 +50,11 @@ setup(
     # the real nodes on the ros wheels; pytest-timeout ends a hung graph test instead of CI.
     # cluster: musculo study --engine dask (Dask's distributed scheduler; the tests run it on a
     # LocalCluster, so the test extra has it too)
+    # docs: the documentation site (doc/, `make docs`): Sphinx with MyST Markdown pages, as
+    # rosdoc2 builds ROS packages
     extras_require={"ros": ROS_WHEELS,
                     "cluster": CLUSTER,
+                    "docs": DOCS,
                     "test": ["pytest", "pytest-timeout", "hypothesis", "mcap",
                              "mcap-ros2-support", *ROS_WHEELS, *CLUSTER]},
     zip_safe=True,

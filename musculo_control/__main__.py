@@ -4,4 +4,5 @@ import sys
 
 from musculo_control.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # imported (e.g. by the API reference's autosummary), it runs nothing
+    sys.exit(main())

@@ -49,7 +49,7 @@ def test_trajectory_osc_tracks_within_two_centimetres():
 
 
 def test_nullspace_term_lowers_activation_eq10_does_not():
-    # 4 s of the 10: the drift is friction-limited and takes seconds (README, the mock's wires)
+    # 4 s of the 10: the drift is friction-limited and takes seconds (doc/mock_arm.md)
     setup = load_setup(default_config_dir(),
                        Overrides.parse(["experiments.nullspace.duration_s=4.0"]))
     osc = run_nullspace(setup, "osc").metrics
@@ -87,7 +87,7 @@ def test_overrides_name_the_file_they_address():
         load_setup(default_config_dir(), Overrides.parse(["experiments.seed=2"]))
     with pytest.raises(InputError, match="starting with one of"):
         Overrides.parse(["hardware.driver.max_tension_n=3"])
-    # robot.yaml too (e.g. muscle_geometry.learned_model, issue 14)
+    # robot.yaml too (e.g. muscle_geometry.learned_model)
     assert Overrides.parse(["robot.hill.f1_n=3"]).robot == {"hill.f1_n": 3}
     with pytest.raises(InputError, match="FILE.KEY=VALUE"):
         Overrides.parse(["controller.qp.r"])

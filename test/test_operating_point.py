@@ -137,8 +137,8 @@ def _nnls_push(robot, estimator, weights, q, dz):
 
 def test_home_pose_is_at_rest_under_eq11(report, robot, estimator, weights):
     """Experiment A starts at home: eq. 11 must push the elbow up one step below it and down one
-    step above it (the hand held), so the arm stays put until the gauge pushes (README,
-    calibration). Recomputed by NNLS and a one-sided tangent; the poses checked by forward
+    step above it (the hand held), so the arm stays put until the gauge pushes
+    (doc/operating_point.md). Recomputed by NNLS and a one-sided tangent; the poses checked by forward
     kinematics."""
     rest = report["home_rest"]
     assert rest is not None and rest["at_rest"], rest

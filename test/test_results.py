@@ -1,11 +1,13 @@
 """Metrics that measure what they name, verdicts against the targets, and results that
-regenerate: the README's table is what doc/results.json renders to, and a fresh run of the
-same seed gives doc/results.json again."""
+regenerate: the example-run page's table is what doc/results.json renders to, and a fresh run
+of the same seed gives doc/results.json again, on any machine within the spread that other
+floating-point kernels give (bit for bit on the machine that wrote it, when asked)."""
 
 from __future__ import annotations
 
 import json
-import math
+import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +19,11 @@ from musculo_control.paths import default_config_dir
 from musculo_control.sim.experiments import RunResult
 from musculo_control.sim.recorder import Recorder
 from musculo_control.sim.results import (
+    block_date,
     current_block,
     load_results,
-    readme_block,
     replace_block,
+    results_block,
     results_table,
 )
 from musculo_control.sim.scoring import (
@@ -172,13 +175,17 @@ def test_figures_draw_exactly_the_scored_series_with_targets_and_windows(monkeyp
 
 
 # -- results that regenerate ------------------------------------------------------------------
-def test_readme_results_block_is_what_doc_results_json_renders_to():
+EXAMPLE_PAGE = REPO / "doc" / "results" / "example_run.md"
+
+
+def test_example_run_page_block_is_what_doc_results_json_renders_to():
     doc = load_results(REPO / "doc" / "results.json")
-    readme = (REPO / "README.md").read_text()
-    block = current_block(readme)
-    assert block is not None, "README.md lost its results markers"
-    assert block == readme_block(doc, "doc/figures"), \
-        "README's results block differs from doc/results.json: run `make run`"
+    block = current_block(EXAMPLE_PAGE.read_text())
+    assert block is not None, f"{EXAMPLE_PAGE} lost its results markers"
+    date = block_date(block)
+    assert date is not None, "the results block states no publication date"
+    assert block == results_block(doc, "../figures", date), \
+        f"{EXAMPLE_PAGE}'s results block differs from doc/results.json: run `make run`"
     for name in doc["figures"]:
         assert (REPO / "doc" / "figures" / name).is_file(), name
 
@@ -199,7 +206,8 @@ def test_replace_block_keeps_the_rest_and_refuses_a_readme_without_markers():
     from musculo_control.errors import InputError
 
     doc = load_results(REPO / "doc" / "results.json")
-    block = readme_block(doc, "doc/figures")
+    block = results_block(doc, "../figures", "2026-01-02")
+    assert block_date(block) == "2026-01-02"
     text = f"# title\n\n{block}\n\n## after\n"
     assert replace_block(text.replace(block, block[:200] + "\n<!-- results:end -->"),
                          block) == text
@@ -208,28 +216,98 @@ def test_replace_block_keeps_the_rest_and_refuses_a_readme_without_markers():
     assert len(results_table(doc)) == 2 + sum(len(v) for v in doc["experiments"].values())
 
 
-def _close(a, b, path=""):
-    """Same structure; numbers within 0.1 % or 1e-6 (bit-identical on one machine)."""
-    if isinstance(b, dict):
-        assert isinstance(a, dict) and set(a) == set(b), path
-        for k in b:
-            _close(a[k], b[k], f"{path}.{k}")
-    elif isinstance(b, list):
-        assert isinstance(a, list) and len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
-            _close(x, y, f"{path}[{i}]")
-    elif isinstance(b, float) and not isinstance(b, bool):
-        assert isinstance(a, (int, float)) and math.isclose(a, b, rel_tol=1e-3, abs_tol=1e-6), \
-            f"{path}: fresh {a} vs committed {b}"
-    else:
-        assert a == b, f"{path}: fresh {a!r} vs committed {b!r}"
+#: How far a fresh run's metrics may differ from doc/results.json on another machine, per
+#: experiment (per start pose for the trajectory): the relative difference
+#: |fresh - committed| / max(|committed|, floor), the floor per unit below.
+#:
+#: Measured on 2026-11-27 with ``python benchmarks/results_spread.py`` (doc/results/
+#: reproducibility.md has its table): ``musculo report`` rerun with only the floating-point
+#: kernels changed, NumPy 2.4 with its scipy-openblas 0.3.31: OpenBLAS's Haswell, SandyBridge,
+#: Nehalem and generic (Katmai: Prescott and Core2 fall back to it) kernels instead of the
+#: machine's SkylakeX, 1 and 2 OpenBLAS threads, and NumPy's SIMD loops held to their SSE4.2
+#: baseline. The largest differences over those variants: disturbance 5.1e-10, trajectory A
+#: 2.3e-6, B 5.7e-10, C 1.6e-4, nullspace 7.7e-3 (the nullspace drift and trajectory C are
+#: chaotic: where the arm sticks and slips against the wires' friction depends on the last bits
+#: of the tensions). Each tolerance is ten times the largest difference, rounded up, and no
+#: less than 1e-6 (below any figure the documentation prints). A change of code that moves
+#: the results must regenerate doc/results.json (`make run`), not widen these.
+SPREAD_TOLERANCE = {"disturbance": 1e-6, "trajectory/trajectory_a": 3e-5,
+                    "trajectory/trajectory_b": 1e-6, "trajectory/trajectory_c": 2e-3,
+                    "nullspace": 8e-2}
+#: A difference too small to matter in a metric's unit: 0.1 mm, 0.01 N, 0.1 %-point, 1 ms,
+#: 1e-4 rad, else 1e-3 (||a||); a metric near zero (a final force of 0.0 N) is compared to it.
+FLOORS = {"_m": 1e-4, "_N": 1e-2, "fraction": 1e-3, "_s": 1e-3, "_rad": 1e-4}
+
+
+def _floor(metric: str) -> float:
+    return next((v for suffix, v in FLOORS.items() if suffix in metric), 1e-3)
+
+
+def _verdict_shape(verdict):
+    """A verdict without its numbers: status, each check's metric, bound and outcome, and the
+    problems with their figures blanked ("start pose not held (hand moved # cm ...)")."""
+    return (verdict["status"],
+            [(c["metric"], c["bound"], c["met"], c["missed_by"]) for c in verdict["checks"]],
+            [re.sub(r"-?\d+(\.\d+)?", "#", p) for p in verdict["problems"]])
+
+
+def _within_spread(fresh, committed):
+    """The same document up to the metrics, which may differ by SPREAD_TOLERANCE."""
+    assert {k: v for k, v in fresh.items() if k != "experiments"} == \
+        {k: v for k, v in committed.items() if k != "experiments"}
+    assert fresh["experiments"].keys() == committed["experiments"].keys()
+    failures = []
+    for exp, by_ctrl in committed["experiments"].items():
+        assert fresh["experiments"][exp].keys() == by_ctrl.keys(), exp
+        for ctrl, entry in by_ctrl.items():
+            new = fresh["experiments"][exp][ctrl]
+            assert _verdict_shape(new["verdict"]) == _verdict_shape(entry["verdict"]), \
+                f"{exp}/{ctrl}: verdict {new['verdict']} against {entry['verdict']}"
+            assert new["metrics"].keys() == entry["metrics"].keys(), (exp, ctrl)
+            for metric, value in entry["metrics"].items():
+                pairs = ([(pose, new["metrics"][metric][pose], v) for pose, v in value.items()]
+                         if isinstance(value, dict) else [("", new["metrics"][metric], value)])
+                for pose, a, b in pairs:
+                    where = f"{exp}/{ctrl}/{pose}/{metric}" if pose else f"{exp}/{ctrl}/{metric}"
+                    if isinstance(b, bool) or b is None or isinstance(a, bool) or a is None:
+                        assert a == b, f"{where}: fresh {a!r} vs committed {b!r}"
+                        continue
+                    tolerance = SPREAD_TOLERANCE[f"{exp}/{pose}" if pose else exp]
+                    rel = abs(a - b) / max(abs(b), _floor(metric))
+                    if not rel <= tolerance:
+                        failures.append(f"{where}: fresh {a} vs committed {b} (relative "
+                                        f"{rel:.2g} > {tolerance:g})")
+    assert not failures, "outside the measured spread:\n" + "\n".join(failures)
+
+
+def test_the_spread_check_accepts_the_measured_spread_and_refuses_more():
+    committed = load_results(REPO / "doc" / "results.json")
+    fresh = json.loads(json.dumps(committed))
+    null = fresh["experiments"]["nullspace"]["osc"]["metrics"]
+    null["activation_norm_end"] *= 1.0077  # the largest difference measured
+    fresh["experiments"]["disturbance"]["osc"]["metrics"]["max_hand_deviation_m"] *= 1 + 5e-10
+    _within_spread(fresh, committed)
+    null["activation_norm_end"] *= 1.2
+    with pytest.raises(AssertionError, match="nullspace/osc/activation_norm_end"):
+        _within_spread(fresh, committed)
+    fresh = json.loads(json.dumps(committed))
+    traj = fresh["experiments"]["trajectory"]["osc"]["metrics"]["mean_tracking_error_m"]
+    traj["trajectory_a"] *= 1.001  # 0.1 % is far outside trajectory A's spread
+    with pytest.raises(AssertionError, match="trajectory_a/mean_tracking_error_m"):
+        _within_spread(fresh, committed)
+    fresh = json.loads(json.dumps(committed))
+    fresh["experiments"]["nullspace"]["osc"]["verdict"]["status"] = "missed"
+    with pytest.raises(AssertionError, match="verdict"):
+        _within_spread(fresh, committed)
 
 
 @pytest.mark.slow
 def test_a_fresh_run_of_the_same_seed_reproduces_doc_results_json(tmp_path):
-    """`musculo report` again with the committed seed and overrides: the same metrics (within
-    0.1 %, for another CPU or BLAS; on one machine the runs are bit-identical), the same
-    verdicts, the same figures."""
+    """`musculo report` again with the committed seed and overrides: the same verdicts and
+    figures, the metrics within the spread measured across floating-point kernels
+    (SPREAD_TOLERANCE). On the machine that wrote doc/results.json the run is bit-identical:
+    ``MUSCULO_RESULTS_BIT_EXACT=1`` asks for that instead (never set in CI, which may run on
+    another machine)."""
     from musculo_control.cli import main
 
     committed = load_results(REPO / "doc" / "results.json")
@@ -238,4 +316,7 @@ def test_a_fresh_run_of_the_same_seed_reproduces_doc_results_json(tmp_path):
         args += ["--set", item]
     assert main(args) == 0
     fresh = load_results(tmp_path / "results.json")
-    _close(fresh, committed)
+    if os.environ.get("MUSCULO_RESULTS_BIT_EXACT") == "1":
+        assert fresh == committed
+    else:
+        _within_spread(fresh, committed)

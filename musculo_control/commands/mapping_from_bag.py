@@ -1,6 +1,6 @@
-"""``musculo mapping-from-bag BAG... --out FILE``: a mapping recording from rosbag2 bags of the
-node graph's ``/joint_states`` and ``/muscle_states`` (see :mod:`musculo_control.sim.
-mapping_bag`), the input of ``musculo learn-mapping``."""
+"""``musculo mapping-from-bag``: a mapping recording from rosbag2 bags of the node graph's
+``/joint_states`` and ``/muscle_states`` (``musculo mapping-from-bag BAG [BAG ...] --out FILE``;
+see :mod:`musculo_control.sim.mapping_bag`), the input of ``musculo learn-mapping``."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def parse_q(text: str | None, robot: Robot) -> np.ndarray:
 
 
 def model_report(robot: Robot, q: np.ndarray) -> dict[str, Any]:
-    """The report as a JSON-ready dict (keys documented in the README)."""
+    """The report as a JSON-ready dict (keys documented in doc/cli.md)."""
     import pinocchio as pin
 
     data = robot.new_data()

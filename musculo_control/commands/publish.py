@@ -1,13 +1,15 @@
 """``musculo publish``: put a report's results into the repository (``make run`` calls it).
 
 Copies ``<report>/results.json`` to ``doc/results.json`` and the figures it lists to
-``doc/figures/``, and regenerates the README's results block (between the ``results:begin`` and
-``results:end`` markers) from that file. Everything is checked before anything is written.
+``doc/figures/``, and regenerates the results block (between the ``results:begin`` and
+``results:end`` markers) of the documentation page ``doc/results/example_run.md`` from that
+file, with the date of publication. Everything is checked before anything is written.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import shutil
 from pathlib import Path
@@ -15,16 +17,21 @@ from typing import Any
 
 from musculo_control.commands.checks import writable_dir, writable_file
 from musculo_control.errors import InputError
-from musculo_control.sim.results import dumps, load_results, readme_block, replace_block
+from musculo_control.sim.results import dumps, load_results, replace_block, results_block
+
+#: The documentation page that shows one seed's results (an example run)
+DEFAULT_PAGE = Path("doc/results/example_run.md")
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("publish", help="copy a report's results and figures into the repository "
-                                       "and regenerate the README's results table",
+                                       "and regenerate the example-run page's results table",
                        description="Run from the repository's root after `musculo report`.")
     p.add_argument("report", type=Path, nargs="?", default=Path("out"),
                    help="the folder musculo report wrote (default: out)")
-    p.add_argument("--readme", type=Path, default=Path("README.md"))
+    p.add_argument("--page", "--readme", dest="page", type=Path, default=DEFAULT_PAGE,
+                   help=f"the Markdown page whose results block is rewritten (default: "
+                        f"{DEFAULT_PAGE})")
     p.add_argument("--results", type=Path, default=Path("doc/results.json"))
     p.add_argument("--figures", type=Path, default=Path("doc/figures"))
     p.set_defaults(func=run)
@@ -36,18 +43,20 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         raise InputError(str(args.report), "the figures results.json lists", f"missing {missing}")
     try:
-        readme = args.readme.read_text(encoding="utf-8")
+        page = args.page.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError("--readme", "a readable README", f"{args.readme}: {exc.strerror}") from exc
-    rel = Path(os.path.relpath(args.figures, args.readme.parent or Path("."))).as_posix()
-    text = replace_block(readme, readme_block(doc, rel), str(args.readme))
+        raise InputError("--page", "a readable Markdown page", f"{args.page}: {exc.strerror}") \
+            from exc
+    rel = Path(os.path.relpath(args.figures, args.page.parent or Path("."))).as_posix()
+    today = datetime.date.today().isoformat()
+    text = replace_block(page, results_block(doc, rel, today), str(args.page))
     writable_file(args.results, "--results")
     writable_dir(args.figures, "--figures")
-    writable_file(args.readme, "--readme")
+    writable_file(args.page, "--page")
     args.results.write_text(dumps(doc))
     for name in doc["figures"]:
         shutil.copyfile(args.report / name, args.figures / name)
-    args.readme.write_text(text, encoding="utf-8")
+    args.page.write_text(text, encoding="utf-8")
     print(f"wrote {args.results}, {len(doc['figures'])} figures to {args.figures} and the results "
-          f"block of {args.readme}")
+          f"block of {args.page}")
     return 0

@@ -4,7 +4,7 @@ Writes into ``--out``: ``report.md`` (the table of results beside the physical r
 targets, with met / missed per row, and the plots), ``results.json`` (what the table is
 rendered from: metrics, verdicts, seed, targets, figures), ``metrics.json`` (the metrics alone),
 the figures, and each run's logs under ``runs/``. ``musculo publish`` copies the results and
-figures into the repository and regenerates the README's results block.
+figures into the repository and regenerates the results block of doc/results/example_run.md.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ are cached under ``--cache`` by a hash of their full parameters (see
 one condition, runs only what is missing. Writes into ``--out``: ``study.md`` (the robustness
 table against the targets and min / median / max of every metric per condition), ``study.json``
 (every run's record), ``runs.csv`` (one line per run and metric) and one figure per experiment;
-``--readme`` regenerates the README's block of that study.
+``--page`` regenerates that study's block on a documentation page (the results page,
+``doc/results/index.md``, holds the shipped studies' blocks).
 """
 
 from __future__ import annotations
@@ -46,10 +47,10 @@ ENGINES = ("local", "dask")
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "study", help="experiments x controllers x seeds x config grids, in parallel, cached",
-        description="Examples: musculo study robustness  (the README's robustness table; "
-                    "--readme README.md rewrites it) | musculo study --experiments nullspace "
-                    "--seeds 0-2 --grid controller.qp.r=0.03,0.1 --workers 2 | musculo study "
-                    "robustness --engine dask --scheduler tcp://host:8786")
+        description="Examples: musculo study robustness  (the results page's robustness "
+                    "table; --page doc/results/index.md rewrites it) | musculo study "
+                    "--experiments nullspace --seeds 0-2 --grid controller.qp.r=0.03,0.1 "
+                    "--workers 2 | musculo study robustness --engine dask --scheduler tcp://host:8786")
     p.add_argument("study", nargs="?", default=None,
                    help="a study of experiments.yaml 'studies' (default: one from the options)")
     p.add_argument("--experiments", default=None, help="comma-separated (default: the study's, "
@@ -71,9 +72,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--cache", type=Path, default=Path("out/study/cache"),
                    help="finished runs, by the hash of their parameters "
                         "(default: out/study/cache)")
-    p.add_argument("--readme", type=Path, default=None,
-                   help="rewrite this README's block of the study (between "
+    p.add_argument("--page", "--readme", dest="page", type=Path, default=None,
+                   help="rewrite this Markdown page's block of the study (between "
                         "'<!-- study:NAME:begin' and '<!-- study:NAME:end -->')")
+    p.add_argument("--figures", type=Path, default=Path("doc/figures"),
+                   help="with --page: where the study's figures are copied (default: "
+                        "doc/figures)")
     p.add_argument("--config", type=Path, default=None,
                    help="config folder (default: shipped arm)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="FILE.KEY=V",
@@ -134,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         load_setup(config_dir, Overrides.parse([*cond.set, *args.overrides]))
     name = study.name if study else "grid"
     out = writable_dir(args.out or Path("out/study") / name, "--out")
-    writable_file(args.readme, "--readme")
+    writable_file(args.page, "--page")
     engine = make_engine(args)
     specs = expand(config_dir, experiments, controllers, conditions, args.overrides)
     workers = args.workers or os.cpu_count()
@@ -175,9 +179,9 @@ def run(args: argparse.Namespace) -> int:
                 for pose, v in items:
                     writer.writerow([r["condition"], r["experiment"], r["controller"],
                                      r["seed"], pose, metric, v, r["verdict"]["status"]])
-    if args.readme is not None:
-        publish_block(args.readme, name, study.doc if study else "", robust, figures,
-                      config_dir.name, args.overrides)
+    if args.page is not None:
+        publish_block(args.page, name, study.doc if study else "", robust, figures,
+                      config_dir.name, args.overrides, args.figures, len(records))
     missed = sum(1 for r in records if r["verdict"]["status"] == "missed")
     print(f"{len(records)} runs ({result.executed} simulated now): "
           f"{sum(1 for r in records if r['verdict']['status'] == 'met')} met every target, "
@@ -186,26 +190,33 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def publish_block(readme: Path, name: str, doc: str, table: list[str], figures: list[Path],
-                  config: str, overrides: list[str]) -> None:
-    """Rewrite the README's generated block of study ``name``, figures copied to doc/figures."""
+def publish_block(page: Path, name: str, doc: str, table: list[str], figures: list[Path],
+                  config: str, overrides: list[str], folder: Path, runs: int) -> None:
+    """Rewrite the generated block of study ``name`` on a Markdown page (its first line, the
+    marker, is kept), with the command, the date and the table; figures copied to ``folder``
+    and linked relative to the page."""
+    import datetime
     import shutil
 
-    begin = f"<!-- study:{name}:begin: generated by `musculo study {name} --readme "
+    begin = f"<!-- study:{name}:begin: generated by `musculo study {name} --"
     end = f"<!-- study:{name}:end -->"
-    text = readme.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
     start = text.find(begin)
     if start < 0:
-        raise InputError("--readme", f"a line starting with {begin!r} and one {end!r}",
-                         f"no block in {readme}")
+        raise InputError("--page", f"a line starting with {begin!r} and one {end!r}",
+                         f"no block in {page}")
     marker = text[start:text.index("\n", start)]
-    folder = readme.parent / "doc" / "figures"
     folder.mkdir(parents=True, exist_ok=True)
     for p in figures:
         shutil.copyfile(p, folder / p.name)
+    rel = Path(os.path.relpath(folder, page.parent)).as_posix()
     over = f" with {', '.join(f'`--set {o}`' for o in overrides)}" if overrides else ""
-    block = "\n".join([marker, f"`musculo study {name} --readme {readme.name}` (config "
-                       f"`{config}`{over}); {doc}".rstrip(), "", *table, "",
-                       *[f"![{p.stem}](doc/figures/{p.name})" for p in figures], end])
-    readme.write_text(replace_block(text, block, str(readme), begin=marker, end=end),
-                      encoding="utf-8")
+    block = "\n".join([
+        marker, f"Run on {datetime.date.today().isoformat()} by `musculo study {name} --page "
+                f"{page.as_posix()}` (config `{config}`{over}, {runs} runs): {doc}".rstrip(), "",
+        "Each cell: min / median / max over the condition's runs (seeds, and start poses for the "
+        "trajectory), then how many runs met the row's target; **bold** where a run missed it "
+        "or did not count (start pose not held, gauge contact lost, minimum tension).", "",
+        *table, "", *[f"![{p.stem}]({rel}/{p.name})" for p in figures], end])
+    page.write_text(replace_block(text, block, str(page), begin=marker, end=end),
+                    encoding="utf-8")

@@ -1,4 +1,4 @@
-"""``musculo sweep``: an experiment over a grid of config values (e.g. k and r of eq. 11)."""
+"""``musculo sweep``: one experiment over a grid of config values (such as the weights k and r)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ class LinearRows(NamedTuple):
 
 
 class QPMatrices(NamedTuple):
-    """One QP in OSQP's form ``min 1/2 x^T P x + q^T x  s.t.  l <= A x <= u``."""
+    """One QP in OSQP's form ``min 1/2 x^T P x + q^T x`` subject to ``l <= A x <= u``."""
 
     P: sp.csc_matrix  # upper triangle
     q: FloatArray

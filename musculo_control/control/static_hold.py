@@ -30,7 +30,7 @@ FloatArray = npt.NDArray[np.float64]
 
 
 class HoldProblem(NamedTuple):
-    """``min ||matrix z - vector||^2  s.t.  z >= lower`` (bounded linear least squares)."""
+    """Bounded linear least squares: ``min ||matrix z - vector||^2`` subject to ``z >= lower``."""
 
     matrix: FloatArray  # (rows, vars)
     vector: FloatArray  # (rows,)

@@ -1,7 +1,7 @@
 """What every controller shares (:class:`TickBase`): input checks, snapshot age, the fresh
 state, per-snapshot terms, the final tension check and output assembly; a tick never raises and
-never returns a NaN or a tension below the minimum (see :mod:`musculo_control.control.
-controller`)."""
+never returns a NaN or a tension below the minimum (see
+:mod:`musculo_control.control.controller`)."""
 
 from __future__ import annotations
 

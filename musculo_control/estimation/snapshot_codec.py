@@ -1,24 +1,24 @@
 """The dynamics snapshot as a labelled flat record (the ``dynamics`` topic's payload).
 
-Layout (see :mod:`musculo_control.records`): schema ``dynamics_snapshot_v1``, then
+Layout (see :mod:`musculo_control.records`): schema ``dynamics_snapshot_v1``, then::
 
-| field | shape | unit |
-|---|---|---|
-| ``stamp`` | 2 | (sec, nanosec) of the joint state the snapshot was computed from |
-| ``q_rad``, ``qd_rad_s`` | n | rad, rad/s |
-| ``mass_matrix`` | n x n | kg m^2 |
-| ``gravity_torque_nm``, ``coriolis_torque_nm`` | n | Nm |
-| ``hand_position_m`` | 3 | m |
-| ``hand_rotation`` | 3 x 3 | world_R_hand |
-| ``hand_jacobian`` | 6 x n | world-aligned [v; w], unmasked |
-| ``task_jacobian`` | k x n | masked (paper eq. 13) |
-| ``task_inertia`` | k x k | Lambda (paper eq. 6) |
-| ``dyn_consistent_inverse`` | n x k | Jbar (paper eq. 7) |
-| ``nullspace_projector`` | n x n | N (paper eq. 8) |
-| ``muscle_length_m`` | m | m |
-| ``muscle_jacobian`` | m x n | dl/dq, m/rad |
-| ``min_task_eigenvalue`` | 1 | |
-| ``damped`` | 1 | 1.0 if the damped inverse engaged, else 0.0 |
+    field                                  shape  unit
+    -------------------------------------  -----  ----------------------------------------
+    stamp                                  2      (sec, nanosec) of the source joint state
+    q_rad, qd_rad_s                        n      rad, rad/s
+    mass_matrix                            n x n  kg m^2
+    gravity_torque_nm, coriolis_torque_nm  n      Nm
+    hand_position_m                        3      m
+    hand_rotation                          3 x 3  world_R_hand
+    hand_jacobian                          6 x n  world-aligned [v; w], unmasked
+    task_jacobian                          k x n  masked (paper eq. 13)
+    task_inertia                           k x k  Lambda (paper eq. 6)
+    dyn_consistent_inverse                 n x k  Jbar (paper eq. 7)
+    nullspace_projector                    n x n  N (paper eq. 8)
+    muscle_length_m                        m      m
+    muscle_jacobian                        m x n  dl/dq, m/rad
+    min_task_eigenvalue                    1
+    damped                                 1      1.0 if the damped inverse engaged, else 0.0
 
 The stamp travels as two exact integers rather than one float of seconds, so the consumer can
 compare it with the source joint state's header to the nanosecond.

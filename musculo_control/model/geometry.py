@@ -8,7 +8,7 @@ the safety consistency check, the markers, the Hill ranges) sees the muscles onl
   links of a URDF (SPEC section 9), evaluated on a Pinocchio pass;
 - :class:`~musculo_control.model.mujoco_tendons.MujocoTendonGeometry`: the spatial tendons of an
   MJCF as MuJoCo computes them (sites, wrapping over spheres and cylinders, pulleys);
-- a mapping learned from the robot's own recordings (issue 14) needs only ``q``.
+- a mapping learned from the robot's own recordings (doc/learned_mapping.md) needs only ``q``.
 
 Conventions (SPEC section 2): ``Jm`` is (m, n); a pulling muscle shortens, so the torque of
 tensions ``f`` is ``-Jm^T f``; the moment arm of muscle i about joint j is ``-Jm[i, j]``.

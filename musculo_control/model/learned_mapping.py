@@ -3,7 +3,8 @@
 On a real tendon-driven arm nobody knows the muscle routes to the millimetre; the paper's robot
 learned l(q) from its own sensors (the paper's section IV, after Kawaharazuka et al., IROS
 2018). Here l(q) is, per muscle, a polynomial in the joints that muscle spans, fitted by
-:mod:`musculo_control.model.mapping_fit` (the README says why a polynomial and not a network).
+:mod:`musculo_control.model.mapping_fit` (doc/learned_mapping.md says why a polynomial and not a
+network).
 
 **Function class.** Joint angles are scaled to the recorded joint box, ``x = (q - c) / h`` in
 [-1, 1]; the basis is tensor products of Chebyshev polynomials ``phi_k(x) = prod_j

@@ -1,9 +1,10 @@
 """A recording for learning the joint-muscle mapping: joint angles and muscle lengths over time.
 
 What the robot's own sensors said while it moved through its joint range (the joint states and
-muscle states of the node graph, paired by stamp), from which :mod:`musculo_control.model.
-mapping_fit` learns l(q). One file, NumPy's ``.npz`` (a zip of ``.npy`` arrays, readable with
-``numpy.load`` and nothing else), format ``musculo_mapping_recording_v1``:
+muscle states of the node graph, paired by stamp), from which
+:mod:`musculo_control.model.mapping_fit` learns l(q). One file, NumPy's ``.npz`` (a zip of
+``.npy`` arrays, readable with ``numpy.load`` and nothing else), format
+``musculo_mapping_recording_v1``:
 
 ============== ============ ==============================================================
 array          shape        meaning

@@ -3,10 +3,10 @@
 ``results.json`` holds, per experiment and controller, the metrics and the verdict against the
 targets of ``experiments.yaml`` (:func:`musculo_control.sim.scoring.judge`), with the seed, the
 overrides and the figures. It is written without paths or times of the machine that ran it,
-so the same code and seed give the same file byte for byte. ``report.md`` and the README's
-results block are rendered from it by :func:`results_table` and :func:`readme_block`, and a
-test checks that the committed README block is what the committed ``doc/results.json``
-renders to.
+so the same code and seed give the same file byte for byte. ``report.md`` and the results block
+of the documentation's example-run page (``doc/results/example_run.md``) are rendered from it by
+:func:`results_table` and :func:`results_block`, and a test checks that the committed block is
+what the committed ``doc/results.json`` renders to.
 """
 
 from __future__ import annotations
@@ -174,12 +174,15 @@ def results_table(doc: Mapping[str, Any]) -> list[str]:
     return rows
 
 
-def readme_block(doc: Mapping[str, Any], figures_dir: str) -> str:
-    """The README's generated results block (markers included)."""
+def results_block(doc: Mapping[str, Any], figures_dir: str, date: str) -> str:
+    """The generated results block of a documentation page (markers included): the table of
+    ``doc`` with its figures (found in ``figures_dir``, relative to the page), published on
+    ``date`` (YYYY-MM-DD)."""
     over = ", ".join(f"`--set {o}`" for o in doc["overrides"]) or "no overrides"
     lines = [
         BEGIN,
-        f"`make run` (config `{doc['config']}`, mock arm seed {doc['mock_arm_seed']}, {over}); "
+        f"Published on {date} by `make run` (`musculo report` then `musculo publish`; config "
+        f"`{doc['config']}`, mock arm seed {doc['mock_arm_seed']}, {over}); "
         "targets and their sources are in `experiments.yaml` `targets`; a run that did not "
         "hold its start pose, lost the gauge's contact or went to minimum tension misses its "
         "row's targets:",
@@ -192,7 +195,7 @@ def readme_block(doc: Mapping[str, Any], figures_dir: str) -> str:
     return "\n".join(lines)
 
 
-def replace_block(text: str, block: str, what: str = "README.md", *, begin: str = BEGIN,
+def replace_block(text: str, block: str, what: str = "the page", *, begin: str = BEGIN,
                   end: str = END) -> str:
     """``text`` with the part between two markers (default: the results block's) replaced by
     ``block``."""
@@ -204,6 +207,14 @@ def replace_block(text: str, block: str, what: str = "README.md", *, begin: str 
 
 
 def current_block(text: str) -> str | None:
-    """The results block of a README (markers included), or None."""
+    """The results block of a page (markers included), or None."""
     start, stop = text.find(BEGIN), text.find(END)
     return None if start < 0 or stop < start else text[start:stop + len(END)]
+
+
+def block_date(block: str) -> str | None:
+    """The publication date a results or study block states (YYYY-MM-DD), or None."""
+    import re
+
+    found = re.search(r"(?:Published|Run) on (\d{4}-\d{2}-\d{2})", block)
+    return found.group(1) if found else None

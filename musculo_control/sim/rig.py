@@ -1,8 +1,8 @@
 """Every stage of the loop for one simulated run, built from one :class:`Setup`.
 
 The one place the ROS-free runner's parts are made (experiments, fault matrix, soak): the mock
-arm's stage and the four stages of the node graph, each built by :mod:`musculo_control.loop.
-build` exactly as its node builds it.
+arm's stage and the four stages of the node graph, each built by
+:mod:`musculo_control.loop.build` exactly as its node builds it.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ messages are CDR). ``ros2 bag play`` (with the rosbag2 MCAP storage plugin), Fox
 PlotJuggler's ROS 2 parsers open it as a ROS recording.
 
 The messages are built by :mod:`musculo_control.messages`, the same code the nodes
-publish with, on the same topics and types (README, ROS interface): ``/joint_states``,
+publish with, on the same topics and types (doc/ros_overview.md, Interface): ``/joint_states``,
 ``/muscle_states``, ``/muscle_commands``, ``/controller/activations``, ``/controller/goal``,
 ``/controller/state`` (the ``controller_state_v3`` record); the mock arm's truth goes on
 ``/mock/joint_states``, ``/mock/hand``, ``/mock/gauge_force`` as the mock node publishes it,

@@ -36,7 +36,7 @@ class StudyConfig:
     experiments: tuple[str, ...] = spec(min_length=1, doc="experiments to run")
     controllers: tuple[str, ...] = spec(min_length=1, doc="controllers to run")
     conditions: tuple[ConditionConfig, ...] = spec(min_length=1, doc="the table's columns")
-    doc: str = spec("", doc="what the study shows (the README's caption)")
+    doc: str = spec("", doc="what the study shows (the caption of its table on the results page)")
 
     def check(self, file: str, key: str) -> None:
         for i, c in enumerate(self.controllers):

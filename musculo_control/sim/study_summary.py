@@ -1,5 +1,5 @@
 """What a study found: min / median / max of every metric per condition
-(:func:`summarise`), the robustness table of the README, and the plot (the records come from
+(:func:`summarise`), the robustness table of the results page, and the plot (the records come from
 :func:`musculo_control.sim.study.run_study`)."""
 
 from __future__ import annotations
@@ -45,23 +45,22 @@ def summarise(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _cell(values: list[float], metric: str) -> str:
+    """min / median / max of ``values`` in the metric's unit, the unit written once."""
     if not values:
         return "n/a"
-    lo, hi = fmt(metric, min(values)), fmt(metric, max(values))
-    if lo == hi:
-        return lo
-    unit = lo.rpartition(" ")[2] if " " in lo else ""
-    if unit and hi.endswith(" " + unit):
-        return f"{lo[:-len(unit) - 1]} to {hi}"
-    return f"{lo} to {hi}"
+    shown = [fmt(metric, v) for v in (min(values), statistics.median(values), max(values))]
+    unit = shown[0].rpartition(" ")[2] if " " in shown[0] else ""
+    if unit and all(s.endswith(" " + unit) for s in shown):
+        return " / ".join(s[:-len(unit) - 1] for s in shown) + f" {unit}"
+    return " / ".join(shown)
 
 
 def robustness_table(records: Sequence[dict[str, Any]], conditions: Sequence[str],
                      targets: Sequence[Any]) -> list[str]:
-    """The issue's table: one row per target (experiment, controller, metric), one column per
-    condition, each cell the range over its runs (seeds and start poses); **bold** where a run
-    missed that target or did not count (start pose not held, contact lost, minimum tension),
-    with the count of such runs."""
+    """The robustness table: one row per target (experiment, controller, metric), one column per
+    condition, each cell min / median / max over its runs (seeds and start poses) and how many
+    runs met the target; **bold** where a run missed that target or did not count (start pose
+    not held, contact lost, minimum tension)."""
     header = ["experiment (controller): metric", *conditions, "target"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for t in targets:
@@ -79,11 +78,13 @@ def robustness_table(records: Sequence[dict[str, Any]], conditions: Sequence[str
             missed = sum(1 for r in mine if r["verdict"]["problems"] or not all(
                 c["met"] for c in r["verdict"]["checks"] if c["metric"] == t.metric))
             text = _cell(values, t.metric)
-            cells.append(f"**{text}** ({missed}/{len(mine)} missed)" if missed else text)
+            met = f"({len(mine) - missed}/{len(mine)} met)"
+            cells.append(f"**{text}** {met}" if missed else f"{text} {met}")
         label = f"{t.experiment} (`{t.controller}`): {t.metric}"
         bound = f"{'<' if t.below is not None else '>'} " + fmt(
             t.metric, t.below if t.below is not None else t.above)
-        lines.append("| " + " | ".join([label, *cells, f"{bound} ({t.source})"]) + " |")
+        source = t.source.replace("|", "\\|")  # a norm ||a|| would split the cell
+        lines.append("| " + " | ".join([label, *cells, f"{bound} ({source})"]) + " |")
     return lines
 
 
