@@ -29,9 +29,15 @@ def test_one_process_puts_every_node_but_the_mock_arm_in_control_process():
 
 
 def test_by_default_every_node_but_the_mock_arm_shares_one_process():
-    """The default layout (by measurement, doc/ros.md "Layout"); a process per node on ask."""
+    """The default layout (by measurement, doc/timing.md): one process on the wall clock, a
+    process per node on simulated time (the lockstep holds the clock for each node's thread);
+    either on ask."""
     assert [p.name for p in graph_processes(GraphOptions(default_config_dir()))] == \
         ["mock_hardware_node", CONTROL_PROCESS]
+    sim = graph_processes(GraphOptions(default_config_dir(), use_sim_time=True))
+    assert len(sim) == 6 and all(not p.shared for p in sim)
+    assert len(graph_processes(GraphOptions(default_config_dir(), use_sim_time=True,
+                                            one_process=True))) == 2
     opts = GraphOptions(default_config_dir(), one_process=False)
     processes = graph_processes(opts)
     assert [p.name for p in processes] == [n.name for n in graph_nodes(opts)]

@@ -2,10 +2,10 @@
 
 Starts every node of the graph ``mock_arm.launch.py`` (or, with ``--robot``, ``arm.launch.py``)
 starts, from the same description (:mod:`musculo_control.nodes.graph`), all but the mock arm in
-one ``control_process`` (or, with ``--process-per-node``, each in its own process), with the
-parameters the launch file would give it (``--realtime``: and the real-time profile); prints
-where each node logs; stops them all on Ctrl-C, after ``--duration``, or when a node dies
-(printing the end of its log, exit 1).
+one ``control_process`` (with ``--sim-time`` or ``--process-per-node``, each in its own
+process), with the parameters the launch file would give it (``--realtime``: and the
+real-time profile); prints where each node logs; stops them all on Ctrl-C, after
+``--duration``, or when a node dies (printing the end of its log, exit 1).
 Other ROS 2 tools (``ros2 topic``, RViz, Foxglove) on the same ``ROS_DOMAIN_ID`` see the nodes.
 
     musculo graph [--config DIR] [--controller osc] [--robot] [--sim-time] [--real-time-factor F]
@@ -52,7 +52,8 @@ def add_parser(sub: Any) -> None:
                                                          "file's)")
     p.add_argument("--process-per-node", action="store_true",
                    help="each node in its own process (one_process:=false of the launch "
-                        "files); default: every node but the mock arm in one process")
+                        "files); default: every node but the mock arm in one process on the "
+                        "wall clock, a process per node with --sim-time")
     p.add_argument("--realtime", action="store_true",
                    help="the real-time profile of the config folder's realtime.yaml "
                         "(realtime:=true of the launch files: SCHED_FIFO tick threads, nice "
@@ -83,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
                            real_time_factor=args.real_time_factor,
                            lockstep=args.sim_time and not args.robot, goal_mode=args.goal_mode,
                            trajectory_file=args.trajectory_file,
-                           one_process=not args.process_per_node, realtime=args.realtime)
+                           one_process=False if args.process_per_node else None,
+                           realtime=args.realtime)
     logs = args.logs or Path(tempfile.mkdtemp(prefix="musculo_graph_"))
     graph = GraphProcesses(options, logs)  # checks the options and parameter file first
     stop = {"why": ""}

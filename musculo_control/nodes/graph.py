@@ -59,9 +59,10 @@ class GraphOptions:
     trajectory_file: str = ""  # '' keeps the parameter file's
     goal_orientation: bool | None = None  # None keeps the parameter file's
     use_muscle_markers: bool = False
-    #: every node but the mock arm in one process (nodes/control_process.py): the default, by
-    #: measurement (doc/ros.md "Layout")
-    one_process: bool = True
+    #: every node but the mock arm in one process (nodes/control_process.py); None: the
+    #: default by measurement (doc/timing.md): one process on the wall clock, a process per
+    #: node on simulated time (the lockstep holds the clock for each node's own thread)
+    one_process: bool | None = None
     #: the real-time profile of ``<config_dir>/realtime.yaml`` on top of the parameter file
     realtime: bool = False
     #: per node, parameters to set on top of everything else (tests, a user's launcher)
@@ -71,6 +72,11 @@ class GraphOptions:
     def parameter_file(self) -> Path:
         return self.params_file if self.params_file is not None else \
             self.config_dir / ROS_PARAMS_FILE
+
+    @property
+    def shared_process(self) -> bool:
+        """Whether the controller's nodes share one process (``one_process`` or its default)."""
+        return (not self.use_sim_time) if self.one_process is None else self.one_process
 
     @property
     def realtime_file(self) -> Path:
@@ -151,7 +157,11 @@ def graph_nodes(options: GraphOptions) -> list[NodeLaunch]:
     if options.goal_orientation is not None:
         qp["use_goal_orientation"] = options.goal_orientation
     lockstep = {"lockstep": sim and options.mock and options.lockstep}
-    qp.update(lockstep)
+    # the consumers wait for samples another process has sent; in one process every input of
+    # the controller's nodes comes from the same thread, which a wait would only block (it
+    # waited out lockstep_wait_s for a snapshot its own dynamics job had yet to compute)
+    awaits = {"lockstep": lockstep["lockstep"] and not options.shared_process}
+    qp.update(awaits)
     nodes = []
     if options.mock:
         # the mock arm is the clock in simulated time; it must not wait for /clock itself
@@ -159,8 +169,8 @@ def graph_nodes(options: GraphOptions) -> list[NodeLaunch]:
                                                "real_time_factor": options.real_time_factor,
                                                **lockstep},
                           use_sim_time=False))
-    nodes += [node(POTENTIOMETER_NODE), node(TENDON_DRIVER_NODE, lockstep),
-              node(DYNAMICS_NODE, lockstep), node(ACTIVATION_QP_NODE, qp), node(GOAL_NODE, goal)]
+    nodes += [node(POTENTIOMETER_NODE), node(TENDON_DRIVER_NODE, awaits),
+              node(DYNAMICS_NODE, awaits), node(ACTIVATION_QP_NODE, qp), node(GOAL_NODE, goal)]
     if options.use_muscle_markers:
         nodes.append(node(MUSCLE_MARKER_NODE))
     return nodes
@@ -197,7 +207,7 @@ def graph_processes(options: GraphOptions) -> list[ProcessLaunch]:
     """The processes of the graph in start order: one per node, or with ``one_process`` the
     mock arm (it stands for the hardware) and one process for every other node."""
     nodes = graph_nodes(options)
-    if not options.one_process:
+    if not options.shared_process:
         return [ProcessLaunch(n.name, (n,)) for n in nodes]
     alone = [ProcessLaunch(n.name, (n,)) for n in nodes if n.name == MOCK_HARDWARE_NODE]
     shared = tuple(n for n in nodes if n.name != MOCK_HARDWARE_NODE)

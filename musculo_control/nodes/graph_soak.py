@@ -150,7 +150,7 @@ def run_graph_soak(setup: Setup, parts: LoopParts, cfg: SoakConfig, options: Gra
         episodes = qp[-1].values.get("minimum-tension episodes", "") if qp else ""
         figures = {
             "duration_s": cfg.duration_s, "busy_loops": n_busy, "realtime": options.realtime,
-            "realtime_refused": refused, "layout": "one process" if options.one_process
+            "realtime_refused": refused, "layout": "one process" if graph_options.shared_process
             else "a process per node",
             "ticks": int(codes.size), "ticks_at_minimum_tension": int(np.count_nonzero(codes)),
             "minimum_tension_fraction": float(np.count_nonzero(codes) / max(codes.size, 1)),

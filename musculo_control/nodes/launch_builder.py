@@ -92,11 +92,13 @@ def arguments(mock: bool) -> list[DeclareLaunchArgument]:
                               description="the MuJoCo mock arm instead of the real one"),
         DeclareLaunchArgument("real_time_factor", default_value="1.0",
                               description="mock arm: simulated seconds per wall second"),
-        DeclareLaunchArgument("one_process", default_value="true",
+        DeclareLaunchArgument("one_process", default_value="", choices=["", "true", "false"],
                               description="run every node but the mock arm in one process "
                                           "(control_process: one executor and tick loop, no "
                                           "middleware hop between the controller's nodes); "
-                                          "false: a process per node (see doc/ros.md, Layout)"),
+                                          "false: a process per node; empty: one process on "
+                                          "the wall clock, a process per node on simulated "
+                                          "time (see doc/timing.md)"),
         DeclareLaunchArgument("realtime", default_value="false" if mock else "true",
                               description="the real-time profile of <config_dir>/realtime.yaml "
                                           "(SCHED_FIFO tick threads, nice middleware threads, "
@@ -112,6 +114,7 @@ def options(context: LaunchContext) -> GraphOptions:
     params_text = LaunchConfiguration("params_file").perform(context)
     markers = LaunchConfiguration("use_muscle_markers").perform(context)
     orientation = LaunchConfiguration("goal_orientation").perform(context)
+    layout = LaunchConfiguration("one_process").perform(context)
     return GraphOptions(
         config_dir,
         params_file=Path(params_text) if params_text else None,
@@ -123,7 +126,7 @@ def options(context: LaunchContext) -> GraphOptions:
         trajectory_file=LaunchConfiguration("trajectory_file").perform(context),
         goal_orientation=_flag(context, "goal_orientation") if orientation else None,
         use_muscle_markers=_flag(context, "use_muscle_markers" if markers else "use_rviz"),
-        one_process=_flag(context, "one_process"),
+        one_process=_flag(context, "one_process") if layout else None,
         realtime=_flag(context, "realtime"))
 
 
