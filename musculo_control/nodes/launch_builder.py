@@ -103,7 +103,7 @@ def arguments(mock: bool) -> list[DeclareLaunchArgument]:
                               description="the real-time profile of <config_dir>/realtime.yaml "
                                           "(SCHED_FIFO tick threads, nice middleware threads, "
                                           "locked memory); a process not permitted warns and "
-                                          "runs without (see doc/ros.md, Real-time profile)"),
+                                          "runs without (see doc/timing.md)"),
     ]
 
 

@@ -1,6 +1,6 @@
 """Safety rules shared by the ROS-free runner and the ROS nodes (no ROS imports here).
 
-- :mod:`~musculo_control.safety.rules`: the rules as data (:data:`RULES`, the README table);
+- :mod:`~musculo_control.safety.rules`: the rules as data (:data:`RULES`, doc/safety.md's table);
 - :mod:`~musculo_control.safety.config`: ``safety.yaml``;
 - :mod:`~musculo_control.safety.tendon_monitor`: slack, runaway and tension tracking per tendon;
 - :mod:`~musculo_control.safety.consistency`: joint angles against muscle lengths;

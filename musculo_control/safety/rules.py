@@ -1,8 +1,8 @@
 """The safety rules as data: what each fault is detected by, how fast, the safe state, how the
 system recovers and what it reports; plus the :class:`Finding` every check returns.
 
-:data:`RULES` is the one source of the README's safety table (:func:`rules_markdown`); the
-checks in :mod:`musculo_control.safety` name their findings by these rule names, and a test
+:data:`RULES` is the one source of the safety table of doc/safety.md (:func:`rules_markdown`);
+the checks in :mod:`musculo_control.safety` name their findings by these rule names, and a test
 holds the two together.
 
 Severity: a *warning* is reported and control continues (the supervisor has a better state
@@ -186,7 +186,7 @@ def rule(name: str) -> Rule:
 
 
 def rules_markdown() -> str:
-    """The safety table as Markdown (the README's copy is this text)."""
+    """The safety table as Markdown (doc/safety.md holds this text)."""
     lines = ["| rule | severity | checked by | detected by | how fast | safe state | recovery |",
              "|---|---|---|---|---|---|---|"]
     for r in RULES:
