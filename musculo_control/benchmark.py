@@ -82,16 +82,23 @@ class BenchConfig:
     scaling_arms: tuple[tuple[int, ...], ...] = spec(
         ((30, 7), (60, 14), (63, 38), (120, 28), (300, 40)),
         doc="[muscles, joints] of synthetic arms (model/synthetic.py)")
+    solver_qps: int = spec(300, ge=1, doc="benchmarks/bench_solvers.py: consecutive QPs per "
+                                          "sequence")
+    solver_arms: tuple[tuple[int, ...], ...] = spec(
+        ((30, 7), (63, 38), (120, 28), (300, 40)),
+        doc="benchmarks/bench_solvers.py: [muscles, joints] of the synthetic arms whose QPs are "
+            "recorded (the shipped arm's come from a closed-loop run)")
     targets: BenchTargets = spec(BenchTargets(), doc="issue 11")
 
     def check(self, file: str, key: str) -> None:
         from musculo_control.model.synthetic import fewest_muscles
 
-        for i, arm in enumerate(self.scaling_arms):
-            if len(arm) != 2 or arm[1] < 2 or arm[0] < fewest_muscles(arm[1]):
-                raise ConfigError(file, f"{key}.scaling_arms[{i}]".lstrip("."),
-                                  "[muscles, joints] with joints >= 2 and muscles >= joints + "
-                                  "ceil(joints / 2)", list(arm))
+        for field in ("scaling_arms", "solver_arms"):
+            for i, arm in enumerate(getattr(self, field)):
+                if len(arm) != 2 or arm[1] < 2 or arm[0] < fewest_muscles(arm[1]):
+                    raise ConfigError(file, f"{key}.{field}[{i}]".lstrip("."),
+                                      "[muscles, joints] with joints >= 2 and muscles >= joints "
+                                      "+ ceil(joints / 2)", list(arm))
         for i, row in enumerate(self.targets.scaling_p99_ms):
             if len(row) != 3:
                 raise ConfigError(file, f"{key}.targets.scaling_p99_ms[{i}]".lstrip("."),

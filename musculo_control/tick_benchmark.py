@@ -29,8 +29,9 @@ Cases, all on the same ticks in the same run:
 
 Prints and writes (CSV, Markdown, JSON: keys ``tick_p50_ms``, ``tick_p99_ms``,
 ``baseline_tick_p50_ms``, ``speedup_vs_baseline``, ``snapshot_p99_ms``, ``fused_p99_ms``,
-``scaling``, ``scaling_snapshot``, ``verdicts``, ``machine``) p50, p99 and max per case, the ratios, the load average
-before and after, and a verdict per target: met, NOT met, or not judged (busy machine).
+``scaling``, ``scaling_snapshot``, ``verdicts``, ``machine``) p50, p99 and max per case, the
+ratios, the load average before and after, and a verdict per target: met, NOT met, or not
+judged (busy machine).
 """
 
 from __future__ import annotations
@@ -378,10 +379,11 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         (f"One full 125 Hz tick (fresh state, reference, QP update, warm-started solve, "
          f"tension) over {result['ticks']} ticks of a smooth trajectory, formulation eq. 11, "
-         f"solver {result['configured_solver']} ({result['solver']} on this arm). Machine: {mach['cpus']} CPUs, 1-min load "
-         f"average {mach['load_average_start']} at the start and {mach['load_average_end']} at "
-         f"the end (judged when at most {mach['quiet_load_average']} at the start and "
-         f"{mach['quiet_load_average'] + 1.0} at the end).{busy} Python {mach['python']}, "
+         f"solver {result['configured_solver']} ({result['solver']} on this arm). Machine: "
+         f"{mach['cpus']} CPUs, 1-min load average {mach['load_average_start']} at the start "
+         f"and {mach['load_average_end']} at the end (judged when at most "
+         f"{mach['quiet_load_average']} at the start and {mach['quiet_load_average'] + 1.0} "
+         f"at the end).{busy} Python {mach['python']}, "
          f"numpy {mach['numpy']}, OSQP {mach['osqp']}, DAQP {mach['daqp']}; gc.freeze() after "
          f"set-up as in the QP node: {'yes' if mach['gc_freeze'] else 'no'}."),
         "",

@@ -26,8 +26,6 @@ from musculo_control.control.qp_config import (
     DualNewtonConfig,
     OSQPConfig,
     QPConfig,
-    SolverChoiceConfig,
-    choose_solver,
 )
 from musculo_control.control.qp_problem import CondensedQP, LinearRows, TorqueBalance, build_qp
 from musculo_control.errors import ConfigError
