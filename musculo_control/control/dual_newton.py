@@ -64,10 +64,11 @@ class DualNewtonQP:
         self.c = np.zeros(n)  # [Nm]
         self.lower = np.zeros(nz)
         self.upper = np.zeros(nz)
-        self._inv_d = np.r_[np.full(m, 1.0 / k), np.full(nz - m, 1.0 / r)]
         self._d = np.r_[np.full(m, k), np.full(nz - m, r)]
+        self._neg_inv_d = -1.0 / self._d
+        self._sqrt_inv_d = np.sqrt(1.0 / self._d)
+        self._scaled = np.zeros((n, nz))  # R D^-1/2: the Newton matrix is I + its Gram
         self._w = np.zeros(n)  # the warm start: the last solution's residual [Nm]
-        self._u = np.zeros(nz)
         self._eye = np.eye(n)
 
     def reset(self) -> None:
@@ -80,9 +81,9 @@ class DualNewtonQP:
         each coordinate's piece (0 free, 1 at its upper bound, -2 at its lower bound, -1 at
         both: a fixed coordinate)."""
         u = w.dot(self.R)
-        u *= self._inv_d
-        np.negative(u, out=u)
-        z = np.clip(u, self.lower, self.upper)
+        u *= self._neg_inv_d
+        z = np.maximum(u, self.lower)
+        np.minimum(z, self.upper, out=z)
         F = w - self.c
         F -= self.R.dot(z)
         piece = (u >= self.upper).view(np.int8) - 2 * (u <= self.lower).view(np.int8)
@@ -107,12 +108,11 @@ class DualNewtonQP:
         w = self._w if self.warm_starting else np.zeros(self.n_joints)
         u, z, F, piece = self._evaluate(w)
         tol = self.residual_tol * max(1.0, float(np.abs(self.c).max()))
-        R = self.R
+        scaled = np.multiply(self.R, self._sqrt_inv_d, out=self._scaled)
         iterations = 1
         while iterations < self.iter_limit:
-            free = piece == 0
-            Rf = R[:, free]
-            M = (Rf * self._inv_d[free]).dot(Rf.T)
+            free = scaled[:, piece == 0]
+            M = free.dot(free.T)  # R_F D_F^-1 R_F^T
             M += self._eye
             _, step, info = lapack.dposv(M, -F)
             if info != 0:  # M >= I: only a NaN gets here
@@ -121,7 +121,7 @@ class DualNewtonQP:
             iterations += 1
             w_new = w + step
             u_new, z_new, F_new, piece_new = self._evaluate(w_new)
-            if np.array_equal(piece_new, piece) or float(np.abs(F_new).max()) <= tol:
+            if piece_new.tobytes() == piece.tobytes() or float(np.abs(F_new).max()) <= tol:
                 # the step stayed on its piece, where F is affine: w_new is the root
                 np.copyto(self._w, w_new)
                 return True, "solved", z_new, iterations, time.perf_counter() - t0
