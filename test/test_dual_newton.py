@@ -165,15 +165,17 @@ def test_refuses_what_it_cannot_solve():
 
 def test_auto_picks_by_size_and_structure():
     choice = SolverChoiceConfig(dual_newton_min_muscles=40, osqp_min_muscles=200)
-    assert choose_solver("eq11", 15, 0, K, choice) == "daqp"
-    assert choose_solver("eq11", 40, 0, K, choice) == "dual_newton"
-    assert choose_solver("eq10", 300, 0, K, choice) == "dual_newton"
+    assert choose_solver("eq11", 15, 7, 0, K, choice) == "daqp"
+    assert choose_solver("eq11", 40, 7, 0, K, choice) == "dual_newton"
+    assert choose_solver("eq10", 300, 40, 0, K, choice) == "dual_newton"
+    # fewer muscles than joints: the dual is the larger problem
+    assert choose_solver("eq11", 50, 60, 0, K, choice) == "daqp"
     # rows or eq. 9: the dual Newton solver does not take them
-    assert choose_solver("eq11", 300, 7, K, choice) == "osqp"
-    assert choose_solver("eq9", 300, 0, K, choice) == "osqp"
-    assert choose_solver("eq9", 100, 0, K, choice) == "daqp"
+    assert choose_solver("eq11", 300, 40, 7, K, choice) == "osqp"
+    assert choose_solver("eq9", 300, 40, 0, K, choice) == "osqp"
+    assert choose_solver("eq9", 100, 40, 0, K, choice) == "daqp"
     # k = 0 (with an activation bound): only OSQP takes it
-    assert choose_solver("eq11", 15, 0, 0.0, choice) == "osqp"
+    assert choose_solver("eq11", 15, 7, 0, 0.0, choice) == "osqp"
     auto = ActivationQP("eq11", 300, 40, k=K, r=R, solver="auto", solver_choice=choice)
     assert auto.solver == "dual_newton"
 

@@ -96,7 +96,7 @@ class ActivationQP:
         if solver not in SOLVER_CHOICES:
             raise ValueError(f"unknown solver {solver!r}; valid: {list(SOLVER_CHOICES)}")
         if solver == "auto":
-            solver = choose_solver(formulation, n_muscles, n_limit_rows, k,
+            solver = choose_solver(formulation, n_muscles, n_joints, n_limit_rows, k,
                                    solver_choice or SolverChoiceConfig())
         if solver in ("daqp", "dual_newton") and formulation != "eq9" and k <= 0.0:
             raise ValueError(f"solver {solver} needs k > 0 for eq10/eq11 (a positive definite "

@@ -98,25 +98,28 @@ class SolverChoiceConfig:
 
     dual_newton_min_muscles: int = spec(
         40, ge=1, doc="eq. 10/11 with simple bounds only and k > 0: daqp below this many "
-                      "controlled muscles, dual_newton from it on")
+                      "controlled muscles, dual_newton from it on (if not fewer muscles than "
+                      "joints)")
     osqp_min_muscles: int = spec(
         200, ge=1, doc="eq. 9, or predictive joint-limit rows: daqp below this many "
                        "controlled muscles, osqp from it on")
 
 
-def choose_solver(formulation: str, n_muscles: int, n_limit_rows: int, k: float,
+def choose_solver(formulation: str, n_muscles: int, n_joints: int, n_limit_rows: int, k: float,
                   choice: SolverChoiceConfig) -> str:
     """The solver ``qp.solver: auto`` runs for a problem of this size and structure.
 
     The dual Newton solver takes eq. 10/11 with simple bounds (its n-dimensional dual needs
-    k > 0 and no rows); DAQP factors an m x m Hessian, cheapest for few muscles; OSQP's cost
-    grows with the nonzeros only, and it alone takes k = 0.
+    k > 0 and no rows) and pays off where there are at least as many muscles as joints (a step
+    costs n^2 m against DAQP's m^3); DAQP factors an m x m Hessian, cheapest for few muscles;
+    OSQP's cost grows with the nonzeros only, and it alone takes k = 0.
     """
     soft = formulation != "eq9"
     if soft and k <= 0.0:
         return "osqp"
     if soft and n_limit_rows == 0:
-        return "dual_newton" if n_muscles >= choice.dual_newton_min_muscles else "daqp"
+        many = n_muscles >= choice.dual_newton_min_muscles and n_muscles >= n_joints
+        return "dual_newton" if many else "daqp"
     return "osqp" if n_muscles >= choice.osqp_min_muscles else "daqp"
 
 
