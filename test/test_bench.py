@@ -15,7 +15,7 @@ import pytest
 from musculo_control.benchmark import BenchConfig, MachineLoad, summary_ms
 from musculo_control.cli import main
 from musculo_control.control.controller_config import load_controller_config
-from musculo_control.control.qp_config import SOLVERS
+from musculo_control.control.qp_config import SOLVERS, choose_solver
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,10 +36,10 @@ def test_bench_writes_csv_markdown_and_json(tmp_path, config_dir, monkeypatch):
                 "speedup_vs_baseline", "snapshot_p99_ms", "fused_p99_ms"):
         assert result[key] > 0
     # auto picks per arm (controller.yaml solver_choice), first; every solver runs on every arm
-    choice = load_controller_config(config_dir).solver_choice
+    shipped = load_controller_config(config_dir)
     expected = []
     for m, n in small.scaling_arms:
-        picked = "dual_newton" if m >= choice.dual_newton_min_muscles else "daqp"
+        picked = choose_solver("eq11", m, n, 0, shipped.qp.k, shipped.solver_choice)
         expected += [(m, n, picked, True)] + [(m, n, s, False) for s in SOLVERS if s != picked]
     assert [(s["muscles"], s["joints"], s["solver"], s["configured"])
             for s in result["scaling"]] == expected
