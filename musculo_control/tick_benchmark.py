@@ -343,7 +343,7 @@ def verdicts(result: dict[str, Any], bench: BenchConfig, machine: MachineLoad
              ) -> list[dict[str, Any]]:
     """One verdict per target: met, NOT met, or not judged (busy machine)."""
     t = bench.targets
-    configured = result["configured_solver"]
+    configured = result.get("configured_solver", result["solver"])
     budget_ms = 1e3 / 125.0
     arm = f"{result['muscles']}-muscle"  # the benchmarked robot's, not the stand-in's 15
     out = [
