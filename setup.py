@@ -7,6 +7,9 @@ from setuptools import find_packages, setup
 PACKAGE = "musculo_control"
 #: musculo study --engine dask
 CLUSTER = ["dask[distributed]>=2024.1"]
+#: benchmarks/bench_solvers.py: the QP solver field beside DAQP and OSQP (doc/solvers.md); qpsolvers
+#: is the tick benchmark's baseline (a typical user's solve_ls)
+BENCH = ["proxsuite", "piqp", "quadprog", "clarabel", "qpsolvers"]
 #: rclpy with Fast DDS and the message packages the nodes use, from PyPI (ROS 2 Kilted wheels)
 #: make docs: Sphinx and its Markdown (MyST) parser
 DOCS = ["sphinx>=7", "myst-parser>=2"]
@@ -52,11 +55,14 @@ setup(
     # LocalCluster, so the test extra has it too)
     # docs: the documentation site (doc/, `make docs`): Sphinx with MyST Markdown pages, as
     # rosdoc2 builds ROS packages
+    # bench: the solvers of benchmarks/bench_solvers.py (the tests run it on a few QPs, so the
+    # test extra has them too)
     extras_require={"ros": ROS_WHEELS,
                     "cluster": CLUSTER,
                     "docs": DOCS,
+                    "bench": BENCH,
                     "test": ["pytest", "pytest-timeout", "hypothesis", "mcap",
-                             "mcap-ros2-support", *ROS_WHEELS, *CLUSTER]},
+                             "mcap-ros2-support", *ROS_WHEELS, *CLUSTER, *BENCH]},
     zip_safe=True,
     maintainer="musculo_control team",
     maintainer_email="musculo-control@example.org",

@@ -52,7 +52,8 @@ class BenchTargets:
     fused_p99_ms: float = spec(0.5, gt=0.0, doc="snapshot and tick together at every tick, "
                                                 "99th percentile [ms]")
     scaling_p99_ms: tuple[tuple[float, ...], ...] = spec(
-        ((120, 28, 1.5),), doc="[muscles, joints, tick p99 in ms] of synthetic arms")
+        ((120, 28, 1.5), (300, 40, 2.0)),
+        doc="[muscles, joints, tick p99 in ms] of synthetic arms, the solver qp.solver picks")
     node_cpu_share: NodeCpuTargets = spec(NodeCpuTargets(), doc="per node of the graph")
 
 
@@ -79,14 +80,25 @@ class BenchConfig:
     graph_baseline_s: float = spec(5.0, gt=0.0, doc="benchmarks/bench_graph.py: seconds of the "
                                                    "bare timer loop baseline [s]")
     scaling_arms: tuple[tuple[int, ...], ...] = spec(
-        ((30, 7), (60, 14), (120, 28), (300, 40)), doc="[muscles, joints] of synthetic arms")
+        ((30, 7), (60, 14), (63, 38), (120, 28), (300, 40)),
+        doc="[muscles, joints] of synthetic arms (model/synthetic.py)")
+    solver_qps: int = spec(300, ge=1, doc="benchmarks/bench_solvers.py: consecutive QPs per "
+                                          "sequence")
+    solver_arms: tuple[tuple[int, ...], ...] = spec(
+        ((30, 7), (63, 38), (120, 28), (300, 40)),
+        doc="benchmarks/bench_solvers.py: [muscles, joints] of the synthetic arms whose QPs are "
+            "recorded (the shipped arm's come from a closed-loop run)")
     targets: BenchTargets = spec(BenchTargets(), doc="issue 11")
 
     def check(self, file: str, key: str) -> None:
-        for i, arm in enumerate(self.scaling_arms):
-            if len(arm) != 2 or arm[0] < 2 * arm[1]:
-                raise ConfigError(file, f"{key}.scaling_arms[{i}]".lstrip("."),
-                                  "[muscles, joints] with muscles >= 2 joints", list(arm))
+        from musculo_control.model.synthetic import fewest_muscles
+
+        for field in ("scaling_arms", "solver_arms"):
+            for i, arm in enumerate(getattr(self, field)):
+                if len(arm) != 2 or arm[1] < 2 or arm[0] < fewest_muscles(arm[1]):
+                    raise ConfigError(file, f"{key}.{field}[{i}]".lstrip("."),
+                                      "[muscles, joints] with joints >= 2 and muscles >= joints "
+                                      "+ ceil(joints / 2)", list(arm))
         for i, row in enumerate(self.targets.scaling_p99_ms):
             if len(row) != 3:
                 raise ConfigError(file, f"{key}.targets.scaling_p99_ms[{i}]".lstrip("."),

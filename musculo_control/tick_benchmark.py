@@ -5,7 +5,7 @@ the machine was quiet.
 What is timed is :meth:`OSCController.tick` as the QP node calls it: fresh state (hand forward
 kinematics, muscle lengths, force-length curves), reference acceleration and torque (paper
 eq. 14-15), QP value update, warm-started solve (eq. 11) and the tension command; once per
-solver of ``qp.solver``, the configured one first.
+solver of ``qp.solver``, the configured one first (for ``auto``, the one it picks for the arm).
 
 The ticks follow a smooth joint trajectory around the home pose (seeded sinusoids), with the
 dynamics snapshot refreshed at the runner's dynamics rate and the goal a little ahead on the
@@ -13,7 +13,7 @@ same path, so consecutive QPs differ as they do on the robot.
 
 Cases, all on the same ticks in the same run:
 
-- ``tick (daqp)``, ``tick (osqp)``: the controller with each solver;
+- ``tick (daqp)``, ``tick (osqp)``, ``tick (dual_newton)``: the controller with each solver;
 - ``baseline``: the way a typical Python user solves it: the bounded least squares handed to
   ``qpsolvers.solve_ls(..., solver="osqp")`` every tick (a dense condensed problem and a fresh
   OSQP set-up each time); without qpsolvers installed, the same through a fresh
@@ -24,12 +24,14 @@ Cases, all on the same ticks in the same run:
 - ``snapshot``: the dynamics snapshot at each tick's joint state;
 - ``fused``: snapshot and tick together at every tick, the controller always on a fresh
   snapshot (a single 125 Hz loop without the 20 Hz staleness);
-- synthetic arms of ``bench.yaml``'s ``scaling_arms`` (``model/synthetic.py``), each solver.
+- synthetic arms of ``bench.yaml``'s ``scaling_arms`` (``model/synthetic.py``): the tick with
+  each solver and the dynamics snapshot.
 
 Prints and writes (CSV, Markdown, JSON: keys ``tick_p50_ms``, ``tick_p99_ms``,
 ``baseline_tick_p50_ms``, ``speedup_vs_baseline``, ``snapshot_p99_ms``, ``fused_p99_ms``,
-``scaling``, ``verdicts``, ``machine``) p50, p99 and max per case, the ratios, the load average
-before and after, and a verdict per target: met, NOT met, or not judged (busy machine).
+``scaling``, ``scaling_snapshot``, ``verdicts``, ``machine``) p50, p99 and max per case, the
+ratios, the load average before and after, and a verdict per target: met, NOT met, or not
+judged (busy machine).
 """
 
 from __future__ import annotations
@@ -195,8 +197,13 @@ def synthetic_case(folder: Path, muscles: int, joints: int, config: ControllerCo
     return robot, cfg, DynamicsEstimator(robot, task)
 
 
-def _solvers_first(configured: str) -> list[str]:
-    return [configured, *[s for s in SOLVERS if s != configured]]
+def _solvers_first(chosen: str) -> list[str]:
+    return [chosen, *[s for s in SOLVERS if s != chosen]]
+
+
+def _label(solver: str, chosen: str, configured: str) -> str:
+    """``daqp``, or ``auto: daqp`` for the solver ``qp.solver: auto`` picked."""
+    return f"auto: {solver}" if configured == "auto" and solver == chosen else solver
 
 
 def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
@@ -217,8 +224,10 @@ def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
     warmup, ticks = bench.warmup_ticks, bench.ticks
     all_ticks = trajectory_ticks(robot, estimator, warmup + ticks, bench.seed, **rates)
     m = len(robot.controlled_idx)
+    configured = config.qp.solver
+    chosen = OSCController(robot, config).qp.solver  # what auto picks for this arm
     log(f"arm: {m} muscles, {robot.arm.n_joints} joints; {ticks} ticks, formulation "
-        f"{config.qp.formulation}, solver {config.qp.solver}")
+        f"{config.qp.formulation}, solver {configured} ({chosen})")
 
     def freeze() -> None:
         if bench.gc_freeze:
@@ -231,10 +240,10 @@ def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
         log(f"  {t.case:<46} p50 {t.p50_ms:7.3f}  p99 {t.p99_ms:7.3f}  max {t.max_ms:7.3f} ms")
         return t
 
-    solvers = _solvers_first(config.qp.solver)
-    by_solver = {s: show(time_ticks(f"tick ({s})", OSCController(robot, _with_solver(config, s)),
-                                    all_ticks, warmup)) for s in solvers}
-    ours = by_solver[config.qp.solver]
+    by_solver = {s: show(time_ticks(f"tick ({_label(s, chosen, configured)})",
+                                    OSCController(robot, _with_solver(config, s)), all_ticks,
+                                    warmup)) for s in _solvers_first(chosen)}
+    ours = by_solver[chosen]
     base_ticks = all_ticks[: warmup + bench.baseline_ticks]
     base_ctrl, base_method = _with_qp(OSCController(robot, config), CondensedFreshQP)
     base = show(time_ticks("baseline: QP set up every tick", base_ctrl, base_ticks, warmup,
@@ -243,7 +252,7 @@ def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
     resetup = show(time_ticks("resetup: lifted problem set up every tick", resetup_ctrl,
                               base_ticks, warmup, solver="osqp"))
     snapshot = show(time_snapshots(DynamicsEstimator(robot, config.task), all_ticks, warmup, m))
-    fused = show(time_ticks(f"fused: snapshot + tick ({config.qp.solver})",
+    fused = show(time_ticks(f"fused: snapshot + tick ({chosen})",
                             OSCController(robot, config), all_ticks, warmup,
                             estimator=DynamicsEstimator(robot, config.task)))
     # the baselines and solvers solved the same problems: their activations must agree
@@ -252,7 +261,7 @@ def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
     solver_agree = max(float(np.abs(t.activations - ours.activations).max())
                        for t in by_solver.values())
     rows = [*by_solver.values(), base, resetup, snapshot, fused]
-    scale_out = []
+    scale_out, scale_snap = [], []
     if scaling:
         with tempfile.TemporaryDirectory() as tmp:
             for muscles, joints in bench.scaling_arms:
@@ -261,22 +270,32 @@ def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
                 sticks = trajectory_ticks(r, est, warmup + bench.scaling_ticks, bench.seed,
                                           **rates)
                 freeze()
-                for solver in solvers:
+                picked = OSCController(r, cfg).qp.solver
+                for solver in _solvers_first(picked):
                     tm = show(time_ticks(f"synthetic {muscles} muscles / {joints} joints "
-                                         f"({solver})",
+                                         f"({_label(solver, picked, configured)})",
                                          OSCController(r, _with_solver(cfg, solver)), sticks,
                                          warmup))
                     rows.append(tm)
                     scale_out.append({"muscles": muscles, "joints": joints, "solver": solver,
+                                      "configured": solver == picked,
                                       "p50_ms": round(tm.p50_ms, 4),
                                       "p99_ms": round(tm.p99_ms, 4),
-                                      "max_ms": round(tm.max_ms, 4)})
+                                      "max_ms": round(tm.max_ms, 4),
+                                      "failures": tm.failures})
+                sn = show(time_snapshots(est, sticks, warmup, muscles))
+                rows.append(dataclasses.replace(
+                    sn, case=f"synthetic {muscles} muscles / {joints} joints (snapshot)"))
+                scale_snap.append({"muscles": muscles, "joints": joints,
+                                   "p50_ms": round(sn.p50_ms, 4), "p99_ms": round(sn.p99_ms, 4),
+                                   "max_ms": round(sn.max_ms, 4)})
     machine.finish()
     if bench.gc_freeze:
         gc.unfreeze()
     log(f"load average (1 min) at the end: {machine.end}")
     result: dict[str, Any] = {
-        "solver": config.qp.solver,
+        "solver": chosen,
+        "configured_solver": configured,
         "muscles": int(m),  # the controlled muscles: the QP's activations
         "joints": robot.arm.n_joints,
         "tick_p50_ms": round(ours.p50_ms, 4),
@@ -299,6 +318,7 @@ def run_bench(config_dir: Path, bench: BenchConfig, scaling: bool = True,
         "fused_p99_ms": round(fused.p99_ms, 4),
         "fused_max_ms": round(fused.max_ms, 4),
         "scaling": scale_out,
+        "scaling_snapshot": scale_snap,
         "ticks": ticks,
         "failures": sum(t.failures for t in rows),
         "targets": dataclasses.asdict(bench.targets),
@@ -323,6 +343,7 @@ def verdicts(result: dict[str, Any], bench: BenchConfig, machine: MachineLoad
              ) -> list[dict[str, Any]]:
     """One verdict per target: met, NOT met, or not judged (busy machine)."""
     t = bench.targets
+    configured = result.get("configured_solver", result["solver"])
     budget_ms = 1e3 / 125.0
     arm = f"{result['muscles']}-muscle"  # the benchmarked robot's, not the stand-in's 15
     out = [
@@ -339,11 +360,11 @@ def verdicts(result: dict[str, Any], bench: BenchConfig, machine: MachineLoad
     ]
     for muscles, joints, p99 in t.scaling_p99_ms:
         rows = [s for s in result["scaling"] if (s["muscles"], s["joints"]) == (muscles, joints)
-                and s["solver"] == result["solver"]]
+                and s["configured"]]
         if rows:
             out.append((f"{int(muscles)} muscles / {int(joints)} joints tick p99 "
-                        f"({result['solver']})", f"<= {p99} ms", rows[0]["p99_ms"],
-                        rows[0]["p99_ms"] <= p99))
+                        f"({_label(rows[0]['solver'], rows[0]['solver'], configured)})",
+                        f"<= {p99} ms", rows[0]["p99_ms"], rows[0]["p99_ms"] <= p99))
     return [{"target": name, "bound": bound, "measured": measured,
              "verdict": machine.verdict(ok)} for name, bound, measured, ok in out]
 
@@ -358,10 +379,11 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         (f"One full 125 Hz tick (fresh state, reference, QP update, warm-started solve, "
          f"tension) over {result['ticks']} ticks of a smooth trajectory, formulation eq. 11, "
-         f"configured solver {result['solver']}. Machine: {mach['cpus']} CPUs, 1-min load "
-         f"average {mach['load_average_start']} at the start and {mach['load_average_end']} at "
-         f"the end (judged when at most {mach['quiet_load_average']} at the start and "
-         f"{mach['quiet_load_average'] + 1.0} at the end).{busy} Python {mach['python']}, "
+         f"solver {result['configured_solver']} ({result['solver']} on this arm). Machine: "
+         f"{mach['cpus']} CPUs, 1-min load average {mach['load_average_start']} at the start "
+         f"and {mach['load_average_end']} at the end (judged when at most "
+         f"{mach['quiet_load_average']} at the start and {mach['quiet_load_average'] + 1.0} "
+         f"at the end).{busy} Python {mach['python']}, "
          f"numpy {mach['numpy']}, OSQP {mach['osqp']}, DAQP {mach['daqp']}; gc.freeze() after "
          f"set-up as in the QP node: {'yes' if mach['gc_freeze'] else 'no'}."),
         "",

@@ -1,7 +1,9 @@
 """The activation QP (paper eq. 9-11): structure, exact oracle (SciPy BVLS), KKT, safety.
 
 Every test that solves runs once per solver (``qp.solver``: DAQP on the condensed problem, OSQP
-on the lifted one), on the same seeded problems and against the same oracles.
+on the lifted one, Newton on the dual), on the same seeded problems and against the same oracles.
+The dual Newton solver takes eq. 10/11 with simple bounds only: tests of eq. 9 and of limit rows
+run on the other two (``new_qp_rows``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from musculo_control.config.parser import parse
 from musculo_control.control.activation_qp import ActivationQP
 from musculo_control.control.controller_config import load_controller_config
 from musculo_control.control.joint_limits import predictive_limit_rows
-from musculo_control.control.qp_config import SOLVERS, DAQPConfig, OSQPConfig, QPConfig
+from musculo_control.control.qp_config import (
+    SOLVERS,
+    DAQPConfig,
+    DualNewtonConfig,
+    OSQPConfig,
+    QPConfig,
+)
 from musculo_control.control.qp_problem import CondensedQP, LinearRows, TorqueBalance, build_qp
 from musculo_control.errors import ConfigError
 
@@ -32,10 +40,11 @@ def osqp_config(config_dir) -> OSQPConfig:
     return load_controller_config(config_dir).osqp
 
 
-@pytest.fixture(params=SOLVERS)
-def new_qp(request, config_dir):
-    """``new_qp(formulation, m=15, n=7, **options)``: an ActivationQP with the shipped settings of
-    one solver (the test runs once per solver); ``new_qp.solver`` names it."""
+#: The solvers that also take eq. 9 and limit rows.
+ROW_SOLVERS = ("daqp", "osqp")
+
+
+def _qp_factory(config_dir, solver):
     config = load_controller_config(config_dir)
 
     def make(formulation, m=15, n=7, **options):
@@ -43,10 +52,28 @@ def new_qp(request, config_dir):
         options.setdefault("r", R)
         options.setdefault("osqp_config", config.osqp)
         options.setdefault("daqp_config", config.daqp)
-        return ActivationQP(formulation, m, n, solver=request.param, **options)
+        options.setdefault("dual_newton_config", config.dual_newton)
+        # eq. 9 as a helper (a feasibility oracle) of a test of the dual Newton solver: DAQP
+        rows_needed = formulation == "eq9" or options.get("n_limit_rows", 0)
+        chosen = "daqp" if solver == "dual_newton" and rows_needed else solver
+        return ActivationQP(formulation, m, n, solver=chosen, **options)
 
-    make.solver = request.param
+    make.solver = solver
     return make
+
+
+@pytest.fixture(params=SOLVERS)
+def new_qp(request, config_dir):
+    """``new_qp(formulation, m=15, n=7, **options)``: an ActivationQP with the shipped settings of
+    one solver (the test runs once per solver); ``new_qp.solver`` names it. For the dual Newton
+    solver, eq. 9 and limit rows (helpers of some tests) are built with DAQP."""
+    return _qp_factory(config_dir, request.param)
+
+
+@pytest.fixture(params=ROW_SOLVERS)
+def new_qp_rows(request, config_dir):
+    """As ``new_qp``, for the tests of eq. 9 and of limit rows (DAQP and OSQP)."""
+    return _qp_factory(config_dir, request.param)
 
 
 def balance_at(robot, snapshot, tau_ref, with_null: bool) -> TorqueBalance:
@@ -220,7 +247,7 @@ def test_kkt_conditions_hold(robot, estimator, new_qp, formulation):
     assert active_seen > 0  # bounds were active somewhere: complementarity was tested
 
 
-def test_eq9_holds_the_torque_exactly_or_reports_infeasible(robot, estimator, new_qp):
+def test_eq9_holds_the_torque_exactly_or_reports_infeasible(robot, estimator, new_qp_rows):
     """Found: the torque balance holds to 1e-6 Nm with minimal ||a||. Not found: infeasible.
 
     ADMM (OSQP) cannot always settle a feasible hard problem whose feasible set has no interior
@@ -229,7 +256,7 @@ def test_eq9_holds_the_torque_exactly_or_reports_infeasible(robot, estimator, ne
     against a least squares that weighs the torque balance 1e8 times the norm: its answer
     approaches the hard problem's from below (it may leave a little torque unheld), to ~1e-11.
     """
-    qp = new_qp("eq9")
+    qp = new_qp_rows("eq9")
     found = infeasible = unsettled = feasible = 0
     for s, tau_ref in random_problems(robot, estimator, 80, seed=13, goal_scale=0.2):
         b = balance_at(robot, s, tau_ref, False)
@@ -420,7 +447,7 @@ def test_per_tick_tau_null_bounds_are_respected_and_exact(robot, estimator, new_
     assert not res.found and "bound rows" in res.status
 
 
-def test_predictive_joint_limits_keep_the_prediction_inside(robot, estimator, new_qp):
+def test_predictive_joint_limits_keep_the_prediction_inside(robot, estimator, new_qp_rows):
     """Elbow near its upper limit (0 rad) and moving towards it: the rows must brake it."""
     h = 0.1
     q = robot.home_pose_rad.copy()
@@ -442,9 +469,9 @@ def test_predictive_joint_limits_keep_the_prediction_inside(robot, estimator, ne
         qdd = np.linalg.solve(s.mass_matrix, tau - s.gravity_torque_nm - s.coriolis_torque_nm)
         return q + h * qd + 0.5 * h * h * qdd
 
-    free = solve(new_qp("eq11"), b)
+    free = solve(new_qp_rows("eq11"), b)
     assert predicted(free)[3] > hi[3]  # without the rows the elbow would pass its limit
-    limited_qp = new_qp("eq11", n_limit_rows=7)
+    limited_qp = new_qp_rows("eq11", n_limit_rows=7)
     res = limited_qp.solve(b, np.zeros(15), np.full(15, INF), rows)
     assert res.found, res.status
     p = predicted(res)
@@ -457,7 +484,18 @@ def test_qp_config_checks():
     with pytest.raises(ConfigError, match="qp.k"):
         parse(QPConfig, {"formulation": "eq10", "k": 0.0}, "controller.yaml", "qp")
     with pytest.raises(ConfigError, match="qp.k.*solver daqp"):
-        parse(QPConfig, {"k": 0.0, "activation_max": 2.0}, "controller.yaml", "qp")
+        parse(QPConfig, {"k": 0.0, "activation_max": 2.0, "solver": "daqp"}, "controller.yaml",
+              "qp")
+    with pytest.raises(ConfigError, match="qp.k.*solver dual_newton"):
+        parse(QPConfig, {"k": 0.0, "activation_max": 2.0, "solver": "dual_newton"},
+              "controller.yaml", "qp")
+    with pytest.raises(ConfigError, match="qp.solver.*eq9"):
+        parse(QPConfig, {"formulation": "eq9", "solver": "dual_newton"}, "controller.yaml", "qp")
+    with pytest.raises(ConfigError, match="qp.solver.*predictive"):
+        parse(QPConfig, {"solver": "dual_newton", "predictive_joint_limits": {"enabled": True}},
+              "controller.yaml", "qp")
+    auto_k0 = parse(QPConfig, {"k": 0.0, "activation_max": 2.0}, "controller.yaml", "qp")
+    assert auto_k0.solver == "auto"  # auto takes k = 0: it picks osqp then
     osqp_ok = parse(QPConfig, {"k": 0.0, "activation_max": 2.0, "solver": "osqp"},
                     "controller.yaml", "qp")
     assert osqp_ok.solver == "osqp"
@@ -509,8 +547,8 @@ def test_soft_formulations_answer_however_far_the_goal(robot, estimator, new_qp,
         assert np.all(res.tension_n >= robot.hill.f_min_n)
 
 
-def test_eq9_far_goal_is_infeasible_not_nan(robot, estimator, new_qp):
-    qp = new_qp("eq9")
+def test_eq9_far_goal_is_infeasible_not_nan(robot, estimator, new_qp_rows):
+    qp = new_qp_rows("eq9")
     s = estimator.compute(robot.home_pose_rad, np.zeros(7))
     b = balance_at(robot, s, s.gravity_torque_nm, False)
     res = qp.solve(b, np.zeros(15), np.full(15, 1.0))  # bounded activations, large torque
@@ -525,6 +563,8 @@ def test_solver_limits_give_failure(robot, estimator, new_qp, osqp_config):
     if new_qp.solver == "osqp":
         qp = new_qp("eq11", osqp_config=dataclasses.replace(osqp_config, max_iter=3,
                                                             polishing=False))
+    elif new_qp.solver == "dual_newton":
+        qp = new_qp("eq11", dual_newton_config=DualNewtonConfig(iter_limit=2))
     else:
         qp = new_qp("eq11", daqp_config=DAQPConfig(iter_limit=2))
     s = estimator.compute(robot.home_pose_rad, np.zeros(7))
@@ -573,7 +613,9 @@ def test_first_solve_sets_up_later_solves_only_update(robot, estimator, new_qp):
     solve(qp, b)
 
     def instance():
-        return qp._backend.solver if new_qp.solver == "osqp" else qp._backend.model
+        backend = qp._backend
+        return {"osqp": lambda: backend.solver, "daqp": lambda: backend.model,
+                "dual_newton": lambda: backend.qp}[new_qp.solver]()
 
     solver = instance()
     cold = solve(qp, b._replace(offset_nm=b.offset_nm + 0.01))

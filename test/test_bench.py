@@ -14,6 +14,8 @@ import pytest
 
 from musculo_control.benchmark import BenchConfig, MachineLoad, summary_ms
 from musculo_control.cli import main
+from musculo_control.control.controller_config import load_controller_config
+from musculo_control.control.qp_config import SOLVERS, choose_solver
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,9 +35,19 @@ def test_bench_writes_csv_markdown_and_json(tmp_path, config_dir, monkeypatch):
     for key in ("tick_p50_ms", "tick_p99_ms", "tick_max_ms", "baseline_tick_p50_ms",
                 "speedup_vs_baseline", "snapshot_p99_ms", "fused_p99_ms"):
         assert result[key] > 0
-    assert [(s["muscles"], s["joints"], s["solver"]) for s in result["scaling"]] == [
-        (30, 7, "daqp"), (30, 7, "osqp"), (40, 10, "daqp"), (40, 10, "osqp")]
-    assert all(s["max_ms"] >= s["p99_ms"] >= s["p50_ms"] > 0 for s in result["scaling"])
+    # auto picks per arm (controller.yaml solver_choice), first; every solver runs on every arm
+    shipped = load_controller_config(config_dir)
+    expected = []
+    for m, n in small.scaling_arms:
+        picked = choose_solver("eq11", m, n, 0, shipped.qp.k, shipped.solver_choice)
+        expected += [(m, n, picked, True)] + [(m, n, s, False) for s in SOLVERS if s != picked]
+    assert [(s["muscles"], s["joints"], s["solver"], s["configured"])
+            for s in result["scaling"]] == expected
+    assert all(s["max_ms"] >= s["p99_ms"] >= s["p50_ms"] > 0
+               for s in result["scaling"] + result["scaling_snapshot"])
+    assert [(s["muscles"], s["joints"]) for s in result["scaling_snapshot"]] == [(30, 7),
+                                                                                 (40, 10)]
+    assert result["configured_solver"] == "auto" and result["solver"] == "daqp"
     assert result["failures"] == 0
     # the baselines and both solvers solved the same problems as the controller
     assert result["baseline_max_activation_difference"] < 0.25
@@ -50,7 +62,7 @@ def test_bench_writes_csv_markdown_and_json(tmp_path, config_dir, monkeypatch):
         assert all(v["verdict"].startswith("not judged: load average")
                    for v in result["verdicts"])
     rows = list(csv.DictReader((out / "bench_tick.csv").open()))
-    assert len(rows) == 6 + 4 and {"case", "p50_ms", "p99_ms", "max_ms"} <= set(rows[0])
+    assert len(rows) == 7 + 2 * 4 and {"case", "p50_ms", "p99_ms", "max_ms"} <= set(rows[0])
     text = (out / "bench_tick.md").read_text()
     assert "| target | bound | measured | verdict |" in text and "load average" in text
 

@@ -47,7 +47,9 @@ MODULE_DISTRIBUTION = {"pinocchio": "pin"}
 #: optional modules, used only when installed (each with its fallback)
 OPTIONAL = {"qpsolvers": "musculo bench's baseline; without it the same through osqp",
             "distributed": "musculo study --engine dask (extra 'cluster'); without it a clear "
-                           "error naming the extra"}
+                           "error naming the extra",
+            **{m: "benchmarks/bench_solvers.py (extra 'bench'); without it a clear error naming "
+                  "the extra" for m in ("proxsuite", "piqp", "quadprog", "clarabel")}}
 
 
 def _optional(tree: ast.AST) -> set[int]:

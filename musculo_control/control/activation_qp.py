@@ -1,4 +1,5 @@
-"""The activation QP (paper eq. 9-11, SPEC section 5), set up once and solved by DAQP or OSQP.
+"""The activation QP (paper eq. 9-11, SPEC section 5), set up once and solved by DAQP, OSQP or
+Newton on its dual.
 
 The torque balance of the controlled muscles is, with ``B = Jm^T diag(f_a)`` (n x m) and
 ``c = Jm^T f_p + offset`` (n,), where ``offset`` holds ``tau_ref`` and the known torque of the
@@ -8,7 +9,8 @@ uncontrolled muscles (``Jm_fixed^T f_fixed``):
 - eq10 (soft):  ``min k ||a||^2 + ||B a + c||^2``, ``a >= 0``
 - eq11 (soft, nullspace): ``min k ||a||^2 + ||B a + c + N tau_null||^2 + r ||tau_null||^2``
 
-Two solvers, chosen by ``qp.solver`` (derivations in doc/controller.md):
+Three solvers, chosen by ``qp.solver`` (derivations in doc/controller.md; ``auto`` picks one by
+size and structure, :func:`~musculo_control.control.qp_config.choose_solver`):
 
 - ``daqp`` (default), a dual active-set solver for dense problems: the problem *condensed* to
   the activations. In eq. 11 ``tau_null`` has a closed form given ``a`` (a ridge regression), so
@@ -28,7 +30,11 @@ Two solvers, chosen by ``qp.solver`` (derivations in doc/controller.md):
   entry of the ``B``, ``N`` and ``G`` blocks, zeros included) never does, so the problem is set
   up once and each tick updates values and solves warm-started; polishing recovers the exact
   active-set solution. Its cost grows with the number of nonzeros, not with m^3, so it is the
-  one for arms with hundreds of muscles.
+  one for arms with hundreds of muscles and eq. 9 or limit rows.
+- ``dual_newton``, eq. 10/11 with simple bounds only: Newton's method on the dual, whose
+  variable is the n-dimensional torque residual (:mod:`~musculo_control.control.dual_newton`);
+  a tick costs O(n^2 m) and ends on the exact solution, so it is the one for arms with many more
+  muscles than joints.
 
 The optional rows ``G a`` in ``[g_lo, g_hi]`` carry the predictive joint limits (SPEC section 9).
 Per-tick bounds ``lower <= a <= upper`` are arguments of every solve.
@@ -49,8 +55,15 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.arrays import all_finite
-from musculo_control.control.qp_backends import DAQPBackend, OSQPBackend
-from musculo_control.control.qp_config import SOLVERS, DAQPConfig, OSQPConfig
+from musculo_control.control.qp_backends import DAQPBackend, DualNewtonBackend, OSQPBackend
+from musculo_control.control.qp_config import (
+    SOLVER_CHOICES,
+    DAQPConfig,
+    DualNewtonConfig,
+    OSQPConfig,
+    SolverChoiceConfig,
+    choose_solver,
+)
 from musculo_control.control.qp_problem import (
     CondensedQP,
     LinearRows,
@@ -70,28 +83,37 @@ class ActivationQP:
     ``solve(balance, lower, upper, rows)`` returns a :class:`QPResult`; it never raises on bad
     numbers: non-finite inputs, an infeasible eq. 9, a solver failure or a non-finite answer all
     give ``found=False`` with the reason in ``status``, and the next solve starts cold. The
-    bounds ``lower <= a <= upper`` may change from tick to tick.
+    bounds ``lower <= a <= upper`` may change from tick to tick. ``solver="auto"`` picks the
+    solver once, here, by ``solver_choice``; :attr:`solver` names the one picked.
     """
 
     def __init__(self, formulation: str, n_muscles: int, n_joints: int, *, k: float, r: float,
-                 osqp_config: OSQPConfig | None = None, solver: str = SOLVERS[0],
+                 osqp_config: OSQPConfig | None = None, solver: str = "auto",
                  daqp_config: DAQPConfig | None = None, n_limit_rows: int = 0,
-                 accept_inaccurate: bool = False, tau_null_max_nm: float | None = None) -> None:
-        if solver not in SOLVERS:
-            raise ValueError(f"unknown solver {solver!r}; valid: {list(SOLVERS)}")
-        if solver == "daqp" and formulation != "eq9" and k <= 0.0:
-            raise ValueError("solver daqp needs k > 0 for eq10/eq11 (a positive definite "
+                 accept_inaccurate: bool = False, tau_null_max_nm: float | None = None,
+                 dual_newton_config: DualNewtonConfig | None = None,
+                 solver_choice: SolverChoiceConfig | None = None) -> None:
+        if solver not in SOLVER_CHOICES:
+            raise ValueError(f"unknown solver {solver!r}; valid: {list(SOLVER_CHOICES)}")
+        if solver == "auto":
+            solver = choose_solver(formulation, n_muscles, n_joints, n_limit_rows, k,
+                                   solver_choice or SolverChoiceConfig())
+        if solver in ("daqp", "dual_newton") and formulation != "eq9" and k <= 0.0:
+            raise ValueError(f"solver {solver} needs k > 0 for eq10/eq11 (a positive definite "
                              "Hessian); use solver osqp")
         self.solver = solver
         self.structure = QPStructure(formulation, n_muscles, n_joints, k, r, n_limit_rows,
                                      tau_null_max_nm)
-        self._backend: OSQPBackend | DAQPBackend
+        self._backend: OSQPBackend | DAQPBackend | DualNewtonBackend
         #: (tau_null, residual) from B a + c where the solver eliminated tau_null (eq. 11)
         self._residual_terms: Callable[[FloatArray], tuple[FloatArray, FloatArray]] = \
             self._tau_null_missing
         if solver == "osqp":
             self._backend = OSQPBackend(self.structure, osqp_config or OSQPConfig(),
                                          accept_inaccurate)
+        elif solver == "dual_newton":
+            self._backend = DualNewtonBackend(self.structure,
+                                              dual_newton_config or DualNewtonConfig())
         else:
             condensed = CondensedQP(formulation, n_muscles, n_joints, k, r, n_limit_rows,
                                     tau_null_max_nm)
@@ -110,9 +132,7 @@ class ActivationQP:
 
     @property
     def is_set_up(self) -> bool:
-        backend = self._backend
-        return (backend.solver if isinstance(backend, OSQPBackend) else backend.model) \
-            is not None
+        return self._backend.is_set_up
 
     def reset(self) -> None:
         """Forget the warm start (the next solve starts cold)."""

@@ -69,6 +69,8 @@ class JointStiffnessController(_JointTargetMixin, TickBase):
         # eq. 16 is eq. 10 in the tensions: same QP structure, variables f >= f_min
         self.qp = ActivationQP("eq10", mc, n, k=js.k, r=config.qp.r, solver=config.qp.solver,
                                osqp_config=config.osqp, daqp_config=config.daqp,
+                               dual_newton_config=config.dual_newton,
+                               solver_choice=config.solver_choice,
                                accept_inaccurate=config.qp.accept_inaccurate)
         self._lower = np.full(mc, robot.hill.f_min_n)
         self._upper = np.full(mc, np.inf if tension_max_n is None else tension_max_n)

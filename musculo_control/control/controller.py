@@ -86,7 +86,8 @@ class OSCController(TickBase):
             bound = math.inf  # the rows, with this tick's bounds
         self.qp = ActivationQP(self.formulation, mc, n, k=qp.k, r=qp.r,
                                solver=qp.solver, osqp_config=config.osqp,
-                               daqp_config=config.daqp,
+                               daqp_config=config.daqp, dual_newton_config=config.dual_newton,
+                               solver_choice=config.solver_choice,
                                n_limit_rows=n if self._limits.enabled else 0,
                                accept_inaccurate=qp.accept_inaccurate,
                                tau_null_max_nm=bound)

@@ -15,7 +15,13 @@ from musculo_control.control.baselines import (
     BaselinesConfig,
 )
 from musculo_control.control.goal import WorkspaceConfig
-from musculo_control.control.qp_config import DAQPConfig, OSQPConfig, QPConfig
+from musculo_control.control.qp_config import (
+    DAQPConfig,
+    DualNewtonConfig,
+    OSQPConfig,
+    QPConfig,
+    SolverChoiceConfig,
+)
 from musculo_control.control.task_space import (
     GainsConfig,
 )
@@ -45,6 +51,10 @@ class ControllerConfig:
     qp: QPConfig = spec(QPConfig(), doc="the activation QP (paper eq. 9-11)")
     osqp: OSQPConfig = spec(OSQPConfig(), doc="OSQP settings (qp.solver: osqp)")
     daqp: DAQPConfig = spec(DAQPConfig(), doc="DAQP settings (qp.solver: daqp)")
+    dual_newton: DualNewtonConfig = spec(DualNewtonConfig(), doc="Newton on the dual of eq. "
+                                                                 "10/11 (qp.solver: dual_newton)")
+    solver_choice: SolverChoiceConfig = spec(SolverChoiceConfig(),
+                                             doc="how qp.solver: auto picks a solver")
     baselines: BaselinesConfig = spec(doc="paper eq. 16-17")
     workspace: WorkspaceConfig = spec(doc="where a hand goal may lie")
     goal_extrapolation_s: float = spec(

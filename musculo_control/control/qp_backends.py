@@ -1,5 +1,6 @@
-"""The two solvers of the activation QP behind one interface (set up once, values updated and
-solved warm-started every tick): OSQP on the lifted form, DAQP on the condensed form."""
+"""The solvers of the activation QP behind one interface (set up once, values updated and solved
+warm-started every tick): OSQP on the lifted form, DAQP on the condensed form, Newton on the
+dual of eq. 10/11."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ except ImportError:  # pragma: no cover - exercised only on an incomplete instal
     daqp = None
 
 from musculo_control.arrays import all_finite
-from musculo_control.control.qp_config import DAQPConfig, OSQPConfig
+from musculo_control.control.dual_newton import DualNewtonQP
+from musculo_control.control.qp_config import DAQPConfig, DualNewtonConfig, OSQPConfig
 from musculo_control.control.qp_problem import (
     DAQP_ACTIVE,
     DAQP_ACTIVE_LOWER,
@@ -42,8 +44,6 @@ _DAQP_STATUS = {1: "solved", 2: "solved (soft constraints relaxed)", -1: "primal
                 -8: "unsupported problem"}
 
 
-
-
 class OSQPBackend:
     """OSQP on the lifted problem: set up at the first solve, then updated."""
 
@@ -60,6 +60,10 @@ class OSQPBackend:
         self._max_iter_override: int | None = None
         self._zero_x = np.zeros(structure.n_variables)
         self._zero_y = np.zeros(structure.n_constraints)
+
+    @property
+    def is_set_up(self) -> bool:
+        return self.solver is not None
 
     def reset(self) -> None:
         """Forget the warm start: the next solve starts cold."""
@@ -128,6 +132,10 @@ class DAQPBackend:
         self._max_iter_override: int | None = None
         self._lam: FloatArray | None = None  # multipliers of the last solve: its active set
         self._bounds_key = b""  # the bytes of the bounds of the last update
+
+    @property
+    def is_set_up(self) -> bool:
+        return self.model is not None
 
     def reset(self) -> None:
         """Forget the warm start: the next solve starts cold."""
@@ -210,3 +218,76 @@ class DAQPBackend:
         return (_DAQP_STATUS.get(flag, f"DAQP exit flag {flag}"), found, x[:m],
                 x[m:] if pr.keeps_null else None, int(info["iterations"]),
                 float(info["solve_time"]))
+
+
+class DualNewtonBackend:
+    """Newton on the n-dimensional dual of eq. 10/11 (:mod:`~musculo_control.control.
+    dual_newton`): simple bounds on z = [a; tau_null] only, no rows."""
+
+    name = "dual_newton"
+
+    def __init__(self, structure: QPStructure, config: DualNewtonConfig) -> None:
+        if structure.formulation == "eq9" or structure.n_limit_rows:
+            raise ValueError("solver dual_newton takes eq10/eq11 with simple bounds only; use "
+                             "daqp, osqp or auto for eq9 or limit rows")
+        self.structure = structure
+        self.config = config
+        m, n = structure.n_muscles, structure.n_joints
+        self.qp = DualNewtonQP(m, n, structure.k, structure.r, structure.has_null,
+                               residual_tol=config.residual_tol, iter_limit=config.iter_limit,
+                               warm_starting=config.warm_starting)
+        self._B = self.qp.R[:, :m]  # views into the solver's buffers
+        self._N = self.qp.R[:, m:]
+        box = structure.tau_null_max_nm
+        self._null_box = np.inf if box is None else box
+        self.qp.lower[m:] = -self._null_box
+        self.qp.upper[m:] = self._null_box
+        self._loaded = False
+
+    @property
+    def is_set_up(self) -> bool:
+        return self._loaded
+
+    def reset(self) -> None:
+        """Forget the warm start: the next solve starts cold."""
+        self.qp.reset()
+
+    def limit_iterations(self, max_iter: int | None) -> None:
+        """Cap the solver's iterations (``None``: the configured limit), for the fault injector."""
+        self.qp.iter_limit = self.config.iter_limit if max_iter is None else int(max_iter)
+
+    def load(self, balance: TorqueBalance, lower: FloatArray, upper: FloatArray,
+             rows: LinearRows | None, null_bound: FloatArray | None = None) -> str:
+        """Fill the solver's buffers; a non-empty string says why the values were refused."""
+        qp, m = self.qp, self.structure.n_muscles
+        jm = balance.muscle_jacobian
+        np.multiply(jm.T, balance.active_n, out=self._B)  # B = Jm^T diag(f_a)
+        if self.structure.has_null:
+            if balance.nullspace is None:
+                raise ValueError("eq11 needs the nullspace projector N")
+            np.copyto(self._N, balance.nullspace)
+        np.dot(balance.passive_n, jm, out=qp.c)
+        qp.c += balance.offset_nm
+        qp.lower[:m] = lower
+        qp.upper[:m] = upper
+        if null_bound is not None:  # this tick's |tau_null_i| <= bound_i
+            np.copyto(qp.upper[m:], null_bound)
+            np.negative(null_bound, out=qp.lower[m:])
+        elif self.structure.has_null:
+            qp.upper[m:] = self._null_box
+            qp.lower[m:] = -self._null_box
+        if not all_finite(qp.R, qp.c):
+            return "non-finite QP input"
+        # one comparison finds both an empty interval and a NaN (which compares false)
+        if not (qp.lower <= qp.upper).all():
+            return "empty bound interval (or a NaN bound)"
+        self._loaded = True
+        return ""
+
+    def run(self) -> tuple[str, bool, FloatArray, FloatArray | None, int, float]:
+        """Solve the loaded problem warm-started: (status, found, activations, tau_null,
+        iterations, solve time)."""
+        found, status, z, iterations, solve_time = self.qp.solve()
+        m = self.structure.n_muscles
+        return (status, found, z[:m], z[m:] if self.structure.has_null else None, iterations,
+                solve_time)

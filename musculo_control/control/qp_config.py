@@ -1,6 +1,6 @@
-"""Settings of the activation QP (controller.yaml ``qp``, ``osqp``, ``daqp``): formulation
-(paper eq. 9-11), weights, bounds and the two solvers' options; see
-:mod:`musculo_control.control.activation_qp`."""
+"""Settings of the activation QP (controller.yaml ``qp``, ``osqp``, ``daqp``, ``dual_newton``,
+``solver_choice``): formulation (paper eq. 9-11), weights, bounds, the solvers' options and how
+``qp.solver: auto`` picks one; see :mod:`musculo_control.control.activation_qp`."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ IntArray = npt.NDArray[np.int64]
 
 #: The selectable formulations (paper eq. 9, 10, 11).
 FORMULATIONS = ("eq9", "eq10", "eq11")
-#: The selectable solvers (``qp.solver``); the first is the default.
-SOLVERS = ("daqp", "osqp")
+#: The solvers behind ``qp.solver``.
+SOLVERS = ("daqp", "osqp", "dual_newton")
+#: What ``qp.solver`` accepts: a solver, or ``auto`` (:func:`choose_solver`).
+SOLVER_CHOICES = (*SOLVERS, "auto")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +79,51 @@ class DAQPConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DualNewtonConfig:
+    """Newton on the dual of eq. 10/11 (controller.yaml ``dual_newton``; see
+    :mod:`musculo_control.control.dual_newton`)."""
+
+    residual_tol: float = spec(1e-10, gt=0.0, lt=1e-3,
+                               doc="a step whose torque equation F(w) is below this (relative to "
+                                   "max(1, |c|_inf)) ends the solve even where the step left its "
+                                   "piece (a degenerate bound) [1]")
+    iter_limit: int = spec(50, ge=2, doc="points evaluated per solve, the start included")
+    warm_starting: bool = spec(True, doc="start from the previous tick's torque residual")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SolverChoiceConfig:
+    """How ``qp.solver: auto`` picks a solver (controller.yaml ``solver_choice``), from the
+    crossovers measured by ``benchmarks/bench_solvers.py`` (doc/solvers.md)."""
+
+    dual_newton_min_muscles: int = spec(
+        40, ge=1, doc="eq. 10/11 with simple bounds only and k > 0: daqp below this many "
+                      "controlled muscles, dual_newton from it on (if not fewer muscles than "
+                      "joints)")
+    osqp_min_muscles: int = spec(
+        200, ge=1, doc="eq. 9, or predictive joint-limit rows: daqp below this many "
+                       "controlled muscles, osqp from it on")
+
+
+def choose_solver(formulation: str, n_muscles: int, n_joints: int, n_limit_rows: int, k: float,
+                  choice: SolverChoiceConfig) -> str:
+    """The solver ``qp.solver: auto`` runs for a problem of this size and structure.
+
+    The dual Newton solver takes eq. 10/11 with simple bounds (its n-dimensional dual needs
+    k > 0 and no rows) and pays off where there are at least as many muscles as joints (a step
+    costs n^2 m against DAQP's m^3); DAQP factors an m x m Hessian, cheapest for few muscles;
+    OSQP's cost grows with the nonzeros only, and it alone takes k = 0.
+    """
+    soft = formulation != "eq9"
+    if soft and k <= 0.0:
+        return "osqp"
+    if soft and n_limit_rows == 0:
+        many = n_muscles >= choice.dual_newton_min_muscles and n_muscles >= n_joints
+        return "dual_newton" if many else "daqp"
+    return "osqp" if n_muscles >= choice.osqp_min_muscles else "daqp"
+
+
+@dataclass(frozen=True, kw_only=True)
 class PredictiveLimitsConfig:
     """Predictive joint limits as QP rows (SPEC section 9); ``qp.predictive_joint_limits``."""
 
@@ -92,9 +139,10 @@ class QPConfig:
 
     formulation: str = spec("eq11", choices=FORMULATIONS,
                             doc="eq11 (nullspace, default), eq10 (soft), eq9 (hard)")
-    solver: str = spec(SOLVERS[0], choices=SOLVERS,
-                       doc="daqp (dense active set, default: fastest up to ~150 muscles) or "
-                           "osqp (sparse ADMM: larger arms)")
+    solver: str = spec("auto", choices=SOLVER_CHOICES,
+                       doc="auto (default: by size and structure, see solver_choice), daqp "
+                           "(dense active set), osqp (sparse ADMM) or dual_newton (Newton on "
+                           "the n-dimensional dual of eq. 10/11)")
     k: float = spec(0.01, ge=0.0, doc="activation weight k of eq. 10-11 [Nm^2]")
     r: float = spec(0.1, gt=0.0, doc="nullspace torque weight r of eq. 11 [1]")
     activation_max: float | None = spec(None, gt=0.0, doc="upper bound on every activation; "
@@ -119,7 +167,14 @@ class QPConfig:
             # without k the soft problem may have a ray of optimal activations
             raise ConfigError(file, f"{key}.k", "k > 0 for eq10/eq11 (or an activation_max)",
                               self.k)
-        if self.formulation != "eq9" and self.k == 0.0 and self.solver == "daqp":
-            # DAQP factors the condensed Hessian k I + B^T W B: singular without k
-            raise ConfigError(file, f"{key}.k", "k > 0 for eq10/eq11 with solver daqp (or "
-                                                "solver: osqp)", self.k)
+        if self.formulation != "eq9" and self.k == 0.0 and self.solver in ("daqp",
+                                                                            "dual_newton"):
+            # DAQP factors the condensed Hessian k I + B^T W B: singular without k; the dual
+            # Newton solver divides by k
+            raise ConfigError(file, f"{key}.k", f"k > 0 for eq10/eq11 with solver {self.solver} "
+                                                "(or solver: osqp or auto)", self.k)
+        if self.solver == "dual_newton" and (self.formulation == "eq9"
+                                             or self.predictive_joint_limits.enabled):
+            raise ConfigError(file, f"{key}.solver", "daqp, osqp or auto for eq9 or predictive "
+                                                     "joint limits (dual_newton takes eq10/eq11 "
+                                                     "with simple bounds only)", self.solver)

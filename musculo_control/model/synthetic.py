@@ -2,13 +2,17 @@
 
 ``write_synthetic_arm(folder, n_joints, n_muscles)`` writes ``arm.urdf``, ``muscles.yaml`` and
 ``robot.yaml`` for a hanging chain of equal links whose revolute joints alternate between the
-x and y axes. Every joint gets an agonist/antagonist pair of mono-articular muscles; the
-remaining muscles are bi-articular, spanning two neighbouring joints with the four sign
-combinations of their offsets. Beyond 4 (n - 1) of them, further layers of bi-articular
-muscles follow, each with its offsets at another angle and 25 % further from the axis, so
-that no two muscles share a line of action (a full-arm model has ~300 muscles on ~40
-joints). It is not a model of anything: it scales the controller's problem (m muscles,
-n joints) with a well-conditioned, fully controllable arm.
+x and y axes. With at least 2 n muscles every joint gets an agonist/antagonist pair of
+mono-articular muscles; the remaining muscles are bi-articular, spanning two neighbouring
+joints with the four sign combinations of their offsets. Beyond 4 (n - 1) of them, further
+layers of bi-articular muscles follow, each with its offsets at another angle and 25 % further
+from the axis, so that no two muscles share a line of action (a full-arm model has ~300
+muscles on ~40 joints). With fewer (down to n + ceil(n / 2), as in MyoSuite's MyoArm: 63
+muscles on 38 joints) every joint gets one mono-articular agonist and each pair of joints
+(1, 2), (3, 4), ... one bi-articular antagonist pulling both back (an odd last joint a
+mono-articular one): the three muscles of a pair still pull its two joints every way. The
+muscles left over are bi-articular as above. It is not a model of anything: it scales the
+controller's problem (m muscles, n joints) with a well-conditioned, fully controllable arm.
 
 ``SyntheticRobot`` (= :class:`Robot`) loads such a folder.
 """
@@ -45,13 +49,14 @@ def write_synthetic_arm(folder: Path, n_joints: int, n_muscles: int, *,
                         home_bend_rad: float = 0.35) -> Path:
     """Write a synthetic arm config folder; returns ``folder``.
 
-    Needs ``2 n_joints <= n_muscles <= 2 n_joints + 4 (n_joints - 1) _BIARTICULAR_LAYERS``.
+    Needs ``fewest_muscles(n_joints) <= n_muscles <= 2 n_joints + 4 (n_joints - 1)
+    _BIARTICULAR_LAYERS``.
     """
     n, m = n_joints, n_muscles
     most = 2 * n + 4 * (n - 1) * _BIARTICULAR_LAYERS
-    if n < 2 or not 2 * n <= m <= most:
+    if n < 2 or not fewest_muscles(n) <= m <= most:
         raise ValueError(f"{m} muscles for {n} joints: need at least 2 joints and between "
-                         f"{2 * n} and {most} muscles")
+                         f"{fewest_muscles(max(n, 2))} and {most} muscles")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     L = link_length_m
@@ -93,24 +98,35 @@ def write_synthetic_arm(folder: Path, n_joints: int, n_muscles: int, *,
                         "path": [{"link": origin[0], "point_m": origin[1]},
                                  {"link": insertion[0], "point_m": insertion[1]}]})
 
-    for j in range(n):
-        for sign, tag in ((1.0, "a"), (-1.0, "b")):
-            off = sign * offset_m * _perpendicular(j)
-            add(f"m{j + 1}{tag}", parent_point(j, off),
-                (f"link{j + 1}", [*map(float, off[:2]), -h]))
-    signs = ((1, 1), (1, -1), (-1, 1), (-1, -1))
-    k = 0
-    while len(muscles) < m:
-        j, (s1, s2) = k % (n - 1), signs[(k // (n - 1)) % 4]
-        layer = k // (4 * (n - 1))
+    def mono(j: int, sign: float, tag: str) -> None:
+        off = sign * offset_m * _perpendicular(j)
+        add(f"m{j + 1}{tag}", parent_point(j, off), (f"link{j + 1}", [*map(float, off[:2]), -h]))
+
+    def biarticular(name: str, j: int, s1: float, s2: float, layer: int) -> None:
         # layer 0: offsets at 45 degrees between the two joints' directions; later layers at
         # other angles (never 0 or 90: that muscle would act on one joint only) and further out
         angle = _LAYER_ANGLES_RAD[layer]
         radius = offset_m * (1.0 + 0.25 * layer)
         off = radius * (s1 * math.cos(angle) * _perpendicular(j)
                         + s2 * math.sin(angle) * _perpendicular(j + 1))
-        add(f"b{j + 1}_{j + 2}_{k // (n - 1)}", parent_point(j, off),
-            (f"link{j + 2}", [*map(float, off[:2]), -h]))
+        add(name, parent_point(j, off), (f"link{j + 2}", [*map(float, off[:2]), -h]))
+
+    if m >= 2 * n:
+        for j in range(n):
+            mono(j, 1.0, "a")
+            mono(j, -1.0, "b")
+    else:  # one agonist per joint, one antagonist per pair of joints
+        for j in range(n):
+            mono(j, 1.0, "a")
+        for j in range(0, n - 1, 2):
+            biarticular(f"p{j + 1}_{j + 2}", j, -1.0, -1.0, 0)
+        if n % 2:
+            mono(n - 1, -1.0, "b")
+    signs = ((1, 1), (1, -1), (-1, 1), (-1, -1))
+    k = 0
+    while len(muscles) < m:
+        j, (s1, s2) = k % (n - 1), signs[(k // (n - 1)) % 4]
+        biarticular(f"b{j + 1}_{j + 2}_{k // (n - 1)}", j, s1, s2, k // (4 * (n - 1)))
         k += 1
     (folder / "muscles.yaml").write_text(yaml.safe_dump(
         {"length_range_samples": 4096, "length_range_seed": 0, "muscles": muscles},
@@ -125,6 +141,12 @@ def write_synthetic_arm(folder: Path, n_joints: int, n_muscles: int, *,
     }
     (folder / "robot.yaml").write_text(yaml.safe_dump(robot, sort_keys=False))
     return folder
+
+
+def fewest_muscles(n_joints: int) -> int:
+    """The fewest muscles of a synthetic arm of ``n_joints``: an agonist per joint and an
+    antagonist per pair of joints."""
+    return n_joints + (n_joints + 1) // 2
 
 
 #: Loads a synthetic folder. Plain :class:`Robot` since it samples the joint-box corners only
