@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 
 from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError
@@ -77,14 +76,12 @@ class TaskConfig:
             raise ConfigError(file, f"{key}.rows",
                               f"at most {arm.n_joints} rows, one per joint {joints} (more rows "
                               f"than joints cannot all be followed)", list(self.rows))
-        data = arm.model.createData()
+        ws = arm.body.workspace()
         most = np.zeros(len(self.rows))
         mask = np.array(self.mask, dtype=bool)
         idx = self.row_indices()
         for q in sample_poses(robot, _TASK_POSES):
-            pin.computeJointJacobians(arm.model, data, q)
-            pin.updateFramePlacements(arm.model, data)
-            J = pin.getFrameJacobian(arm.model, data, arm.task_frame_id, pin.LOCAL_WORLD_ALIGNED)
+            J = arm.body.jacobians(ws, q, (arm.task_frame,))[0]
             most = np.maximum(most, np.abs(J[idx] * mask).max(axis=1))
         for i, row in enumerate(self.rows):
             if most[i] < _UNMOVED:

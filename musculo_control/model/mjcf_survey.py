@@ -1,0 +1,192 @@
+"""What an MJCF says about the arm it describes, read for ``musculo init``.
+
+:func:`survey` compiles the file as the controller does and proposes, each with the reason
+printed by ``musculo init``:
+
+- the joints: the independent hinge and slide joints (the controller's coordinates), and the
+  coupled ones with the equality constraint they follow;
+- the muscles: every tendon a muscle actuator (``<muscle>``, or a general actuator with muscle
+  gain) pulls, named as the actuator; without such actuators, every spatial tendon;
+- the hand: the body where the arm's chain ends, i.e. the last body of the chain of moving
+  bodies from the base before it branches into several jointed subtrees (fingers), or its last
+  body when it does not branch; the task frame is that body's origin when it branches (the
+  wrist or palm centre of a hand with fingers), else the site on it (or on a joint-less body
+  below it) farthest from its joint, else its centre of mass;
+- the home pose: a keyframe (the named one, else the first), else ``qpos0``; moved inside the
+  joint limits by a margin (a human model's ``qpos0`` often sits on its limits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from musculo_control.errors import ConfigError
+from musculo_control.model.joint_coupling import JointCoupling
+from musculo_control.model.mujoco_body import MujocoBody
+from musculo_control.model.mujoco_tendons import compile_spec, mjcf_spec
+
+FloatArray = npt.NDArray[np.float64]
+
+#: The home pose keeps this fraction of each joint's range from its limits [-].
+HOME_MARGIN = 0.1
+
+
+@dataclass(frozen=True)
+class Muscle:
+    """One muscle of the MJCF: its name, its tendon and the actuator that pulls it."""
+
+    name: str
+    tendon: str
+    actuator: str | None
+
+
+@dataclass(frozen=True)
+class Survey:
+    """The proposals of :func:`survey` (module docstring), with their reasons."""
+
+    path: Path
+    model: mujoco.MjModel
+    body: MujocoBody
+    joints: tuple[str, ...]
+    coupled: tuple[str, ...]  # one line per coupled joint
+    muscles: tuple[Muscle, ...]
+    muscles_reason: str
+    hand_body: str
+    task_frame: str
+    task_offset_m: tuple[float, ...]
+    task_reason: str
+    home_pose_rad: FloatArray
+    home_reason: str
+
+
+def _children(model: mujoco.MjModel) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {b: [] for b in range(model.nbody)}
+    for b in range(1, model.nbody):
+        out[int(model.body_parentid[b])].append(b)
+    return out
+
+
+def _has_joint_below(model: mujoco.MjModel, children: dict[int, list[int]], b: int) -> bool:
+    return bool(model.body_jntnum[b]) or any(_has_joint_below(model, children, c)
+                                             for c in children[b])
+
+
+def _hand_body(model: mujoco.MjModel) -> tuple[int, bool]:
+    """(body id of the hand, True when the chain branches there into jointed subtrees)."""
+    children = _children(model)
+    b, seen_joint = 0, False
+    while True:
+        jointed = [c for c in children[b] if _has_joint_below(model, children, c)]
+        seen_joint = seen_joint or bool(model.body_jntnum[b])
+        if len(jointed) == 1:
+            b = jointed[0]
+            continue
+        return b, len(jointed) > 1 and seen_joint
+
+
+def _muscles(model: mujoco.MjModel) -> tuple[tuple[Muscle, ...], str]:
+    out, seen = [], set()
+    for a in range(model.nu):
+        muscle = int(model.actuator_gaintype[a]) == int(mujoco.mjtGain.mjGAIN_MUSCLE)
+        on_tendon = int(model.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_TENDON)
+        if muscle and on_tendon:
+            t = int(model.actuator_trnid[a, 0])
+            if t in seen:
+                continue
+            seen.add(t)
+            name = model.actuator(a).name or model.tendon(t).name
+            out.append(Muscle(name, model.tendon(t).name, model.actuator(a).name or None))
+    if out:
+        return tuple(out), (f"the {len(out)} tendons that muscle actuators pull, named as their "
+                            f"actuators")
+    spatial = [t for t in range(model.ntendon)
+               if int(model.tendon_num[t]) > 0
+               and int(model.wrap_type[model.tendon_adr[t]]) != int(mujoco.mjtWrap.mjWRAP_JOINT)]
+    return (tuple(Muscle(model.tendon(t).name, model.tendon(t).name, None) for t in spatial),
+            f"no muscle actuators: the {len(spatial)} spatial tendons")
+
+
+def _task_frame(model: mujoco.MjModel, hand: int, branches: bool
+                ) -> tuple[str, tuple[float, ...], str]:
+    name = model.body(hand).name
+    if branches and name:
+        return name, (0.0, 0.0, 0.0), (f"the origin of body '{name}', where the arm's chain "
+                                       f"branches into its fingers")
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    children = _children(model)
+    bodies, stack = [], [hand]
+    while stack:  # the hand body and the joint-less bodies fixed to it
+        b = stack.pop()
+        bodies.append(b)
+        stack += [c for c in children[b] if not model.body_jntnum[c]]
+    joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == hand]
+    pivot = data.xanchor[joints[0]] if joints else data.xpos[hand]
+    sites = [s for s in range(model.nsite)
+             if model.site_bodyid[s] in bodies and model.site(s).name]
+    if sites:
+        far = max(sites, key=lambda s: float(np.linalg.norm(data.site_xpos[s] - pivot)))
+        return model.site(far).name, (0.0, 0.0, 0.0), (
+            f"site '{model.site(far).name}', the farthest from the joint of the arm's last "
+            f"body '{name or hand}'")
+    if not name:
+        raise ConfigError("<mjcf>", f"body {hand}", "a name on the arm's last body (or a site "
+                          "on it) to serve as the task frame", "an unnamed body without sites")
+    com = tuple(float(v) for v in model.body_ipos[hand])
+    return name, com, f"the centre of mass of body '{name}', the arm's last body (no site on it)"
+
+
+def _home(model: mujoco.MjModel, coupling: JointCoupling, body: MujocoBody,
+          keyframe: str | None) -> tuple[FloatArray, str]:
+    if keyframe is not None:
+        k = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, keyframe)
+        if k < 0:
+            names = [model.key(i).name for i in range(model.nkey)]
+            raise ConfigError("--keyframe", keyframe, f"a keyframe of the MJCF {names}")
+        qpos, why = model.key_qpos[k], f"keyframe '{keyframe}'"
+    elif model.nkey:
+        qpos, why = model.key_qpos[0], f"the first keyframe '{model.key(0).name or 0}'"
+    else:
+        qpos, why = model.qpos0, "qpos0 (the MJCF has no keyframe)"
+    q = np.array(qpos[coupling.qpos_adr], dtype=float)
+    lo, hi = body.lower_rad, body.upper_rad
+    margin = HOME_MARGIN * (hi - lo)
+    inside = np.clip(q, lo + margin, hi - margin)
+    moved = [model.joint(j).name for j, a, b in zip(coupling.independent, q, inside) if a != b]
+    if moved:
+        why += (f", moved {100 * HOME_MARGIN:.0f} % of the range inside the limits for "
+                f"{', '.join(moved)}")
+    return np.round(inside, 4), why
+
+
+def survey(path: Path, keyframe: str | None = None, task_frame: str | None = None) -> Survey:
+    """Read the MJCF at ``path`` and make the proposals of the module docstring.
+
+    ``task_frame``: the user's choice (a body, site or joint), instead of the proposal.
+    """
+    model = compile_spec(mjcf_spec(path), path)
+    coupling = JointCoupling(model, str(path))
+    body = MujocoBody(model, coupling)
+    muscles, why_muscles = _muscles(model)
+    if not muscles:
+        raise ConfigError(str(path), "<tendon>", "spatial tendons or muscle actuators on "
+                          "tendons: the muscles", "none")
+    hand, branches = _hand_body(model)
+    offset: tuple[float, ...]
+    if task_frame is not None:
+        if body.find_frame(task_frame, np.zeros(3)) is None:
+            raise ConfigError("--task-frame", task_frame, body.frame_names())
+        frame, offset, why_task = task_frame, (0.0, 0.0, 0.0), "given with --task-frame"
+    else:
+        frame, offset, why_task = _task_frame(model, hand, branches)
+    home, why_home = _home(model, coupling, body, keyframe)
+    return Survey(path=Path(path), model=model, body=body, joints=body.joint_names,
+                  coupled=tuple(coupling.describe()), muscles=muscles,
+                  muscles_reason=why_muscles, hand_body=model.body(hand).name or str(hand),
+                  task_frame=frame, task_offset_m=offset, task_reason=why_task,
+                  home_pose_rad=home, home_reason=why_home)
