@@ -16,6 +16,7 @@ from musculo_control.errors import MusculoError
 
 #: Modules that each provide ``add_parser(subparsers)``; the parser's ``func`` runs the command.
 COMMANDS = (
+    "musculo_control.commands.init",
     "musculo_control.commands.model_report",
     "musculo_control.commands.bench",
     "musculo_control.commands.simulate",

@@ -5,8 +5,8 @@ dataclass as a block of YAML that ``parse`` reads back to an equal object, one l
 each followed by the field's ``doc`` (the text :func:`~musculo_control.config.parser.spec`
 carries, units included). ``notes`` add a line of explanation to chosen keys (``musculo init``
 says there why it chose a value). In lists of sections (muscles, poses, calibration entries)
-only values that differ from their default are written, and the documentation is given once,
-on the first item.
+later items give only values that differ from their default, and the documentation is given once,
+on the first item, which shows every key.
 """
 
 from __future__ import annotations
@@ -97,8 +97,10 @@ def _block(obj: Any, indent: int, notes: Mapping[str, str], prefix: str, documen
         elif isinstance(value, tuple) and value and _is_section(value[0]):
             lines += _line(f"{pad}{f.name}:", comment)
             for i, item in enumerate(value):
+                # the first item shows every key with its documentation, the others what
+                # differs from the defaults
                 body = _block(item, indent + 4, notes, f"{key}[{i}].", documented and i == 0,
-                              True)
+                              i > 0)
                 if not body:
                     lines.append(f"{pad}  - {{}}")
                     continue

@@ -13,7 +13,8 @@ printed by ``musculo init``:
   wrist or palm centre of a hand with fingers), else the site on it (or on a joint-less body
   below it) farthest from its joint, else its centre of mass;
 - the home pose: a keyframe (the named one, else the first), else ``qpos0``; moved inside the
-  joint limits by a margin (a human model's ``qpos0`` often sits on its limits).
+  joint limits by a margin (a human model's ``qpos0`` often sits on its limits); or, on
+  request, the middle of every joint's range.
 """
 
 from __future__ import annotations
@@ -142,19 +143,23 @@ def _task_frame(model: mujoco.MjModel, hand: int, branches: bool
 
 
 def _home(model: mujoco.MjModel, coupling: JointCoupling, body: MujocoBody,
-          keyframe: str | None) -> tuple[FloatArray, str]:
-    if keyframe is not None:
-        k = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, keyframe)
+          home: str | None) -> tuple[FloatArray, str]:
+    lo, hi = body.lower_rad, body.upper_rad
+    if home == "middle":
+        return np.round(0.5 * (lo + hi), 4), "the middle of every joint's range (--home middle)"
+    if home == "qpos0":
+        qpos, why = model.qpos0, "qpos0 (--home qpos0)"
+    elif home is not None:
+        k = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_KEY, home)
         if k < 0:
             names = [model.key(i).name for i in range(model.nkey)]
-            raise ConfigError("--keyframe", keyframe, f"a keyframe of the MJCF {names}")
-        qpos, why = model.key_qpos[k], f"keyframe '{keyframe}'"
+            raise ConfigError("--home", home, f"middle, qpos0 or a keyframe of the MJCF {names}")
+        qpos, why = model.key_qpos[k], f"keyframe '{home}'"
     elif model.nkey:
         qpos, why = model.key_qpos[0], f"the first keyframe '{model.key(0).name or 0}'"
     else:
         qpos, why = model.qpos0, "qpos0 (the MJCF has no keyframe)"
     q = np.array(qpos[coupling.qpos_adr], dtype=float)
-    lo, hi = body.lower_rad, body.upper_rad
     margin = HOME_MARGIN * (hi - lo)
     inside = np.clip(q, lo + margin, hi - margin)
     moved = [model.joint(j).name for j, a, b in zip(coupling.independent, q, inside) if a != b]
@@ -164,10 +169,11 @@ def _home(model: mujoco.MjModel, coupling: JointCoupling, body: MujocoBody,
     return np.round(inside, 4), why
 
 
-def survey(path: Path, keyframe: str | None = None, task_frame: str | None = None) -> Survey:
+def survey(path: Path, home: str | None = None, task_frame: str | None = None) -> Survey:
     """Read the MJCF at ``path`` and make the proposals of the module docstring.
 
-    ``task_frame``: the user's choice (a body, site or joint), instead of the proposal.
+    ``home``: a keyframe name, ``qpos0`` or ``middle`` (of every joint's range) instead of the
+    first keyframe or qpos0; ``task_frame``: the user's choice (a body, site or joint).
     """
     model = compile_spec(mjcf_spec(path), path)
     coupling = JointCoupling(model, str(path))
@@ -184,9 +190,9 @@ def survey(path: Path, keyframe: str | None = None, task_frame: str | None = Non
         frame, offset, why_task = task_frame, (0.0, 0.0, 0.0), "given with --task-frame"
     else:
         frame, offset, why_task = _task_frame(model, hand, branches)
-    home, why_home = _home(model, coupling, body, keyframe)
+    home_q, why_home = _home(model, coupling, body, home)
     return Survey(path=Path(path), model=model, body=body, joints=body.joint_names,
                   coupled=tuple(coupling.describe()), muscles=muscles,
                   muscles_reason=why_muscles, hand_body=model.body(hand).name or str(hand),
                   task_frame=frame, task_offset_m=offset, task_reason=why_task,
-                  home_pose_rad=home, home_reason=why_home)
+                  home_pose_rad=home_q, home_reason=why_home)
