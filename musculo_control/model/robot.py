@@ -90,6 +90,12 @@ class Robot:
             raise ConfigError(self.robot_file, "home_pose_rad", f"{n} joint angles",
                               f"{len(self.config.home_pose_rad)} values")
         self.home_pose_rad = np.array(self.config.home_pose_rad)
+        lo, hi = self.arm.lower_rad, self.arm.upper_rad
+        for i, (name, q) in enumerate(zip(self.arm.joint_names, self.home_pose_rad)):
+            if not lo[i] <= q <= hi[i]:
+                raise ConfigError(self.robot_file, f"home_pose_rad[{i}]",
+                                  f"an angle of joint '{name}' within its limits "
+                                  f"[{lo[i]:+.4f}, {hi[i]:+.4f}] rad ({self.arm.kind})", float(q))
         #: places the arm by hand position and elbow height; None without a ``poses`` section
         self.poses: PoseSolver | None = (
             PoseSolver(self.arm, self.config.poses, self.robot_file)

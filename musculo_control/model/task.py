@@ -56,6 +56,12 @@ class TaskConfig:
         """(k,) indices of the rows in the 6-D [vx, vy, vz, wx, wy, wz] order."""
         return np.array([TASK_ROW_NAMES.index(r) for r in self.rows], dtype=np.intp)
 
+    def position_axes(self) -> npt.NDArray[np.intp]:
+        """Base axes (0, 1, 2 for x, y, z) of the task's position rows; all three when it has
+        none. A planar task's error is measured over these: the rest it cannot control."""
+        axes = [TASK_ROW_NAMES.index(r) for r in self.rows if r in TASK_ROW_NAMES[:3]]
+        return np.array(axes or [0, 1, 2], dtype=np.intp)
+
     def check_joints(self, n_joints: int, file: str, key: str) -> None:
         """The mask has a column per joint and lets every task row use some joint."""
         if len(self.mask[0]) != n_joints:
