@@ -37,8 +37,9 @@ def add_parser(sub: Any) -> None:
                    help="the task frame (a body, site or joint) instead of the proposed one")
     p.add_argument("--home", default=None, metavar="KEYFRAME|qpos0|middle",
                    help="the home pose: a keyframe's, qpos0, or the middle of every joint's "
-                        "range (default: the first keyframe, else qpos0; moved 10 %% of the "
-                        "range inside the limits)")
+                        "range (default: the first keyframe, else qpos0, moved 10 %% of the "
+                        "range inside the limits; the middle instead when more experiments "
+                        "can start from there)")
     p.add_argument("--move-m", type=float, default=0.2,
                    help="length of experiment B's hand move [m] (default 0.2, the paper's)")
     p.add_argument("--force", action="store_true", help="overwrite an existing config folder")
@@ -48,6 +49,7 @@ def add_parser(sub: Any) -> None:
 def validate(folder: Path) -> Setup:
     """Load every file of ``folder`` as the commands do; the first problem raises."""
     setup = load_setup(folder, Overrides())
+    setup.controller_config.task.check_robot(setup.robot, str(folder / "controller.yaml"))
     drivers = load_drivers(setup.robot)
     load_safety_config(folder, drivers.tendons.config)
     load_fault_matrix_config(folder, setup.robot)

@@ -60,7 +60,7 @@ from musculo_control.hardware.mujoco_arm import ModelErrorConfig, PhysicsConfig
 from musculo_control.model.arm import ArmConfig
 from musculo_control.model.hill import HillParams
 from musculo_control.model.learned_mapping import MuscleGeometryConfig
-from musculo_control.model.mjcf_survey import Survey, survey
+from musculo_control.model.mjcf_survey import HOME_MARGIN, Survey, survey
 from musculo_control.model.mujoco_tendons import MujocoTendonGeometry
 from musculo_control.model.muscles import MusclesConfig, MuscleSpec
 from musculo_control.model.poses import NamedPose, PoseError, PosesConfig, PoseSolver
@@ -121,6 +121,7 @@ class Scaffold:
     files: list[str] = field(default_factory=list)
     choices: list[str] = field(default_factory=list)  # one line per decision, with its reason
     switched_off: list[str] = field(default_factory=list)  # experiments not set up, and why
+    runs: int = 0  # experiment runs set up (B once per start pose)
 
 
 def _round(values: npt.ArrayLike, digits: int = 4) -> tuple[float, ...]:
@@ -171,11 +172,14 @@ def _task(robot: Robot, out: Scaffold) -> _Task:
     spread = np.linalg.svd(hands - hands.mean(axis=0), compute_uv=True)
     sing, normal = spread[1], spread[2][2]
     planar = bool(sing[2] < 1e-6 * sing[0])
-    if planar:
+    movers = int(np.count_nonzero(moves > _MOVES * float(moves.max())))
+    if planar or movers < 3:
         drop = int(np.argmax(np.abs(normal)))
         axes = tuple(i for i in range(3) if i != drop)
         tilt = math.degrees(math.acos(min(1.0, abs(float(normal[drop])))))
-        how = (f"the hand moves in a plane (normal {np.round(normal, 3).tolist()}, "
+        shape = "a plane" if planar else (f"a surface ({movers} joints move it; best-fit "
+                                           f"plane)")
+        how = (f"the hand moves in {shape} (normal {np.round(normal, 3).tolist()}, "
                f"{tilt:.1f} deg from base {'xyz'[drop]}): two rows, the in-plane axes")
     else:
         axes, how = (0, 1, 2), "the hand moves in 3-D: the three position rows"
@@ -317,6 +321,7 @@ def _experiments(robot: Robot, task: _Task, move_m: float, out: Scaffold
     disturbance = DisturbanceConfig(start_pose="home", axis=_round(axis, 3),
                                     displacement_m=0.02)
     exp = ExperimentsConfig(disturbance=disturbance, trajectory=trajectory, nullspace=nullspace)
+    out.runs = 1 + (len(trajectory.start_poses) if trajectory else 0) + (1 if nullspace else 0)
     return exp, named, direction
 
 
@@ -338,6 +343,13 @@ def _push_axis(robot: Robot, task: _Task, redundant: bool, out: Scaffold) -> Flo
     else:
         axis = up * mask
         how = "up (against gravity), in the task's plane: the arm has no redundancy"
+        if float(np.linalg.norm(axis)) < 0.5:  # a plane across gravity: sideways in it
+            hand = arm.hand_pose(robot.home_pose_rad)[0]
+            elbow = solver.elbow_position(robot.home_pose_rad)
+            along = (hand - elbow) * mask
+            axis = np.cross(1.0 - mask, along)  # in the task's plane, across the forearm
+            how = ("across the forearm in the task's plane (the plane is across gravity): "
+                   "the arm has no redundancy")
     if float(axis @ up) < 0.0:
         axis = -axis
     axis = axis / max(float(np.linalg.norm(axis)), 1e-12)
@@ -353,8 +365,13 @@ def _controller(robot: Robot, task: _Task, out: Scaffold) -> ControllerConfig:
     ws = arm.body.workspace()
     poses = robot.sample_poses(64, seed=1)
     gravity = np.max([np.abs(arm.body.gravity_torque(ws, q)) for q in poses], axis=0)
-    # joint stiffness of the baseline: the largest gravity torque deflects a joint 0.25 rad
-    K = np.maximum(gravity / 0.25, 0.01 * float(gravity.max() / 0.25))
+    inertia = np.max([np.diag(arm.body.dynamics(ws, q, np.zeros_like(q),
+                                                arm.task_frame).mass_matrix)
+                      for q in poses[:8]], axis=0)
+    # joint stiffness of the baseline: the largest gravity torque deflects a joint 0.25 rad,
+    # and a joint swings at no less than 1.5 Hz on it (an arm moving across gravity has none)
+    K = np.maximum(gravity / 0.25, inertia * (2.0 * math.pi * 1.5) ** 2)
+    K = np.maximum(K, 0.01 * float(K.max()))
     stiffness = tuple(_sig(k) for k in K)
     arms = np.abs(robot.geometry.kinematics_at(robot.home_pose_rad).jacobian)  # (m, n)
     squared = (arms**2).sum(axis=0)
@@ -405,11 +422,14 @@ def _limits(robot: Robot) -> tuple[float, ActuatorConfig, float]:
 
 def _length_jumps(robot: Robot) -> list[tuple[str, str, float, float]]:
     """(muscle, joint, angle [rad], jump [m]) where a tendon's length jumps as one joint sweeps
-    its range from the home pose: its path flips to the other side of a wrap surface."""
+    its range (but the margin the home pose keeps from the limits) from the home pose: its path
+    flips to the other side of a wrap surface."""
     geo, arm = robot.geometry, robot.arm
     out: dict[str, tuple[str, str, float, float]] = {}
     for j, name in enumerate(arm.joint_names):
-        grid = np.linspace(arm.lower_rad[j], arm.upper_rad[j], _JUMP_GRID)
+        lo, hi = arm.lower_rad[j], arm.upper_rad[j]
+        margin = HOME_MARGIN * (hi - lo)  # where the poses are (the home pose's margin)
+        grid = np.linspace(lo + margin, hi - margin, _JUMP_GRID)
         poses = np.tile(robot.home_pose_rad, (len(grid), 1))
         poses[:, j] = grid
         kin = [geo.kinematics_at(q) for q in poses]
@@ -583,15 +603,41 @@ def write_config(mjcf: Path, folder: Path, *, task_frame: str | None = None,
                  overwrite: bool = False) -> Scaffold:
     """Write a config folder for the MJCF at ``mjcf`` into ``folder`` (module docstring).
 
-    Refuses a folder that already holds a robot.yaml unless ``overwrite``.
+    Without ``home``, the home pose is the first keyframe or qpos0; when the experiments
+    cannot all start from there (an arm stretched out on its limits), the middle of every
+    joint's range is tried too, and the pose that sets up more of them is kept (said in
+    :attr:`Scaffold.choices`). Refuses a folder that already holds a robot.yaml unless
+    ``overwrite``.
     """
     folder = Path(folder)
     if (folder / "robot.yaml").exists() and not overwrite:
         raise ConfigError(str(folder / "robot.yaml"), "<file>",
                           "a folder without a config (or --force to overwrite it)", "exists")
     folder.mkdir(parents=True, exist_ok=True)
+    first = _write_once(Path(mjcf), folder, task_frame, home, move_m)
+    if home is not None or not first.switched_off:
+        return first
+    middle = _write_once(Path(mjcf), folder, task_frame, "middle", move_m)
+    if _score(middle) > _score(first):
+        was = next(c for c in first.choices if c.startswith("home pose:"))
+        k = next(i for i, c in enumerate(middle.choices) if c.startswith("home pose:"))
+        middle.choices[k] = (f"home pose: the middle of every joint's range, where "
+                             f"{_score(middle)} experiment runs can start (from the "
+                             f"{was.split(': ', 1)[1].split(' (')[0]} pose only "
+                             f"{_score(first)})")
+        return middle
+    return _write_once(Path(mjcf), folder, task_frame, home, move_m)
+
+
+def _score(scaffold: Scaffold) -> int:
+    """How many experiment runs a folder sets up (B counts once per start pose)."""
+    return scaffold.runs
+
+
+def _write_once(mjcf: Path, folder: Path, task_frame: str | None, home: str | None,
+                move_m: float) -> Scaffold:
     out = Scaffold(folder)
-    s = survey(Path(mjcf), home=home, task_frame=task_frame)
+    s = survey(mjcf, home=home, task_frame=task_frame)
     out.choices.append(f"joints: {len(s.joints)} independent"
                        + (f", {len(s.coupled)} coupled by equality constraints" if s.coupled
                           else ""))

@@ -51,7 +51,9 @@ class _Level:
     has_parent: npt.NDArray[np.bool_]  # (k,) False: held at y0 + a0
     y0: FloatArray  # (k,) qpos0 of the coupled joint
     x0: FloatArray  # (k,) qpos0 of the driving joint
-    coef: FloatArray  # (5, k) a0..a4
+    coef: FloatArray  # (5, k) a0..a4, a1..a4 zero where held (its slope is zero)
+    offset: FloatArray  # (k,) y0 + a0
+    linear: bool  # a2 = a3 = a4 = 0 for every joint of the level
 
 
 class JointCoupling:
@@ -105,6 +107,12 @@ class JointCoupling:
         # G of the independent joints: a unit column per coordinate; coupled rows come later
         self._g0 = np.zeros((model.nv, self.n))
         self._g0[self.dof_adr, np.arange(self.n)] = 1.0
+        #: every coupling linear: G is constant and the convective term zero (MyoArm's)
+        self.linear = all(lv.linear for lv in self._levels)
+        self._g_linear: FloatArray | None = None
+        if self.linear:
+            self._g_linear = self.basis(np.array(model.qpos0))
+            self._g_linear.flags.writeable = False
 
     # -- set-up ---------------------------------------------------------------------------------
     def _ordered(self, driver: dict[int, tuple[int, int]], file: str) -> list[int]:
@@ -140,28 +148,32 @@ class JointCoupling:
             eqs = [driver[j][1] for j in js]
             has = np.array([x >= 0 for x in xs], dtype=bool)
             parent = [x if x >= 0 else j for x, j in zip(xs, js)]
+            coef = np.array([m.eq_data[e, :5] for e in eqs]).T.copy()
+            coef[1:, ~has] = 0.0  # held: no slope (and its "driver" is itself)
+            y0 = np.array([m.qpos0[m.jnt_qposadr[j]] for j in js])
             levels.append(_Level(
                 qpos=np.array([m.jnt_qposadr[j] for j in js], dtype=np.int64),
                 dof=np.array([m.jnt_dofadr[j] for j in js], dtype=np.int64),
                 parent_qpos=np.array([m.jnt_qposadr[x] for x in parent], dtype=np.int64),
                 parent_dof=np.array([m.jnt_dofadr[x] for x in parent], dtype=np.int64),
                 has_parent=has,
-                y0=np.array([m.qpos0[m.jnt_qposadr[j]] for j in js]),
+                y0=y0,
                 x0=np.array([m.qpos0[m.jnt_qposadr[x]] for x in parent]),
-                coef=np.array([m.eq_data[e, :5] for e in eqs]).T.copy(),
+                coef=coef,
+                offset=y0 + coef[0],
+                linear=not np.any(coef[2:]),
             ))
         return levels
 
     # -- the map --------------------------------------------------------------------------------
     @staticmethod
     def _poly(level: _Level, d: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """(p(d), p'(d), p''(d)) of each coupled joint of ``level``; zero slope when held."""
+        """(p(d), p'(d), p''(d)) of each coupled joint of ``level`` (a held joint's
+        coefficients beyond a0 are zero, so its slope is too)."""
         a = level.coef
         p = a[0] + d * (a[1] + d * (a[2] + d * (a[3] + d * a[4])))
         dp = a[1] + d * (2.0 * a[2] + d * (3.0 * a[3] + d * 4.0 * a[4]))
         ddp = 2.0 * a[2] + d * (6.0 * a[3] + d * 12.0 * a[4])
-        dp = np.where(level.has_parent, dp, 0.0)
-        ddp = np.where(level.has_parent, ddp, 0.0)
         return p, dp, ddp
 
     def fill_qpos(self, qpos: FloatArray, u: FloatArray) -> None:
@@ -170,8 +182,11 @@ class JointCoupling:
         ``qpos`` (..., nq) and ``u`` (..., n)."""
         qpos[..., self.qpos_adr] = u
         for lv in self._levels:
-            d = np.where(lv.has_parent, qpos[..., lv.parent_qpos] - lv.x0, 0.0)
-            qpos[..., lv.qpos] = lv.y0 + self._poly(lv, d)[0]
+            d = qpos[..., lv.parent_qpos] - lv.x0
+            if lv.linear:  # the control loop's case: one multiply-add
+                qpos[..., lv.qpos] = lv.offset + lv.coef[1] * d
+            else:
+                qpos[..., lv.qpos] = lv.y0 + self._poly(lv, d)[0]
 
     def qpos(self, u: FloatArray) -> FloatArray:
         """(nq,) the whole configuration at ``u``, MuJoCo's ``qpos0`` where no joint is."""
@@ -180,11 +195,13 @@ class JointCoupling:
         return q
 
     def basis(self, qpos: FloatArray) -> FloatArray:
-        """(nv, n) ``G = dq/du`` at the configuration ``qpos`` (already filled from ``u``)."""
+        """(nv, n) ``G = dq/du`` at the configuration ``qpos`` (already filled from ``u``);
+        read-only and shared when every coupling is linear."""
+        if self._g_linear is not None:
+            return self._g_linear
         G = self._g0.copy()
         for lv in self._levels:
-            d = np.where(lv.has_parent, qpos[lv.parent_qpos] - lv.x0, 0.0)
-            dp = self._poly(lv, d)[1]
+            dp = self._poly(lv, qpos[lv.parent_qpos] - lv.x0)[1]
             G[lv.dof] = dp[:, None] * G[lv.parent_dof]
         return G
 
@@ -192,16 +209,17 @@ class JointCoupling:
         """Write ``qd = G ud`` into ``qvel`` (nv,) in place."""
         qvel[self.dof_adr] = ud
         for lv in self._levels:
-            d = np.where(lv.has_parent, qpos[lv.parent_qpos] - lv.x0, 0.0)
-            qvel[lv.dof] = self._poly(lv, d)[1] * qvel[lv.parent_dof]
+            slope = lv.coef[1] if lv.linear else self._poly(lv, qpos[lv.parent_qpos] - lv.x0)[1]
+            qvel[lv.dof] = slope * qvel[lv.parent_dof]
 
     def convective(self, qpos: FloatArray, qvel: FloatArray) -> FloatArray:
         """(nv,) ``Gd ud``: the acceleration of every joint when ``udd = 0``, at a consistent
         ``qpos`` and ``qvel``. Per coupled joint ``p'(d) a_x + p''(d) qd_x^2`` (chain rule)."""
         acc = np.zeros(self.model.nv)
+        if self.linear:
+            return acc
         for lv in self._levels:
-            d = np.where(lv.has_parent, qpos[lv.parent_qpos] - lv.x0, 0.0)
-            _, dp, ddp = self._poly(lv, d)
+            _, dp, ddp = self._poly(lv, qpos[lv.parent_qpos] - lv.x0)
             xd = qvel[lv.parent_dof]
             acc[lv.dof] = dp * acc[lv.parent_dof] + ddp * xd * xd
         return acc

@@ -10,8 +10,9 @@ printed by ``musculo init``:
 - the hand: the body where the arm's chain ends, i.e. the last body of the chain of moving
   bodies from the base before it branches into several jointed subtrees (fingers), or its last
   body when it does not branch; the task frame is that body's origin when it branches (the
-  wrist or palm centre of a hand with fingers), else the site on it (or on a joint-less body
-  below it) farthest from its joint, else its centre of mass;
+  wrist or palm centre of a hand with fingers), else the point of it (or of a joint-less body
+  below it) farthest from its joint among named sites and geom ends, given as a named site or
+  as a named body or joint plus ``task_offset_m`` (an unnamed body has no name of its own);
 - the home pose: a keyframe (the named one, else the first), else ``qpos0``; moved inside the
   joint limits by a margin (a human model's ``qpos0`` often sits on its limits); or, on
   request, the middle of every joint's range.
@@ -112,6 +113,42 @@ def _muscles(model: mujoco.MjModel) -> tuple[tuple[Muscle, ...], str]:
             f"no muscle actuators: the {len(spatial)} spatial tendons")
 
 
+def _far_points(model: mujoco.MjModel, bodies: list[int]) -> list[tuple[int, FloatArray, str]]:
+    """(body, point in that body's frame, what it is) of the named sites on ``bodies`` and the
+    ends of their geoms (a capsule's or cylinder's two ends, another geom's centre)."""
+    out = []
+    for sid in range(model.nsite):
+        if model.site_bodyid[sid] in bodies and model.site(sid).name:
+            out.append((int(model.site_bodyid[sid]), np.array(model.site_pos[sid]),
+                        f"site '{model.site(sid).name}'"))
+    for g in range(model.ngeom):
+        b = int(model.geom_bodyid[g])
+        if b not in bodies:
+            continue
+        centre = np.array(model.geom_pos[g])
+        kind = int(model.geom_type[g])
+        if kind in (int(mujoco.mjtGeom.mjGEOM_CAPSULE), int(mujoco.mjtGeom.mjGEOM_CYLINDER)):
+            rot = np.zeros(9)
+            mujoco.mju_quat2Mat(rot, model.geom_quat[g])
+            half = float(model.geom_size[g, 1]) * rot.reshape(3, 3)[:, 2]
+            label = f"an end of geom '{model.geom(g).name or g}'"
+            out += [(b, centre + half, label), (b, centre - half, label)]
+        else:
+            out.append((b, centre, f"the centre of geom '{model.geom(g).name or g}'"))
+    return out
+
+
+def _named_frame(model: mujoco.MjModel, body: int) -> tuple[str, FloatArray, FloatArray] | None:
+    """(name, origin, rotation) in the body's frame of a named element to hang a point on: the
+    body itself, else one of its joints (its anchor, the body's axes)."""
+    if model.body(body).name:
+        return model.body(body).name, np.zeros(3), np.eye(3)
+    for j in range(model.njnt):
+        if model.jnt_bodyid[j] == body and model.joint(j).name:
+            return model.joint(j).name, np.array(model.jnt_pos[j]), np.eye(3)
+    return None
+
+
 def _task_frame(model: mujoco.MjModel, hand: int, branches: bool
                 ) -> tuple[str, tuple[float, ...], str]:
     name = model.body(hand).name
@@ -128,18 +165,27 @@ def _task_frame(model: mujoco.MjModel, hand: int, branches: bool
         stack += [c for c in children[b] if not model.body_jntnum[c]]
     joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == hand]
     pivot = data.xanchor[joints[0]] if joints else data.xpos[hand]
-    sites = [s for s in range(model.nsite)
-             if model.site_bodyid[s] in bodies and model.site(s).name]
-    if sites:
-        far = max(sites, key=lambda s: float(np.linalg.norm(data.site_xpos[s] - pivot)))
-        return model.site(far).name, (0.0, 0.0, 0.0), (
-            f"site '{model.site(far).name}', the farthest from the joint of the arm's last "
-            f"body '{name or hand}'")
-    if not name:
-        raise ConfigError("<mjcf>", f"body {hand}", "a name on the arm's last body (or a site "
-                          "on it) to serve as the task frame", "an unnamed body without sites")
-    com = tuple(float(v) for v in model.body_ipos[hand])
-    return name, com, f"the centre of mass of body '{name}', the arm's last body (no site on it)"
+
+    def world(b: int, p: FloatArray) -> FloatArray:
+        return np.asarray(data.xpos[b] + data.xmat[b].reshape(3, 3) @ p)
+
+    points = _far_points(model, bodies)
+    if not points:
+        points = [(hand, np.array(model.body_ipos[hand]), "its centre of mass")]
+    body, point, what = max(points, key=lambda c: float(np.linalg.norm(world(c[0], c[1])
+                                                                        - pivot)))
+    last = f"the arm's last body '{name or f'#{hand}'}'"
+    if what.startswith("site"):
+        site = what.split("'")[1]
+        return site, (0.0, 0.0, 0.0), f"{what}, the farthest point from the joint of {last}"
+    frame = _named_frame(model, body)
+    if frame is None:
+        raise ConfigError("<mjcf>", f"body {body}", "a name on the arm's last body, or a named "
+                          "site or joint on it, to hang the task frame on", "none")
+    label, origin, rot = frame
+    offset = tuple(float(round(v, 6)) + 0.0 for v in rot.T @ (point - origin))
+    return label, offset, (f"{what} (the farthest point from the joint of {last}), as "
+                           f"'{label}' + task_offset_m")
 
 
 def _home(model: mujoco.MjModel, coupling: JointCoupling, body: MujocoBody,
