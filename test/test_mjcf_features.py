@@ -25,10 +25,19 @@ FEATURES = ("coupled_pair", "two_hinge_body", "jointless_chain", "wrapping_tendo
 
 
 class Backend:
-    """The controller's MuJoCo backend of one test model, and a reference MjModel."""
+    """The controller's MuJoCo backend of one test model, and a reference MjModel.
 
-    def __init__(self, name: str) -> None:
+    ``coupled_pair_linear``: the coupled pair with a linear polynomial (MyoArm's kind), which
+    takes the coupling's fast path (constant G, no convective term).
+    """
+
+    def __init__(self, name: str, folder: Path | None = None) -> None:
         self.path = MODELS / f"{name}.xml"
+        if name == "coupled_pair_linear":
+            self.path = Path(folder or MODELS) / f"{name}.xml"
+            text = (MODELS / "coupled_pair.xml").read_text()
+            self.path.write_text(text.replace('polycoef="0.1 0.4 0.2 0 0"',
+                                              'polycoef="0.1 0.4 0 0 0"'))
         self.model = compile_spec(mjcf_spec(self.path), self.path)
         self.model.dof_damping[:] = 0.0  # the oracles integrate no friction
         self.coupling = JointCoupling(self.model, str(self.path))
@@ -53,9 +62,9 @@ class Backend:
         return np.random.default_rng(seed + 100).uniform(-2.0, 2.0, (count, self.n))
 
 
-@pytest.fixture(scope="module", params=FEATURES)
-def backend(request):
-    return Backend(request.param)
+@pytest.fixture(scope="module", params=(*FEATURES, "coupled_pair_linear"))
+def backend(request, tmp_path_factory):
+    return Backend(request.param, tmp_path_factory.mktemp("linear"))
 
 
 def test_the_models_have_their_feature():
@@ -210,6 +219,23 @@ def test_tendon_lengths_and_moment_arms_match_finite_differences(backend):
                               for e in np.eye(b.n)])
         np.testing.assert_allclose(kin.jacobian, fd, atol=1e-6)
         np.testing.assert_array_equal(kin.length_m, b.geometry.lengths_at(u))
+
+
+def test_a_linear_coupling_takes_the_fast_path_and_agrees_with_the_general_one(tmp_path):
+    b = Backend("coupled_pair_linear", tmp_path)
+    assert b.coupling.linear
+    u, ud = b.poses(1, 9)[0], b.speeds(1, 9)[0]
+    q = b.coupling.qpos(u)
+    np.testing.assert_array_equal(b.coupling.convective(q, np.ones(b.model.nv)), 0.0)
+    G = b.coupling.basis(q)
+    assert not G.flags.writeable  # shared, constant
+    h = 1e-6
+    fd = np.column_stack([(b.coupling.qpos(u + h * e) - b.coupling.qpos(u - h * e)) / (2 * h)
+                          for e in np.eye(b.n)])
+    np.testing.assert_allclose(G, fd, atol=1e-9)
+    qvel = np.zeros(b.model.nv)
+    b.coupling.velocity(q, ud, qvel)
+    np.testing.assert_allclose(qvel, G @ ud, atol=1e-14)
 
 
 def test_joint_ranges_of_coupled_joints_narrow_their_driver(tmp_path):
