@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -83,7 +84,7 @@ FloatArray = npt.NDArray[np.float64]
 #: The shipped MJCF robot whose robot-independent files a new folder starts from.
 TEMPLATE = "planar_arm"
 #: Files copied from the template as they are (they name nothing of the robot).
-COPIED = ("mapping.yaml",)
+COPIED = ("mapping.yaml", "realtime.yaml")
 #: Poses sampled over the joint box for the task analysis.
 _SAMPLES = 512
 #: A joint moves the task point when its Jacobian column reaches this share of the largest.
@@ -490,49 +491,40 @@ def _model_error(robot: Robot, template: ModelErrorConfig, out: Scaffold) -> Mod
 
 
 def _hardware(robot: Robot, driver_max: float) -> str:
-    """hardware.yaml: the template's modules, one potentiometer per joint centred on the ADC."""
-    template = config_root() / TEMPLATE / "hardware.yaml"
-    counts_per_rad = 651.9
+    """hardware.yaml: the template's rates, modules, driver and potentiometer reader (its text,
+    comments kept), the driver's tension limit scaled, one potentiometer per joint centred on
+    the ADC and one tendon entry per muscle."""
+    text = (config_root() / TEMPLATE / "hardware.yaml").read_text(encoding="utf-8")
+    head = ["# Hardware parameters (musculo init): raw <-> SI calibration, driver limits,",
+            "# potentiometer reader. The actuator modules are the planar arm's; each",
+            "# potentiometer's offset puts the middle of its joint's range at the middle of the",
+            "# 12-bit ADC. Replace them with the measured values of a physical arm."]
+    rates = text[text.index("rates:"):text.index("calibration:")]
+    defaults = text[text.index("  potentiometer_defaults:"):text.index("  potentiometers:")]
+    found = re.search(r"counts_per_rad:\s*([0-9.eE+-]+)", defaults)
+    if found is None:
+        raise ConfigError(str(config_root() / TEMPLATE / "hardware.yaml"),
+                          "calibration.potentiometer_defaults.counts_per_rad", "a number")
+    counts = float(found.group(1))
     arm = robot.arm
-    lines = ["# Hardware parameters (musculo init): raw <-> SI calibration, driver limits,",
-             "# potentiometer reader. The actuator modules are the planar arm's; each",
-             "# potentiometer's offset puts the middle of its joint's range at the middle of the",
-             "# 12-bit ADC. Replace them with the measured values of a physical arm.",
-             "rates:",
-             "  sensor_rate_hz: 500.0          # the arm samples every pot and tendon [Hz]",
-             "  driver_rate_hz: 500.0          # the tendon driver's output to the modules [Hz]",
-             "calibration:",
+    lines = ["calibration:",
              f"  calibration_pose_rad: {scalar_list(robot.home_pose_rad)}  # encoders zeroed "
-             f"here: the home pose [rad]",
-             "  potentiometer_defaults:",
-             "    adc_bits: 12                  # [bit]",
-             f"    counts_per_rad: {counts_per_rad}         # single-turn pot over 2 pi rad "
-             "[counts/rad]",
-             "    sign: 1",
+             f"here: the home pose [rad]", defaults.rstrip("\n"),
              "  potentiometers:                 # offset_counts: reading at q = 0 [counts]"]
     for name, lo, hi in zip(arm.joint_names, arm.lower_rad, arm.upper_rad):
-        offset = round(2048.0 - counts_per_rad * 0.5 * (lo + hi), 1)
+        offset = round(2048.0 - counts * 0.5 * (lo + hi), 1)
         lines.append(f"    - {{joint: {name}, offset_counts: {offset}}}")
-    lines += ["  tendon_defaults:",
-              "    encoder_counts_per_rev: 206848  # 512 lines x 4 x gear 101 [counts/rev]",
-              f"    winch_radius_m: {_WINCH_RADIUS_M}            # [m]",
-              "    encoder_sign: 1",
-              "    encoder_offset_counts: 0        # [counts]",
-              "    loadcell_counts_per_n: 20.0     # [counts/N]",
-              "    loadcell_offset_counts: 2000    # [counts]",
-              "    driver_units_per_n: 100.0       # [units/N]",
-              "  tendons:"]
+    tendon_defaults = text[text.index("  tendon_defaults:"):text.index("  tendons:")]
+    lines += [tendon_defaults.rstrip("\n"), "  tendons:"]
     lines += [f"    - {{actuator_id: {a}}}" for a in robot.actuator_ids]
-    lines += ["driver:",
-              f"  max_tension_n: {driver_max}          # {_DRIVER_OVER_F1} x the largest "
-              f"muscle's peak force {robot.f1_n.max():.0f} N [N]",
-              f"  rate_limit_n_s: {20.0 * driver_max}        # largest change of a command "
-              "[N/s]: the full range in 50 ms",
-              "  watchdog_timeout_s: 0.02       # no command for longer -> minimum tension [s]",
-              "  velocity_cutoff_hz: 20.0       # low-pass cutoff of the muscle velocity [Hz]"]
-    text = template.read_text(encoding="utf-8")
-    reader = text[text.index("potentiometer_reader:"):]
-    return "\n".join(lines) + "\n" + reader
+    rest = text[text.index("driver:"):]
+    rest = re.sub(r"(max_tension_n:\s*)[0-9.eE+-]+(\s*#)?.*",
+                  lambda m: f"{m.group(1)}{driver_max}          # {_DRIVER_OVER_F1} x the "
+                            f"largest peak force {robot.f1_n.max():.0f} N [N]", rest, count=1)
+    rest = re.sub(r"(rate_limit_n_s:\s*)[0-9.eE+-]+(\s*#)?.*",
+                  lambda m: f"{m.group(1)}{20.0 * driver_max}        # the full range in "
+                            f"50 ms [N/s]", rest, count=1)
+    return "\n".join([*head, rates.rstrip("\n"), *lines]) + "\n" + rest
 
 
 def scalar_list(values: npt.ArrayLike) -> str:
