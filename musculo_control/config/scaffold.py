@@ -694,7 +694,6 @@ def _write_once(mjcf: Path, folder: Path, task_frame: str | None, home: str | No
 
 
 def _robot_text(cfg: RobotConfig, s: Survey) -> str:
-    model: mujoco.MjModel = s.model
     head = ["# The robot (musculo init): the MJCF, its independent joints in MuJoCo's order,",
             "# the task frame, the home pose and the experiments' named poses.",
             "# Base frame: MuJoCo's world."]
@@ -703,7 +702,6 @@ def _robot_text(cfg: RobotConfig, s: Survey) -> str:
         head += [f"#   {line}" for line in s.coupled]
     head.append(f"# Task frame: {s.task_reason}.")
     head.append(f"# Home pose: {s.home_reason}.")
-    del model
     return "\n".join(head) + "\n" + dump(cfg)
 
 
