@@ -10,12 +10,15 @@ import argparse
 import importlib
 import re
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any
 
-from musculo_control.errors import MusculoError
+from musculo_control.errors import ConfigWarning, MusculoError
 
 #: Modules that each provide ``add_parser(subparsers)``; the parser's ``func`` runs the command.
 COMMANDS = (
+    "musculo_control.commands.init",
     "musculo_control.commands.model_report",
     "musculo_control.commands.bench",
     "musculo_control.commands.simulate",
@@ -61,9 +64,25 @@ def join_negative_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _show_config_warnings(command: str) -> None:
+    """Print a :class:`ConfigWarning` as ``musculo CMD: warning: file: key: ...``, without the
+    Python source line the default warning format adds (the file and key say where)."""
+    default = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        if isinstance(message, ConfigWarning):
+            print(f"musculo {command}: warning: {message}", file=file or sys.stderr)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(join_negative_values(sys.argv[1:] if argv is None else argv))
+    _show_config_warnings(args.command)
     try:
         return int(args.func(args) or 0)
     except MusculoError as exc:

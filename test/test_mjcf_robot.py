@@ -1,6 +1,7 @@
-"""An MJCF as the robot description (issue 13): Pinocchio's reading checked against MuJoCo's,
-MuJoCo's tendon Jacobian against finite differences of its lengths, the mock arm built from the
-same file, per-muscle peak forces, declared moment-arm signs, and refusals that name the problem.
+"""An MJCF as the robot description: MuJoCo's rigid-body terms checked against Pinocchio's
+reading of the same file (where Pinocchio reads it), MuJoCo's tendon Jacobian against finite
+differences of its lengths, the mock arm built from the same file, per-muscle peak forces,
+declared moment-arm signs, and refusals that name the problem.
 """
 
 from __future__ import annotations
@@ -63,38 +64,33 @@ def _both_at(robot, count, seed):
         yield ref, data, pdata, q
 
 
-def _mass_and_gravity(robot, ref, data, pdata, q):
-    """((M Pinocchio, M MuJoCo), (g Pinocchio, g MuJoCo)) at q, in robot joint order."""
-    full = np.zeros((ref.model.nv, ref.model.nv))
-    mujoco.mj_fullM(ref.model, data, full)
-    M = pin.crba(robot.arm.model, pdata, q)
-    M = np.triu(M) + np.triu(M, 1).T
-    g = pin.computeGeneralizedGravity(robot.arm.model, pdata, q)
-    dofs = ref.dof_adr
-    return (M, full[np.ix_(dofs, dofs)]), (g, data.qfrc_bias[dofs])  # qfrc_bias at rest: g
-
-
-def test_pinocchio_reads_the_mjcf_as_mujoco_does(mjcf_robot):
-    """M, g, hand position, orientation and Jacobian at seeded poses, against MuJoCo."""
+def test_mujocos_terms_agree_with_pinocchios_reading_of_the_file(mjcf_robot):
+    """M, M^-1, g, C qd, hand pose and Jacobian of the controller's backend (MuJoCo) against
+    Pinocchio's own MJCF reader, an independent library, at seeded poses and speeds."""
     robot = mjcf_robot
-    model = robot.arm.model
-    fid = robot.arm.task_frame_id
-    for ref, data, pdata, q in _both_at(robot, 40, seed=5):
-        m = ref.model
-        site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, robot.arm.config.task_frame)
-        (M, M_ref), (g, g_ref) = _mass_and_gravity(robot, ref, data, pdata, q)
-        np.testing.assert_allclose(M, M_ref, atol=1e-10)
-        np.testing.assert_allclose(g, g_ref, atol=1e-10)
-        pin.computeJointJacobians(model, pdata, q)
-        pin.updateFramePlacements(model, pdata)
-        np.testing.assert_allclose(pdata.oMf[fid].translation, data.site_xpos[site], atol=1e-12)
-        np.testing.assert_allclose(pdata.oMf[fid].rotation, data.site_xmat[site].reshape(3, 3),
-                                   atol=1e-12)
-        jp, jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
-        mujoco.mj_jacSite(m, data, jp, jr, site)
-        J = pin.getFrameJacobian(model, pdata, fid, pin.LOCAL_WORLD_ALIGNED)
-        np.testing.assert_allclose(J[:3], jp[:, ref.dof_adr], atol=1e-12)
-        np.testing.assert_allclose(J[3:], jr[:, ref.dof_adr], atol=1e-12)
+    oracle = pin.buildModelFromMJCF(str(robot.arm.description_path))
+    oracle.gravity.linear = robot.arm.gravity_m_s2
+    pdata = oracle.createData()
+    fid = oracle.getFrameId(robot.arm.config.task_frame)
+    ws = robot.new_data()
+    rng = np.random.default_rng(5)
+    for q in random_poses(robot, 40, seed=5):
+        qd = rng.uniform(-2.0, 2.0, robot.arm.n_joints)
+        terms = robot.arm.body.dynamics(ws, q, qd, robot.arm.task_frame)
+        M = pin.crba(oracle, pdata, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        np.testing.assert_allclose(terms.mass_matrix, M, atol=1e-10)
+        np.testing.assert_allclose(terms.mass_matrix_inverse @ M, np.eye(len(q)), atol=1e-9)
+        g = pin.computeGeneralizedGravity(oracle, pdata, q)
+        np.testing.assert_allclose(terms.gravity_torque, g, atol=1e-10)
+        c = pin.rnea(oracle, pdata, q, qd, np.zeros_like(q)) - g
+        np.testing.assert_allclose(terms.coriolis_torque, c, atol=1e-10)
+        pin.computeJointJacobians(oracle, pdata, q)
+        pin.updateFramePlacements(oracle, pdata)
+        np.testing.assert_allclose(terms.position, pdata.oMf[fid].translation, atol=1e-12)
+        np.testing.assert_allclose(terms.rotation, pdata.oMf[fid].rotation, atol=1e-12)
+        J = pin.getFrameJacobian(oracle, pdata, fid, pin.LOCAL_WORLD_ALIGNED)
+        np.testing.assert_allclose(terms.jacobian, J, atol=1e-12)
 
 
 def test_mujoco_tendon_jacobian_matches_central_differences(mjcf_robot):
@@ -120,10 +116,11 @@ def test_the_geometry_is_the_interface_and_mujocos_tendons(mjcf_robot):
 
 
 def test_snapshot_pass_gives_the_same_kinematics(mjcf_robot):
+    """The tendons reuse the dynamics pass's body positions (only mj_tendon runs)."""
     robot = mjcf_robot
     data = robot.new_data()
     for q in random_poses(robot, 5, seed=2):
-        pin.computeJointJacobians(robot.arm.model, data, q)
+        robot.arm.body.dynamics(data, q, np.zeros_like(q), robot.arm.task_frame)
         a = robot.geometry.kinematics_after_jacobians(q, data)
         b = robot.geometry.kinematics_at(q)
         np.testing.assert_array_equal(a.length_m, b.length_m)
@@ -301,8 +298,9 @@ def test_robot_yaml_mistakes_on_an_mjcf_robot(planar_copy, change, key, expected
 @pytest.mark.parametrize("edit, what", [
     (('<joint name="shoulder" range="-0.6 1.7"/>',
       '<joint name="shoulder" range="-0.6 1.7"/><joint name="twist" type="ball"/>'), "ball"),
-    (("</tendon>", '</tendon><equality><joint joint1="shoulder" joint2="elbow"/></equality>'),
-     "equality"),
+    (("</tendon>", '</tendon><equality><weld body1="forearm"/></equality>'), "weld"),
+    (("</tendon>", '</tendon><equality><connect body1="forearm" anchor="0 0 0"/></equality>'),
+     "connect"),
     (('<joint name="elbow" range="0.1 2.3"/>', '<freejoint/>'), "free"),
 ])
 def test_what_the_controller_cannot_model_is_refused_with_the_reason(planar_copy, edit, what):
@@ -314,34 +312,51 @@ def test_what_the_controller_cannot_model_is_refused_with_the_reason(planar_copy
     assert what in str(info.value).lower(), str(info.value)
 
 
+def test_a_coupled_joint_is_no_coordinate_and_the_error_says_why(planar_copy):
+    """Couple the elbow to the shoulder: robot.yaml still lists it, and the error names the
+    equality constraint it follows."""
+    xml = planar_copy / "arm.xml"
+    xml.write_text(xml.read_text().replace(
+        "</tendon>", '</tendon><equality><joint name="tie" joint1="elbow" joint2="shoulder" '
+                     'polycoef="0.5 1 0 0 0"/></equality>'))
+    with pytest.raises(ConfigError) as info:
+        load_robot(planar_copy)
+    assert info.value.key == "arm.joints[1]"
+    assert "'elbow' follows joint 'shoulder'" in info.value.expected
+    assert "'tie'" in info.value.expected
+
+
 def test_task_offset_moves_the_task_point_in_both_models(planar_copy):
-    """task_frame + task_offset_m: Pinocchio adds a frame, the mock finds the same point."""
+    """task_frame + task_offset_m: the controller and the mock find the same point."""
     _edit(planar_copy, "robot.yaml", lambda d: d["arm"].update(
         {"task_frame": "forearm", "task_offset_m": [0.0, 0.0, -0.27]}))
     robot = load_robot(planar_copy)
-    for ref, data, pdata, q in _both_at(robot, 5, seed=6):
-        pin.framesForwardKinematics(robot.arm.model, pdata, q)
-        hand = pdata.oMf[robot.arm.task_frame_id].translation
-        site = mujoco.mj_name2id(ref.model, mujoco.mjtObj.mjOBJ_SITE, "hand")
+    ref = _mujoco_reference(robot)
+    data = mujoco.MjData(ref.model)
+    site = mujoco.mj_name2id(ref.model, mujoco.mjtObj.mjOBJ_SITE, "hand")
+    for q in random_poses(robot, 5, seed=6, margin_rad=0.0):
+        data.qpos[ref.qpos_adr] = q
+        mujoco.mj_kinematics(ref.model, data)
+        hand = robot.arm.hand_pose(q)[0]
         np.testing.assert_allclose(hand, data.site_xpos[site], atol=1e-12)  # the palm site
         np.testing.assert_allclose(
             ref.point_world(data, ref.task_body_id, ref.task_point_local), hand, atol=1e-12)
 
 
-def test_an_mjcf_split_into_includes_is_read_through_mujocos_export(planar_copy):
-    """Pinocchio's reader finds no body behind an <include>: it then reads MuJoCo's single-file
-    export of the compiled model, and still agrees with MuJoCo (to the export's 6 digits)."""
+def test_an_mjcf_split_into_includes_reads_as_one_file(planar_copy):
+    """MuJoCo resolves <include> itself: the split file gives the same hand, M and g."""
+    whole = load_robot(planar_copy)
     xml = planar_copy / "arm.xml"
     text = xml.read_text()
     start, end = text.index("  <worldbody>"), text.index("  </worldbody>") + len("  </worldbody>")
     (planar_copy / "body.xml").write_text(f"<mujocoinclude>\n{text[start:end]}\n</mujocoinclude>\n")
     xml.write_text(text[:start] + '  <include file="body.xml"/>' + text[end:])
-    robot = load_robot(planar_copy)
-    assert "MuJoCo's single-file export" in robot.arm.read_note
-    for ref, data, pdata, q in _both_at(robot, 10, seed=7):
-        (M, M_ref), (g, g_ref) = _mass_and_gravity(robot, ref, data, pdata, q)
-        np.testing.assert_allclose(M, M_ref, rtol=1e-5, atol=1e-7)
-        np.testing.assert_allclose(g, g_ref, rtol=1e-5, atol=1e-5)
+    split = load_robot(planar_copy)
+    for q in random_poses(whole, 10, seed=7):
+        a = whole.arm.body.dynamics(whole.new_data(), q, q, whole.arm.task_frame)
+        b = split.arm.body.dynamics(split.new_data(), q, q, split.arm.task_frame)
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
 
 
 def test_an_arm_in_a_tilted_plane_meets_only_the_in_plane_hand_axes(planar_copy):
@@ -364,18 +379,17 @@ def test_an_arm_in_a_tilted_plane_meets_only_the_in_plane_hand_axes(planar_copy)
 
 
 def test_a_placed_root_body_is_kept(planar_copy):
-    """Pinocchio 4.1 drops the placement of a joint-less body right under the world; the load
-    check sees it and reads MuJoCo's export instead, which keeps it."""
+    """A joint-less body right under the world, placed and turned: the controller's hand is
+    where the mock's is (Pinocchio 4.1's own MJCF reader drops that placement)."""
     xml = planar_copy / "arm.xml"
     xml.write_text(xml.read_text().replace('<body name="torso">',
                                            '<body name="torso" pos="0 0 1" euler="0 0 0.1">'))
     robot = load_robot(planar_copy)
-    assert "its own reading of the file put 'torso'" in robot.arm.read_note
     ref = build_mujoco_arm(robot)
     data = mujoco.MjData(ref.model)
     data.qpos[ref.qpos_adr] = robot.home_pose_rad
     mujoco.mj_kinematics(ref.model, data)
     hand = robot.poses.targets_at(robot.home_pose_rad)[0]
     np.testing.assert_allclose(
-        hand, ref.point_world(data, ref.task_body_id, ref.task_point_local), atol=1e-5)
+        hand, ref.point_world(data, ref.task_body_id, ref.task_point_local), atol=1e-12)
     assert hand[2] > 0.5  # mounted a metre up, not at the origin

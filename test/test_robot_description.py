@@ -14,10 +14,76 @@ import pinocchio as pin
 import pytest
 
 from musculo_control.model.description import base_frame, robot_description, root_link
-from musculo_control.model.mjcf_reader import disagreement
 from musculo_control.model.robot import load_robot
 from musculo_control.model.urdf_from_mjcf import urdf_from_mjcf
 from musculo_control.paths import config_root
+
+#: Seeded poses the readings are compared at (beside the middle of the joint range).
+_POSES = 4
+#: Agreement required: positions [m], rotations [-], M and g relative to their largest entry.
+_POSITION_TOL_M = 1e-5
+_ROTATION_TOL = 1e-5
+_DYNAMICS_RTOL = 1e-4
+
+
+def disagreement(model: pin.Model, reference: mujoco.MjModel) -> str | None:
+    """Where a Pinocchio model differs from MuJoCo's beyond the tolerances, or None.
+
+    Compared at the middle of the joint range and seeded poses inside it: the world pose of
+    every body and site both models name, the mass matrix and the gravity torque.
+    """
+    names = [str(model.names[i]) for i in range(1, model.njoints)]
+    ids = [mujoco.mj_name2id(reference, mujoco.mjtObj.mjOBJ_JOINT, n) for n in names]
+    if len(names) != reference.njnt or min(ids, default=0) < 0:
+        return (f"joints {names} against MuJoCo's "
+                f"{[reference.joint(j).name for j in range(reference.njnt)]}")
+    qadr = np.array([reference.jnt_qposadr[j] for j in ids])
+    vadr = np.array([reference.jnt_dofadr[j] for j in ids])
+    lo = np.where(reference.jnt_limited[ids], reference.jnt_range[ids, 0], -1.0)
+    hi = np.where(reference.jnt_limited[ids], reference.jnt_range[ids, 1], 1.0)
+    rng = np.random.default_rng(0)
+    poses = np.vstack([0.5 * (lo + hi), lo + (hi - lo) * rng.random((_POSES, len(names)))])
+    frames = []
+    for fid, frame in enumerate(model.frames):
+        kind = {pin.FrameType.BODY: mujoco.mjtObj.mjOBJ_BODY,
+                pin.FrameType.OP_FRAME: mujoco.mjtObj.mjOBJ_SITE}.get(frame.type)
+        if kind is not None:
+            oid = mujoco.mj_name2id(reference, kind, frame.name)
+            if oid >= 0:
+                frames.append((fid, kind, oid, str(frame.name)))
+    saved = model.gravity.linear.copy()
+    model.gravity.linear = np.array(reference.opt.gravity)
+    data, ref = model.createData(), mujoco.MjData(reference)
+    full = np.zeros((reference.nv, reference.nv))
+    try:
+        for q in poses:
+            ref.qpos[qadr] = q
+            mujoco.mj_forward(reference, ref)
+            pin.framesForwardKinematics(model, data, q)
+            for fid, kind, oid, name in frames:
+                body = kind == mujoco.mjtObj.mjOBJ_BODY
+                pos = ref.xpos[oid] if body else ref.site_xpos[oid]
+                rot = (ref.xmat[oid] if body else ref.site_xmat[oid]).reshape(3, 3)
+                off = float(np.abs(data.oMf[fid].translation - pos).max())
+                turn = float(np.abs(data.oMf[fid].rotation - rot).max())
+                if off > _POSITION_TOL_M or turn > _ROTATION_TOL:
+                    return (f"'{name}' {1e3 * off:.2f} mm and {turn:.2e} (rotation) away from "
+                            f"MuJoCo's at q = {np.round(q, 3).tolist()}")
+            M = pin.crba(model, data, q)
+            M = np.triu(M) + np.triu(M, 1).T
+            mujoco.mj_fullM(reference, ref, full)
+            Mref = full[np.ix_(vadr, vadr)]
+            g = pin.computeGeneralizedGravity(model, data, q)
+            gref = ref.qfrc_bias[vadr]  # at rest: gravity alone
+            for label, a, b in (("mass matrix", M, Mref), ("gravity torque", g, gref)):
+                scale = max(float(np.abs(b).max()), 1e-9)
+                if float(np.abs(a - b).max()) > _DYNAMICS_RTOL * scale:
+                    return (f"{label} off by {np.abs(a - b).max():.3e} (largest entry "
+                            f"{scale:.3e}) at q = {np.round(q, 3).tolist()}")
+    finally:
+        model.gravity.linear = saved
+    return None
+
 
 FOLDERS = sorted(p for p in config_root().iterdir() if (p / "robot.yaml").is_file())
 
@@ -212,7 +278,7 @@ def test_generated_link_frames_are_mujocos_body_frames(tricky):
 
 def test_the_generated_planar_arm_has_mujocos_mass_matrix_and_gravity():
     """The inertias go along: Pinocchio's reading of the generated URDF agrees with MuJoCo on
-    frames, sites' bodies, M(q) and g(q) (the check the MJCF reader applies at load)."""
+    frames, sites' bodies, M(q) and g(q) (the comparison below)."""
     path = config_root() / "planar_arm" / "arm.xml"
     reference = mujoco.MjModel.from_xml_path(str(path))
     model = pin.buildModelFromXML(urdf_from_mjcf(path))

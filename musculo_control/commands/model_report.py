@@ -41,19 +41,27 @@ def parse_q(text: str | None, robot: Robot) -> np.ndarray:
     outside = [f"{name} {v:+.3f} not in [{a:+.3f}, {b:+.3f}]"
                for name, v, a, b in zip(robot.arm.joint_names, q, lo, hi) if not a <= v <= b]
     if outside:
-        raise InputError("--q", "angles inside the joint limits of the URDF [rad]",
+        raise InputError("--q", f"angles inside the joint limits of the {robot.arm.kind} [rad]",
                          "; ".join(outside))
     return q
 
 
+def dynamics_note(robot: Robot) -> str:
+    """Which library computes the rigid bodies, and in which coordinates (MJCF robots)."""
+    arm = robot.arm
+    if arm.coupling is None:
+        return ""
+    coupled = len(arm.coupling.coupled)
+    how = (f"{coupled} coupled joints follow the {arm.n_joints} independent ones (reduced "
+           f"coordinates, doc/mjcf_models.md)" if coupled else "no coupled joints")
+    return f"rigid bodies computed by MuJoCo on {arm.description_path.name}: {how}"
+
+
 def model_report(robot: Robot, q: np.ndarray) -> dict[str, Any]:
     """The report as a JSON-ready dict (keys documented in doc/cli.md)."""
-    import pinocchio as pin
-
-    data = robot.new_data()
     kin = robot.geometry.kinematics_at(q)
     hand = robot.arm.hand_pose(q)[0]
-    g = pin.computeGeneralizedGravity(robot.arm.model, data, q)
+    g = robot.arm.body.gravity_torque(robot.new_data(), q)
     ranges = robot.moment_arm_range()
     muscles = []
     for i, name in enumerate(robot.muscle_names):
@@ -74,7 +82,10 @@ def model_report(robot: Robot, q: np.ndarray) -> dict[str, Any]:
     return {
         "config": str(robot.config_dir),
         "description": str(robot.arm.description_path),
-        "read_note": robot.arm.read_note,
+        "read_note": dynamics_note(robot),
+        "dynamics": robot.arm.body.library,
+        "couplings": robot.arm.coupling.describe() if robot.arm.coupling is not None else [],
+        "limit_notes": list(getattr(robot.arm.body, "limit_notes", [])),
         "muscle_geometry": robot.geometry.source,
         "base_frame": robot.arm.base_frame,
         "q_rad": [float(v) for v in q],
@@ -94,6 +105,10 @@ def print_report(rep: dict[str, Any]) -> None:
           f"base frame: {rep['base_frame']}")
     if rep["read_note"]:
         print(f"note: {rep['read_note']}")
+    for line in rep["couplings"]:
+        print(f"  coupled: {line}")
+    for line in rep["limit_notes"]:
+        print(f"  limit: {line}")
     print("joints (limits in rad):")
     for j, q in zip(rep["joints"], rep["q_rad"]):
         print(f"  {j['name']:<12} [{j['lower_rad']:+.2f}, {j['upper_rad']:+.2f}]  q = {q:+.3f}")

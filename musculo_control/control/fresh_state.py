@@ -4,7 +4,8 @@ The snapshot (20 Hz) carries the expensive quantities: M, g, J, Lambda, N, Jm. W
 feedback law needs *now* is recomputed from the fresh joint state (q, qd):
 
 - Hand pose and twist: exact, by a first-order forward-kinematics pass on this object's own
-  Pinocchio data (``forwardKinematics(q, qd)``, then the one task frame). It costs a few
+  workspace of the rigid-body backend (Pinocchio's ``forwardKinematics(q, qd)`` then the one
+  task frame; MuJoCo's kinematics and the frame's Jacobian times ``qd``). It costs a few
   microseconds for a 7-joint chain, much less than the QP. The alternative,
   ``x_snap + J6 (q - q_snap)``, has a second-order position error and needs an exponential map
   for the orientation anyway; its velocity ``J6_snap qd`` uses a stale Jacobian. The exact pass
@@ -19,7 +20,6 @@ from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 
 from musculo_control.control.task_space import HandState
 from musculo_control.estimation.snapshot import DynamicsSnapshot
@@ -39,22 +39,19 @@ class FreshState(NamedTuple):
 
 
 class FreshStateEstimator:
-    """Computes :class:`FreshState`; holds its own Pinocchio data (never shared across threads)."""
+    """Computes :class:`FreshState`; holds its own rigid-body workspace (never shared across
+    threads)."""
 
     def __init__(self, robot: Robot) -> None:
         self.robot = robot
-        self._model = robot.arm.model
-        self._data = self._model.createData()
-        self._frame = robot.arm.task_frame_id
+        self._body = robot.arm.body
+        self._ws = self._body.workspace()
+        self._frame = robot.arm.task_frame
 
     def hand_state(self, q: FloatArray, qd: FloatArray) -> HandState:
         """Exact hand pose and world-aligned twist at (q, qd)."""
-        model, data = self._model, self._data
-        pin.forwardKinematics(model, data, q, qd)
-        placement = pin.updateFramePlacement(model, data, self._frame)
-        twist = pin.getFrameVelocity(model, data, self._frame, pin.LOCAL_WORLD_ALIGNED)
-        return HandState(placement.translation.copy(), twist.linear.copy(),
-                         placement.rotation.copy(), twist.angular.copy())
+        position, rotation, linear, angular = self._body.twist(self._ws, q, qd, self._frame)
+        return HandState(position, linear, rotation, angular)
 
     def compute(self, snapshot: DynamicsSnapshot, q: FloatArray, qd: FloatArray) -> FreshState:
         """The fresh state at (q, qd) given the latest snapshot; inputs already validated."""

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 from scipy.linalg import lapack
 
 from musculo_control.errors import InputError
@@ -51,44 +50,26 @@ class DynamicsSnapshot:
 
 
 class DynamicsEstimator:
-    """Computes :class:`DynamicsSnapshot` objects; holds its own Pinocchio data (not shared)."""
+    """Computes :class:`DynamicsSnapshot` objects; holds its own rigid-body workspace (not
+    shared)."""
 
     def __init__(self, robot: Robot, task: TaskConfig, file: str = "controller.yaml") -> None:
         task.check_robot(robot, file)  # rows the arm can follow
         self.robot = robot
         self.task = task
-        self._model = robot.arm.model
-        self._data = self._model.createData()
+        self._body = robot.arm.body
+        self._ws = self._body.workspace()
         self._rows = task.row_indices()
         self._mask = np.array(task.mask, dtype=float)  # (k, n)
-        self._frame = robot.arm.task_frame_id
-        n = robot.arm.n_joints
-        self._eye = np.eye(n)
-        self._zero = np.zeros(n)
-        # Pinocchio fills only the upper triangles of M and M^-1: flat indices of the strict
-        # upper triangle and of its mirror image (flat indexing is ~4x cheaper than 2-D)
-        upper = np.triu_indices(n, 1)
-        self._upper = np.ravel_multi_index(upper, (n, n))
-        self._lower = np.ravel_multi_index((upper[1], upper[0]), (n, n))
+        self._frame = robot.arm.task_frame
+        self._eye = np.eye(robot.arm.n_joints)
 
     def compute(self, q: FloatArray, qd: FloatArray, stamp_s: float = 0.0) -> DynamicsSnapshot:
         """One snapshot at (q, qd). Raises :class:`InputError` on a bad joint vector."""
         q = self.robot.arm.check_q(q, "q")
         qd = self.robot.arm.check_q(qd, "qd")
-        model, data = self._model, self._data
-        pin.computeJointJacobians(model, data, q)  # also runs forward kinematics
-        oMf = pin.updateFramePlacement(model, data, self._frame)
-        lower, upper = self._lower, self._upper
-        M = pin.crba(model, data, q).copy()
-        flat = M.reshape(-1)
-        flat[lower] = flat[upper]
-        # M^-1 by the articulated-body algorithm (O(n)), not by factoring M (SPEC section 9)
-        Minv = pin.computeMinverse(model, data, q).copy()
-        flat = Minv.reshape(-1)
-        flat[lower] = flat[upper]
-        g = pin.computeGeneralizedGravity(model, data, q).copy()
-        c = pin.rnea(model, data, q, qd, self._zero) - g
-        J6 = pin.getFrameJacobian(model, data, self._frame, pin.LOCAL_WORLD_ALIGNED)
+        M, Minv, g, c, position, rotation, J6 = self._body.dynamics(self._ws, q, qd,
+                                                                     self._frame)
         J = J6[self._rows] * self._mask
         Minv_JT = Minv.dot(J.T)  # (n, k)
         A = J.dot(Minv_JT)  # J M^-1 J^T
@@ -108,7 +89,7 @@ class DynamicsEstimator:
         Lam = (V * inv_w).dot(V.T)
         Jbar = Minv_JT.dot(Lam)
         N = self._eye - J.T.dot(Jbar.T)
-        muscles = self.robot.geometry.kinematics_after_jacobians(q, data)
+        muscles = self.robot.geometry.kinematics_after_jacobians(q, self._ws)
         return DynamicsSnapshot(
             stamp_s=float(stamp_s),
             q_rad=q.copy(),
@@ -116,8 +97,8 @@ class DynamicsEstimator:
             mass_matrix=M,
             gravity_torque_nm=g,
             coriolis_torque_nm=c,
-            hand_position_m=oMf.translation.copy(),
-            hand_rotation=oMf.rotation.copy(),
+            hand_position_m=position,
+            hand_rotation=rotation,
             hand_jacobian=J6,
             task_jacobian=J,
             task_inertia=Lam,

@@ -279,7 +279,7 @@ class MockArm:
     # -- set-up -----------------------------------------------------------------------------------
     def _lengths_at(self, q: FloatArray) -> FloatArray:
         d = mujoco.MjData(self.model)
-        d.qpos[self._qadr] = q
+        self.arm.set_joints(d, q, np.zeros(self.n))
         mujoco.mj_fwdPosition(self.model, d)
         return np.array(d.ten_length[self._tids])
 
@@ -304,8 +304,7 @@ class MockArm:
         if not np.all(np.isfinite(f0)):
             raise InputError("MockArm.reset tension_n", "finite tensions", f0.tolist())
         mujoco.mj_resetData(self.model, self.data)
-        self.data.qpos[self._qadr] = q0
-        self.data.qvel[self._vadr] = qd0
+        self.arm.set_joints(self.data, q0, qd0)
         self._f[:] = np.maximum(f0, 0.0)
         self._cmd[:] = self._f
         self.clear_gauge()

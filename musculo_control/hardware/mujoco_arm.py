@@ -26,6 +26,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 import mujoco
 import numpy as np
@@ -33,6 +34,8 @@ import numpy.typing as npt
 
 from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError
+from musculo_control.model.joint_coupling import JointCoupling
+from musculo_control.model.mujoco_body import MujocoBody, element_frame
 from musculo_control.model.mujoco_tendons import (
     MujocoTendonGeometry,
     compile_spec,
@@ -139,9 +142,9 @@ def muscle_sites(robot: Robot) -> tuple[list[str], list[str]]:
     geo = robot.geometry
     if not isinstance(geo, MujocoTendonGeometry):  # the controller uses another backend
         specs = robot.muscles_config.muscles
-        geo = MujocoTendonGeometry(robot.arm.description_path, robot.muscle_names,
-                                   tuple(m.tendon or m.name for m in specs),
-                                   robot.arm.joint_names, robot.muscles_file)
+        geo = MujocoTendonGeometry(cast(MujocoBody, robot.arm.body), robot.arm.description_path,
+                                   robot.muscle_names, tuple(m.tendon or m.name for m in specs),
+                                   robot.muscles_file)
     model = geo.model
     sites: dict[str, None] = {}
     geoms: dict[str, None] = {}
@@ -202,6 +205,17 @@ class MujocoArm:
     task_body_id: int  # the body that carries the task point (hand)
     task_point_local: FloatArray  # (3,) the task point in that body's frame [m]
     error: ModelError
+    coupling: JointCoupling | None  # MJCF: coupled joints follow the robot's; URDF: None
+
+    def set_joints(self, data: mujoco.MjData, q: FloatArray, qd: FloatArray) -> None:
+        """Write the robot's joint angles and speeds into ``data``, coupled joints with them
+        (so that a reset starts with every joint equality constraint met)."""
+        if self.coupling is None:
+            data.qpos[self.qpos_adr] = q
+            data.qvel[self.dof_adr] = qd
+            return
+        self.coupling.fill_qpos(data.qpos, q)
+        self.coupling.velocity(data.qpos, qd, data.qvel)
 
     def point_world(self, data: mujoco.MjData, body: int, local: FloatArray) -> FloatArray:
         """(3,) world position of a point fixed in ``body`` at ``local`` [m]."""
@@ -216,23 +230,11 @@ def site_name(muscle: str, k: int) -> str:
 def point_on_body(model: mujoco.MjModel, name: str,
                   offset_m: npt.ArrayLike = (0.0, 0.0, 0.0)) -> tuple[int, FloatArray] | None:
     """(body id, point in the body frame [m]) of a body, site or joint called ``name`` plus
-    ``offset_m`` in that element's axes; None when no element has the name.
-
-    A joint's axes are its body's (MuJoCo joints have a position and an axis, no frame).
-    """
-    offset = np.asarray(offset_m, dtype=float)
-    bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)
-    if bid >= 0:
-        return int(bid), offset.copy()
-    sid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name)
-    if sid >= 0:
-        rot = np.zeros(9)
-        mujoco.mju_quat2Mat(rot, model.site_quat[sid])
-        return int(model.site_bodyid[sid]), model.site_pos[sid] + rot.reshape(3, 3) @ offset
-    jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
-    if jid >= 0:
-        return int(model.jnt_bodyid[jid]), model.jnt_pos[jid] + offset
-    return None
+    ``offset_m`` in that element's axes; None when no element has the name. The controller's
+    rule (:func:`~musculo_control.model.mujoco_body.element_frame`), so a name means the same
+    point to both."""
+    found = element_frame(model, name, offset_m)
+    return None if found is None else (found[0], found[1])
 
 
 def _urdf_without_geometry(path: str) -> str:
@@ -402,6 +404,7 @@ def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
         task_body_id=found[0],
         task_point_local=found[1],
         error=error,
+        coupling=JointCoupling(model, description) if arm.coupling is not None else None,
     )
 
 

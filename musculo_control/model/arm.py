@@ -1,11 +1,13 @@
-"""The rigid-body arm: a Pinocchio model built from a URDF or an MJCF, with named joints and frames.
+"""The rigid-body arm: a URDF or an MJCF behind one interface, with named joints and frames.
 
-A config folder names one robot description: a URDF (``arm.urdf``) or a MuJoCo MJCF
-(``arm.mjcf``), each read by Pinocchio's own parser. An MJCF's reading is checked against
-MuJoCo's at load (:mod:`musculo_control.model.mjcf_reader`), and gravity comes from the file's
-``<option gravity>`` unless robot.yaml sets it. Only fixed-base arms of revolute and prismatic
-joints are supported: an MJCF with a free or ball joint, or with equality constraints that
-couple joints, is refused with the reason.
+A config folder names one robot description: a URDF (``arm.urdf``), read by Pinocchio, or a
+MuJoCo MJCF (``arm.mjcf``), read and computed by MuJoCo itself
+(:mod:`musculo_control.model.rigid_body` says why both, doc/mjcf_models.md measures it). Gravity
+comes from the MJCF's ``<option gravity>`` unless robot.yaml sets it. An MJCF may couple joints by
+joint equality constraints (MyoSuite's shoulder girdle): the controller's joints are then the
+independent ones (:mod:`musculo_control.model.joint_coupling`). Only fixed-base arms of revolute
+and prismatic joints are supported; a free or ball joint, or any other equality constraint, is
+refused with the reason.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +23,10 @@ import pinocchio as pin
 
 from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError, InputError
+from musculo_control.model.rigid_body import Frame, PinocchioBody, RigidBody
+
+if TYPE_CHECKING:
+    from musculo_control.model.joint_coupling import JointCoupling
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -35,11 +42,13 @@ class ArmConfig:
     mjcf: str | None = spec(None, doc="MuJoCo MJCF file, relative to the config folder "
                                       "(instead of urdf)")
     joints: tuple[str, ...] = spec(min_length=1, doc="actuated joints in controller order")
-    task_frame: str = spec(doc="frame whose pose is the task (the hand point): a URDF link, or "
-                               "an MJCF body, site or joint")
+    task_frame: str = spec(doc="frame whose pose is the task (the hand point): a URDF link or "
+                               "joint, or an MJCF body, site or joint (doc/mjcf_models.md, "
+                               "'Frame names')")
     task_offset_m: tuple[float, ...] = spec(
         (0.0, 0.0, 0.0), length=3,
-        doc="the task point in task_frame's axes [m]; zero: task_frame's origin")
+        doc="the task point in task_frame's axes [m], three numbers [x, y, z]; zero: "
+            "task_frame's origin")
     base_frame: str | None = spec(
         None, doc="name of the frame goals are given in (the ROS frame_id); default: the URDF's "
                   "root link, 'world' for an MJCF")
@@ -65,10 +74,11 @@ class ArmConfig:
 
 
 class Arm:
-    """Pinocchio model of the arm plus the name lookups the rest of the code needs.
+    """The arm's rigid bodies (:attr:`body`) plus the name lookups the rest of the code needs.
 
-    Joint order is the description's kinematic order, which the config must repeat (so that a
-    vector ``q`` means the same thing everywhere); the constructor checks this.
+    Joint order is the description's (MuJoCo's order of the independent joints for an MJCF),
+    which the config must repeat (so that a vector ``q`` means the same thing everywhere); the
+    constructor checks this.
     """
 
     def __init__(self, config: ArmConfig, config_dir: Path, file: str) -> None:
@@ -78,104 +88,129 @@ class Arm:
         kind = self.kind
         if not path.is_file():
             raise ConfigError(file, config.description_key, f"an existing {kind} file", str(path))
-        #: how Pinocchio read the description, when not directly (see model/mjcf_reader.py)
-        self.read_note = ""
         gravity = config.gravity_m_s2
+        self._pinocchio: pin.Model | None = None
+        self.body: RigidBody
         if self.is_mjcf:
-            from musculo_control.model.mjcf_reader import read_mjcf  # MuJoCo: MJCF robots only
+            from musculo_control.model.joint_coupling import JointCoupling  # MJCF robots only
+            from musculo_control.model.mujoco_body import MujocoBody
+            from musculo_control.model.mujoco_tendons import compile_spec, mjcf_spec
 
-            reading = read_mjcf(path)
-            self.model = reading.model
-            self.read_note = reading.note
-            gravity = gravity or reading.gravity_m_s2
+            mj = compile_spec(mjcf_spec(path), path)
+            gravity = gravity or tuple(float(v) for v in mj.opt.gravity)
+            self.coupling: JointCoupling | None = JointCoupling(mj, str(path))
+            self.body = MujocoBody(mj, self.coupling)
         else:
             try:
-                self.model = pin.buildModelFromUrdf(str(path))
+                model = pin.buildModelFromUrdf(str(path))
             except (RuntimeError, ValueError) as exc:
                 raise ConfigError(str(path), "<file>", "a URDF Pinocchio can parse",
                                   str(exc).strip().splitlines()[-1]) from exc
+            self._pinocchio = model
+            self.coupling = None
+            self.body = PinocchioBody(model)
+            if model.nq != model.nv or model.nq != len(self.body.joint_names):
+                raise ConfigError(str(path), "<joints>", "revolute or prismatic joints only",
+                                  f"nq={model.nq}, nv={model.nv}")
+            for i in range(1, model.njoints):
+                if model.inertias[i].mass <= 0.0:
+                    raise ConfigError(str(path), f"link '{self._link_of_joint(i)}'.inertial.mass",
+                                      "a positive mass on every moving link",
+                                      model.inertias[i].mass)
         self.description_path = path
         self.gravity_m_s2: FloatArray = np.asarray(gravity or _URDF_GRAVITY_M_S2, dtype=float)
-        self.model.gravity.linear = self.gravity_m_s2
+        self.body.set_gravity(self.gravity_m_s2)
         g = float(np.linalg.norm(self.gravity_m_s2))
         #: (3,) "up": against gravity (base z without gravity); heights are measured along it
         self.up: FloatArray = -self.gravity_m_s2 / g if g > 0.0 else np.array([0.0, 0.0, 1.0])
         self.config = config
-        model_joints = [str(self.model.names[i]) for i in range(1, self.model.njoints)]
+        model_joints = list(self.body.joint_names)
         if list(config.joints) != model_joints:
+            what = "independent joint" if self.coupling is not None and \
+                not self.coupling.trivial else "joint"
             for i, name in enumerate(config.joints):
                 if name not in model_joints:
                     raise ConfigError(
-                        file, f"arm.joints[{i}]", f"a joint of the {kind} {model_joints}", name
-                    )
-            raise ConfigError(file, "arm.joints", f"the {kind}'s joint order {model_joints}",
+                        file, f"arm.joints[{i}]", f"a{'n' if what[0] == 'i' else ''} {what} of "
+                        f"the {kind} {model_joints}{self._coupled_hint(name)}", name)
+            raise ConfigError(file, "arm.joints", f"the {kind}'s {what} order {model_joints}",
                               list(config.joints))
-        if self.model.nq != self.model.nv or self.model.nq != len(model_joints):
-            raise ConfigError(str(path), "<joints>", "revolute or prismatic joints only",
-                              f"nq={self.model.nq}, nv={self.model.nv}")
-        for i in range(1, self.model.njoints):
-            if self.model.inertias[i].mass <= 0.0:
-                child = self._body_name_of_joint(i)
-                where = f"body '{child}' mass" if self.is_mjcf \
-                    else f"link '{child}'.inertial.mass"
-                raise ConfigError(str(path), where, "a positive mass on every moving link",
-                                  self.model.inertias[i].mass)
-        if not self.model.existFrame(config.task_frame):
-            raise ConfigError(file, "arm.task_frame", f"a frame of the {kind} "
-                              f"{self.frame_names()}", config.task_frame)
-        self.task_frame_id = self._add_task_point(config)
-        self._data = self.model.createData()  # for hand_pose (after the task point is added)
-        #: the frame goals and hand positions are expressed in (Pinocchio's world)
+        self.task_frame = self.frame(config.task_frame, config.task_offset_m, file,
+                                     "arm.task_frame")
+        self._ws = self.body.workspace()  # for hand_pose
+        #: the frame goals and hand positions are expressed in
         self.base_frame: str = config.base_frame or (
-            "world" if self.is_mjcf else str(self.model.frames[1].name))
+            "world" if self.is_mjcf else self.body.body_names()[0])
         self.joint_names: tuple[str, ...] = tuple(model_joints)
         self.n_joints = len(model_joints)
-        self.lower_rad: FloatArray = np.array(self.model.lowerPositionLimit, dtype=float)
-        self.upper_rad: FloatArray = np.array(self.model.upperPositionLimit, dtype=float)
+        self.lower_rad: FloatArray = self.body.lower_rad.copy()
+        self.upper_rad: FloatArray = self.body.upper_rad.copy()
         if not np.all(self.upper_rad > self.lower_rad):
             raise ConfigError(str(path), "<joint limits>", "lower < upper for every joint",
                               list(zip(self.joint_names, self.lower_rad, self.upper_rad)))
 
-    def _add_task_point(self, config: ArmConfig) -> int:
-        """Frame id of the task point: ``task_frame`` itself, or a frame added at the offset."""
-        fid = self.model.getFrameId(config.task_frame)
-        offset = np.asarray(config.task_offset_m, dtype=float)
-        if not np.any(offset):
-            return int(fid)
-        frame = self.model.frames[fid]
-        placement = frame.placement * pin.SE3(np.eye(3), offset)
-        return int(self.model.addFrame(pin.Frame(f"{config.task_frame}+task_offset",
-                                                 frame.parentJoint, fid, placement,
-                                                 pin.FrameType.OP_FRAME)))
+    # -- frames ------------------------------------------------------------------------------------
+    def frame(self, name: str, offset_m: npt.ArrayLike, file: str, key: str) -> Frame:
+        """The frame called ``name`` (offset in its axes) or a :class:`ConfigError` at ``key``
+        listing what the description has (doc/mjcf_models.md, "Frame names")."""
+        found = self.body.find_frame(name, np.asarray(offset_m, dtype=float))
+        if found is None:
+            raise ConfigError(file, key, self.body.frame_names(), name)
+        return found
 
-    def hand_pose(self, q: FloatArray, data: pin.Data | None = None
-                  ) -> tuple[FloatArray, FloatArray]:
+    def _coupled_hint(self, name: str) -> str:
+        if self.coupling is None or not isinstance(self.body, _mujoco_body_type()):
+            return ""
+        model = self.coupling.model
+        for c in self.coupling.coupled:
+            if model.joint(c).name == name:
+                x, e = self.coupling.driver[c]
+                by = f"joint '{model.joint(x).name}'" if x >= 0 else "a constant"
+                return (f" ('{name}' follows {by} through the equality constraint "
+                        f"'{model.equality(e).name}': it is not a coordinate of its own)")
+        return ""
+
+    @property
+    def model(self) -> pin.Model:
+        """Pinocchio's model of a URDF robot (an MJCF robot has none: see :attr:`body`)."""
+        if self._pinocchio is None:
+            raise TypeError(f"{self.description_path.name}: an MJCF robot computes with MuJoCo "
+                            "(Arm.body); it has no Pinocchio model")
+        return self._pinocchio
+
+    @property
+    def task_frame_id(self) -> int:
+        """Pinocchio frame id of the task point (URDF robots)."""
+        self.model  # noqa: B018 (raises for an MJCF robot)
+        return self.task_frame.handle
+
+    def hand_pose(self, q: FloatArray, data: Any = None) -> tuple[FloatArray, FloatArray]:
         """Forward kinematics of the task point: position [m] (3,) and rotation world_R_hand
         (3, 3) at ``q`` in the base frame; the one hand pose function of the package.
 
-        ``data``: Pinocchio data to compute in (default: the arm's own, so not to be shared
-        across threads).
+        ``data``: a workspace of :attr:`body` to compute in (default: the arm's own, so not to
+        be shared across threads).
         """
-        if data is None:
-            data = self._data
-        pin.forwardKinematics(self.model, data, q)
-        placement = pin.updateFramePlacement(self.model, data, self.task_frame_id)
-        return placement.translation.copy(), placement.rotation.copy()
+        return self.body.poses(self._ws if data is None else data, q, (self.task_frame,))[0]
 
-    def frame_names(self) -> list[str]:
-        return [str(f.name) for f in self.model.frames]
+    def frame_names(self) -> str:
+        """What a frame key of the config accepts (for messages)."""
+        return self.body.frame_names()
 
     def link_names(self) -> list[str]:
-        return [str(f.name) for f in self.model.frames if f.type == pin.FrameType.BODY]
+        """Named bodies of the description (URDF links), the base or world excluded for an
+        MJCF."""
+        return self.body.body_names()
 
-    def _body_name_of_joint(self, joint_id: int) -> str:
+    def _link_of_joint(self, joint_id: int) -> str:
         for f in self.model.frames:
             if f.type == pin.FrameType.BODY and f.parentJoint == joint_id:
                 return str(f.name)
         return str(self.model.names[joint_id])
 
     def link_placement(self, link: str) -> tuple[int, pin.SE3]:
-        """(Pinocchio joint id the link rides on, placement of the link frame in that joint)."""
+        """(Pinocchio joint id the link rides on, placement of the link frame in that joint);
+        URDF robots."""
         fid = self.model.getFrameId(link, pin.FrameType.BODY)
         frame = self.model.frames[fid]
         return int(frame.parentJoint), frame.placement
@@ -191,10 +226,18 @@ class Arm:
         return arr
 
     def support_mask(self, joint_id: int) -> npt.NDArray[np.bool_]:
-        """(n,) bool: which velocity columns move a body fixed to ``joint_id``."""
-        mask = np.zeros(self.model.nv, dtype=bool)
-        for j in self.model.supports[joint_id]:
+        """(n,) bool: which velocity columns move a body fixed to Pinocchio joint ``joint_id``
+        (URDF robots)."""
+        model = self.model
+        mask = np.zeros(model.nv, dtype=bool)
+        for j in model.supports[joint_id]:
             if j > 0:
-                idx = self.model.joints[j].idx_v
-                mask[idx: idx + self.model.joints[j].nv] = True
+                idx = model.joints[j].idx_v
+                mask[idx: idx + model.joints[j].nv] = True
         return mask
+
+
+def _mujoco_body_type() -> type:
+    from musculo_control.model.mujoco_body import MujocoBody
+
+    return MujocoBody

@@ -71,7 +71,7 @@ def check_workspace(robot: Robot, center_m: npt.ArrayLike, reach_m: float, file:
     """Warn when the workspace gate's reach sphere (controller.yaml ``workspace``: ``center_m``,
     ``reach_m`` [m]) extends well beyond where the hand can be."""
     arm = robot.arm
-    data = arm.model.createData()
+    data = arm.body.workspace()
     center = np.asarray(center_m, dtype=float)
     reach = 0.0
     for q in sample_poses(robot, 1024, seed=1):

@@ -19,11 +19,10 @@ estimator and the 125 Hz tick of the same process.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -52,10 +51,11 @@ class MuscleGeometry(Protocol):
         """Lengths and Jacobian at ``q``."""
         ...
 
-    def kinematics_after_jacobians(self, q: FloatArray, data: pin.Data) -> MuscleKinematics:
-        """Lengths and Jacobian at ``q``, where ``pin.computeJointJacobians(model, data, q)``
-        has just run on ``data`` (the snapshot's pass): a backend built on Pinocchio reuses it,
-        the others ignore it."""
+    def kinematics_after_jacobians(self, q: FloatArray, data: Any) -> MuscleKinematics:
+        """Lengths and Jacobian at ``q``, where the dynamics pass of the snapshot has just run
+        on ``data``, a workspace of the arm's rigid-body backend (Pinocchio's
+        ``computeJointJacobians``; MuJoCo's position stages): a backend built on the same
+        library reuses it, the others ignore it."""
         ...
 
     def paths_at(self, q: FloatArray) -> list[FloatArray]:

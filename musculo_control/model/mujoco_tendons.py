@@ -3,9 +3,9 @@
 An MJCF robot's muscles are its tendons: spatial tendons through sites, wrapping over spheres
 and cylinders (with side sites), through pulleys, or fixed (joint-coupling) tendons. MuJoCo
 computes their lengths ``ten_length`` and Jacobian ``ten_J = dl/dq`` itself, so nothing here
-re-implements wrapping: :class:`MujocoTendonGeometry` sets the joint angles and runs MuJoCo's
-position stages (``mj_kinematics``, ``mj_comPos``, ``mj_tendon``). Finite differences of the
-lengths are the tests' independent check of ``ten_J``.
+re-implements wrapping: :class:`MujocoTendonGeometry` sets the joint angles (coupled joints
+from their drivers) and runs MuJoCo's position stages (``mj_kinematics``, ``mj_comPos``,
+``mj_tendon``). Finite differences of the lengths are the tests' independent check of ``ten_J``.
 
 The model is compiled with MuJoCo's actuator length-range computation off
 (``compiler.LRopt.mode = none``): it does not converge on some public models (MuJoCo's own
@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 
 from musculo_control.errors import ConfigError
 from musculo_control.model.geometry import MuscleKinematics
+from musculo_control.model.mujoco_body import MujocoBody, MujocoWorkspace
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -83,16 +84,19 @@ def muscle_peak_forces(model: mujoco.MjModel) -> dict[int, float]:
 class MujocoTendonGeometry:
     """Muscle lengths and Jacobian from an MJCF's tendons (see the module docstring).
 
-    Implements :class:`~musculo_control.model.geometry.MuscleGeometry`. ``tendons`` names the
-    tendon of each muscle, in muscle order; ``joint_names`` the joints in robot order.
+    Implements :class:`~musculo_control.model.geometry.MuscleGeometry` on the arm's own MuJoCo
+    model (``body``, a :class:`~musculo_control.model.mujoco_body.MujocoBody`): lengths at
+    ``q = phi(u)`` and the reduced Jacobian ``dl/du = ten_J G`` when joints are coupled.
+    ``tendons`` names the tendon of each muscle, in muscle order.
     """
 
-    def __init__(self, path: Path, names: tuple[str, ...], tendons: tuple[str, ...],
-                 joint_names: tuple[str, ...], file: str) -> None:
+    def __init__(self, body: MujocoBody, path: Path, names: tuple[str, ...],
+                 tendons: tuple[str, ...], file: str) -> None:
         self.path = Path(path)
         self.names = names
         self.source = f"MuJoCo tendons of {self.path.name}"
-        self.model = compile_spec(mjcf_spec(self.path), self.path)
+        self.body = body
+        self.model = body.model
         m = self.model
         known = [m.tendon(t).name for t in range(m.ntendon)]
         ids = []
@@ -103,32 +107,24 @@ class MujocoTendonGeometry:
                                   f"a tendon of {self.path.name} {known}", tendon)
             ids.append(tid)
         self.tendon_ids: IntArray = np.array(ids, dtype=int)  # (m,)
-        qadr, vadr = [], []
-        for name in joint_names:
-            jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
-            if jid < 0:
-                raise ConfigError(str(self.path), f"joint '{name}'", "a joint MuJoCo compiles",
-                                  [m.joint(j).name for j in range(m.njnt)])
-            qadr.append(m.jnt_qposadr[jid])
-            vadr.append(m.jnt_dofadr[jid])
-        self.qpos_adr: IntArray = np.array(qadr, dtype=int)  # (n,)
-        self.dof_adr: IntArray = np.array(vadr, dtype=int)  # (n,)
+        self.qpos_adr: IntArray = body.coupling.qpos_adr  # (n,)
+        self.dof_adr: IntArray = body.coupling.dof_adr  # (n,)
         peaks = muscle_peak_forces(m)
         #: (m,) peak active tension of each muscle's MJCF muscle actuator [N]; NaN: none
         self.peak_force_n: FloatArray = np.array([peaks.get(int(t), np.nan) for t in ids])
         self._local = threading.local()
 
-    def _data(self) -> mujoco.MjData:
+    def _workspace(self) -> MujocoWorkspace:
         local = self._local
-        if not hasattr(local, "data"):
-            local.data = mujoco.MjData(self.model)
+        if not hasattr(local, "ws"):
+            local.ws = self.body.workspace()
             local.dense = np.zeros((self.model.ntendon, self.model.nv))
-        return local.data
+        return local.ws  # type: ignore[no-any-return]
 
     def _positions(self, q: FloatArray) -> mujoco.MjData:
         """MuJoCo's position stages at ``q``: bodies, sites, wrap points, tendon lengths and J."""
-        d = self._data()
-        d.qpos[self.qpos_adr] = q
+        d = self._workspace().data
+        self.body.coupling.fill_qpos(d.qpos, q)
         mujoco.mj_kinematics(self.model, d)
         mujoco.mj_comPos(self.model, d)
         mujoco.mj_tendon(self.model, d)
@@ -138,17 +134,26 @@ class MujocoTendonGeometry:
         """(m,) tendon lengths at ``q`` [m]."""
         return np.array(self._positions(q).ten_length[self.tendon_ids])
 
-    def kinematics_at(self, q: FloatArray) -> MuscleKinematics:
-        """Lengths and Jacobian (MuJoCo's ``ten_J``) at ``q``."""
-        d = self._positions(q)
+    def _kinematics(self, d: mujoco.MjData) -> MuscleKinematics:
         dense = self._local.dense
         mujoco.mju_sparse2dense(dense, d.ten_J, self.model.ten_J_rownnz,
                                 self.model.ten_J_rowadr, self.model.ten_J_colind)
-        jac = dense[np.ix_(self.tendon_ids, self.dof_adr)]
+        rows = dense[self.tendon_ids]
+        jac = rows[:, self.dof_adr] if self.body.coupling.trivial \
+            else rows @ self.body.coupling.basis(d.qpos)
         return MuscleKinematics(np.array(d.ten_length[self.tendon_ids]), jac)
 
-    def kinematics_after_jacobians(self, q: FloatArray, data: pin.Data) -> MuscleKinematics:
-        """As :meth:`kinematics_at`; Pinocchio's pass is of no use to MuJoCo."""
+    def kinematics_at(self, q: FloatArray) -> MuscleKinematics:
+        """Lengths and Jacobian (MuJoCo's ``ten_J``, times ``G`` if coupled) at ``q``."""
+        return self._kinematics(self._positions(q))
+
+    def kinematics_after_jacobians(self, q: FloatArray, data: Any) -> MuscleKinematics:
+        """As :meth:`kinematics_at`, reusing the body positions of the dynamics pass when
+        ``data`` is a workspace of the same MuJoCo model (only ``mj_tendon`` then runs)."""
+        if isinstance(data, MujocoWorkspace) and data.data.model is self.model:
+            self._workspace()
+            mujoco.mj_tendon(self.model, data.data)
+            return self._kinematics(data.data)
         return self.kinematics_at(q)
 
     def paths_at(self, q: FloatArray) -> list[FloatArray]:

@@ -33,7 +33,6 @@ from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 
 from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError, InputError, MusculoError
@@ -104,13 +103,16 @@ class OperatingPointConfig:
 class PosesConfig:
     """``robot.yaml`` section ``poses``: the pose solver and the experiments' named poses."""
 
-    elbow_frame: str = spec(doc="frame (of the URDF or MJCF) whose origin is the elbow centre")
+    elbow_frame: str = spec(doc="frame whose origin is the elbow centre: a URDF link or joint, an "
+                                "MJCF body, site or joint (doc/mjcf_models.md, 'Frame names')")
     ik_joints: tuple[str, ...] = spec(
         min_length=1, doc="joints the solver may move; the others keep their start values")
     hand_axes: tuple[str, ...] = spec(
         ("x", "y", "z"), min_length=1,
-        doc="the hand coordinates a pose must meet; an arm that moves in a plane not aligned "
-            "with the base axes meets only the in-plane ones (the third follows)")
+        doc="the base-frame axes of the hand position a pose must meet, a list of distinct "
+            "names among x, y, z (e.g. [x, z]); an arm that moves in a plane not aligned with "
+            "the base axes meets only the in-plane ones and the third follows "
+            "(doc/mjcf_models.md, 'Planar arms')")
     tolerance_m: float = spec(1e-6, gt=0.0, doc="hand and elbow error at convergence [m]")
     damping_m: float = spec(1e-3, gt=0.0, doc="damping mu of the least-squares step [m]")
     max_step_rad: float = spec(0.2, gt=0.0, doc="largest joint change per iteration [rad]")
@@ -152,12 +154,11 @@ class PoseSolver:
         self.arm = arm
         self.config = config
         self._where = (file, key)  # where the named poses are written, for their errors
-        model = arm.model
-        if not model.existFrame(config.elbow_frame):
-            raise ConfigError(file, f"{key}.elbow_frame",
-                              f"a frame of the {arm.kind} {arm.frame_names()}",
-                              config.elbow_frame)
-        self.elbow_frame_id = model.getFrameId(config.elbow_frame)
+        self.elbow_frame = arm.frame(config.elbow_frame, (0.0, 0.0, 0.0), file,
+                                     f"{key}.elbow_frame")
+        self._frames = (arm.task_frame, self.elbow_frame)
+        #: backend index of the elbow frame (Pinocchio frame id for a URDF robot)
+        self.elbow_frame_id = self.elbow_frame.handle
         cols = []
         for i, name in enumerate(config.ik_joints):
             if name not in arm.joint_names:
@@ -168,31 +169,24 @@ class PoseSolver:
         #: hand coordinates the solver meets (indices into x, y, z)
         self.hand_idx = np.array(["xyz".index(a) for a in config.hand_axes], dtype=int)
         self.up: FloatArray = arm.up  # (3,) heights are measured along it
-        self._data = model.createData()
+        self._ws = arm.body.workspace()
 
     # -- kinematics ----------------------------------------------------------------------------
     def targets_at(self, q: FloatArray) -> tuple[FloatArray, float]:
         """(hand position [m], elbow height along -gravity [m]) at ``q``."""
         q = self.arm.check_q(q)
-        model, data = self.arm.model, self._data
-        pin.framesForwardKinematics(model, data, q)
-        hand = data.oMf[self.arm.task_frame_id].translation.copy()
-        return hand, float(self.up @ data.oMf[self.elbow_frame_id].translation)
+        (hand, _), (elbow, _) = self.arm.body.poses(self._ws, q, self._frames)
+        return hand, float(self.up @ elbow)
 
     def elbow_position(self, q: FloatArray) -> FloatArray:
         """(3,) position of the elbow frame at ``q`` in the base frame [m]."""
         q = self.arm.check_q(q)
-        pin.framesForwardKinematics(self.arm.model, self._data, q)
-        return np.array(self._data.oMf[self.elbow_frame_id].translation)
+        return self.arm.body.poses(self._ws, q, (self.elbow_frame,))[0][0]
 
     def constraint_jacobian(self, q: FloatArray) -> FloatArray:
         """(4, n) d[x_hand; h_elbow]/dq in the base frame [m/rad], all joints."""
         q = self.arm.check_q(q)
-        model, data = self.arm.model, self._data
-        pin.computeJointJacobians(model, data, q)
-        pin.updateFramePlacements(model, data)
-        jh = pin.getFrameJacobian(model, data, self.arm.task_frame_id, pin.LOCAL_WORLD_ALIGNED)
-        je = pin.getFrameJacobian(model, data, self.elbow_frame_id, pin.LOCAL_WORLD_ALIGNED)
+        jh, je = self.arm.body.jacobians(self._ws, q, self._frames)
         return np.vstack([jh[:3], self.up @ je[:3]])
 
     # -- solving -------------------------------------------------------------------------------

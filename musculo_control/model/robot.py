@@ -18,11 +18,10 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 
 from musculo_control.config.parser import load, load_with_overrides, spec
 from musculo_control.errors import ConfigError, InputError
@@ -91,6 +90,12 @@ class Robot:
             raise ConfigError(self.robot_file, "home_pose_rad", f"{n} joint angles",
                               f"{len(self.config.home_pose_rad)} values")
         self.home_pose_rad = np.array(self.config.home_pose_rad)
+        lo, hi = self.arm.lower_rad, self.arm.upper_rad
+        for i, (name, q) in enumerate(zip(self.arm.joint_names, self.home_pose_rad)):
+            if not lo[i] <= q <= hi[i]:
+                raise ConfigError(self.robot_file, f"home_pose_rad[{i}]",
+                                  f"an angle of joint '{name}' within its limits "
+                                  f"[{lo[i]:+.4f}, {hi[i]:+.4f}] rad ({self.arm.kind})", float(q))
         #: places the arm by hand position and elbow height; None without a ``poses`` section
         self.poses: PoseSolver | None = (
             PoseSolver(self.arm, self.config.poses, self.robot_file)
@@ -149,7 +154,8 @@ class Robot:
                                       "via-points (path) for a URDF robot; tendons are MJCF's",
                                       m.tendon)
             return ViaPointGeometry(self.arm, self.muscles_config, self.muscles_file)
-        from musculo_control.model.mujoco_tendons import MujocoTendonGeometry  # MJCF robots only
+        from musculo_control.model.mujoco_body import MujocoBody  # MJCF robots only
+        from musculo_control.model.mujoco_tendons import MujocoTendonGeometry
 
         for i, m in enumerate(specs):
             if m.path is not None:
@@ -157,9 +163,9 @@ class Robot:
                                   f"no via-points for an MJCF robot: muscle '{m.name}' is the "
                                   f"MJCF tendon named in 'tendon' (default: its own name)",
                                   "a path")
-        return MujocoTendonGeometry(self.arm.description_path, tuple(m.name for m in specs),
-                                    tuple(m.tendon or m.name for m in specs),
-                                    self.arm.joint_names, self.muscles_file)
+        return MujocoTendonGeometry(cast(MujocoBody, self.arm.body), self.arm.description_path,
+                                    tuple(m.name for m in specs),
+                                    tuple(m.tendon or m.name for m in specs), self.muscles_file)
 
     def _peak_forces(self) -> tuple[FloatArray, tuple[str, ...]]:
         """f1 per muscle: the muscles file's, the MJCF muscle actuator's, else robot.yaml's."""
@@ -280,8 +286,9 @@ class Robot:
                         f"to stay {word} over the joint range (as declared)",
                         f"{100 * worst:+.2f} cm at q = [{pose}] rad ({self.geometry.source})")
 
-    def new_data(self) -> pin.Data:
-        return self.arm.model.createData()
+    def new_data(self) -> Any:
+        """A fresh workspace of the arm's rigid-body backend (Pinocchio data for a URDF)."""
+        return self.arm.body.workspace()
 
 
 def load_robot(config_dir: str | Path, overrides: dict[str, Any] | None = None) -> Robot:

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import pinocchio as pin
 
 from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError
@@ -57,6 +56,12 @@ class TaskConfig:
         """(k,) indices of the rows in the 6-D [vx, vy, vz, wx, wy, wz] order."""
         return np.array([TASK_ROW_NAMES.index(r) for r in self.rows], dtype=np.intp)
 
+    def position_axes(self) -> npt.NDArray[np.intp]:
+        """Base axes (0, 1, 2 for x, y, z) of the task's position rows; all three when it has
+        none. A planar task's error is measured over these: the rest it cannot control."""
+        axes = [TASK_ROW_NAMES.index(r) for r in self.rows if r in TASK_ROW_NAMES[:3]]
+        return np.array(axes or [0, 1, 2], dtype=np.intp)
+
     def check_joints(self, n_joints: int, file: str, key: str) -> None:
         """The mask has a column per joint and lets every task row use some joint."""
         if len(self.mask[0]) != n_joints:
@@ -77,14 +82,12 @@ class TaskConfig:
             raise ConfigError(file, f"{key}.rows",
                               f"at most {arm.n_joints} rows, one per joint {joints} (more rows "
                               f"than joints cannot all be followed)", list(self.rows))
-        data = arm.model.createData()
+        ws = arm.body.workspace()
         most = np.zeros(len(self.rows))
         mask = np.array(self.mask, dtype=bool)
         idx = self.row_indices()
         for q in sample_poses(robot, _TASK_POSES):
-            pin.computeJointJacobians(arm.model, data, q)
-            pin.updateFramePlacements(arm.model, data)
-            J = pin.getFrameJacobian(arm.model, data, arm.task_frame_id, pin.LOCAL_WORLD_ALIGNED)
+            J = arm.body.jacobians(ws, q, (arm.task_frame,))[0]
             most = np.maximum(most, np.abs(J[idx] * mask).max(axis=1))
         for i, row in enumerate(self.rows):
             if most[i] < _UNMOVED:

@@ -64,8 +64,9 @@ METRICS: dict[str, dict[str, str]] = {
         "elbow_height_start_m": "elbow height at t = 0, the named start pose [m]",
         "elbow_height_at_move_m": "elbow height when the move started [m]",
         "elbow_height_end_m": "elbow height at the end [m]",
-        "mean_tracking_error_m": "mean distance hand - goal from the move's start to the end [m]",
-        "max_tracking_error_m": "largest distance hand - goal over the same window [m]",
+        "mean_tracking_error_m": "mean distance hand - goal from the move's start to the end, "
+                                 "over the task's position axes (controller.yaml task.rows) [m]",
+        "max_tracking_error_m": "largest distance hand - goal over the same window and axes [m]",
         "final_error_m": "distance hand - goal at the end [m]",
         "tension_limit_fraction": "share of the scored time with a muscle commanded at the "
                                "actuators' limit (hardware.yaml driver.max_tension_n, or the "

@@ -185,9 +185,14 @@ def experiment_config(setup: Setup, experiment: str) -> Any:
     cfg = getattr(setup.experiments, experiment)
     if cfg is None:
         file = setup.robot.config_dir / "experiments.yaml"
+        rows, n = len(setup.controller_config.task.rows), setup.robot.arm.n_joints
+        why = ""
+        if experiment == "nullspace" and rows >= n:
+            why = (f"; it cannot have one: the task's {rows} rows leave the arm's {n} joints "
+                   f"no nullspace to drift in (experiment C needs more joints than task rows)")
         raise InputError(f"experiment '{experiment}'",
                          f"a section '{experiment}' in {file} (this robot runs "
-                         f"{list(setup.experiments.configured())})", "none")
+                         f"{list(setup.experiments.configured())}){why}", "none")
     return cfg
 
 
