@@ -197,6 +197,8 @@ def main() -> int:
     parser.add_argument("--busy-loops", type=int, default=-1, metavar="N",
                         help="the loaded case: N spinning processes (default -1: one per "
                              "core; 0: measure the quiet case only)")
+    parser.add_argument("--loaded-only", action="store_true",
+                        help="measure the loaded case only (a long hold under load)")
     args = parser.parse_args()
     try:
         import musculo_control.nodes.observer  # noqa: F401 (rclpy is there)
@@ -216,7 +218,8 @@ def main() -> int:
           f"{bench.graph_baseline_s:g} s ...", flush=True)
     baseline = _row(f"baseline: bare {loop.control_rate_hz:g} Hz sleep loop, period",
                     _baseline_periods(loop.control_rate_hz, bench.graph_baseline_s))
-    cases = [_measure(parts, args, bench, duration, 0)]
+    cases = [] if args.loaded_only and args.busy_loops != 0 else \
+        [_measure(parts, args, bench, duration, 0)]
     if args.busy_loops != 0:
         cases.append(_measure(parts, args, bench, duration, args.busy_loops))
     machine.finish()
@@ -234,7 +237,9 @@ def main() -> int:
 
     layout = "a process per node" if args.process_per_node else "one process for all but the mock"
     profile = "real-time profile" if args.realtime else "no real-time profile"
-    lines = [f"Node graph at real time ({layout}, {profile}), {duration:g} s per case, "
+    command = " ".join(["python benchmarks/bench_graph.py", *sys.argv[1:]])
+    lines = [f"Measured with `{command}` on {time.strftime('%Y-%m-%d')}.", "",
+             f"Node graph at real time ({layout}, {profile}), {duration:g} s per case, "
              f"{parts.robot.n_muscles} muscles ({args.config.name}); {machine.describe()}", ""]
     summary: dict[str, Any] = {"duration_s": duration, "machine": machine.as_dict(),
                                "layout": layout, "realtime": args.realtime, "cases": []}
@@ -259,7 +264,7 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     name = "bench_graph" + ("_process_per_node" if args.process_per_node else "") \
-        + ("_realtime" if args.realtime else "")
+        + ("_realtime" if args.realtime else "") + ("_loaded" if args.loaded_only else "")
     rows = [dict(r, load=c["busy_loops"]) for c in summary["cases"] for r in c["rows"]]
     for path in write_reports(args.out, name, rows, text, summary):
         print(f"wrote {path}")
