@@ -45,7 +45,7 @@ def domain_id() -> int:
 @contextmanager
 def running_graph(parts: LoopParts, workdir: Path, *, sim: bool = True, rtf: float = SIM_RATE,
                   lockstep: bool = True, goal_mode: str = "none",
-                  extra: dict[str, dict[str, Any]] | None = None,
+                  extra: dict[str, dict[str, Any]] | None = None, fast_streams: bool = True,
                   **options: Any) -> Iterator[tuple[GraphProcesses, GraphObserver]]:
     """The graph of ``parts``' config folder, up and past its start-up, with an observer.
 
@@ -60,7 +60,7 @@ def running_graph(parts: LoopParts, workdir: Path, *, sim: bool = True, rtf: flo
                         **options)
     domain = domain_id()
     graph = GraphProcesses(opts, workdir, domain_id=domain)
-    observer = GraphObserver(parts, use_sim_time=sim, domain_id=domain)
+    observer = GraphObserver(parts, use_sim_time=sim, domain_id=domain, fast_streams=fast_streams)
     try:
         graph.start()
         yield graph, observer
