@@ -70,7 +70,7 @@ from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_GOAL, QOS_STATE_PUB, StageNode, now_stamp
 from musculo_control.safety.goal_gate import GoalRequest
 from musculo_control.sim.fault_matrix import node_injector
-from musculo_control.sim.faults import CONTROLLER_FAULTS
+from musculo_control.testing.faults import CONTROLLER_FAULTS
 
 GOAL_TOPIC = "hand_goal"
 GOAL_TRAJECTORY_TOPIC = "hand_goal/trajectory"

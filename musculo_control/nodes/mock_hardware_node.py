@@ -52,8 +52,8 @@ from musculo_control.nodes.node_config import (
 from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
 from musculo_control.sim.fault_matrix import node_injector
-from musculo_control.sim.faults import MOCK_FAULTS
 from musculo_control.stamps import Stamp
+from musculo_control.testing.faults import MOCK_FAULTS
 
 GAUGE_TOPIC = "mock/gauge"
 #: Lockstep watches every node's newest output: reliable, so that no sample it waits for is lost

@@ -77,7 +77,7 @@ class CommonNodeParams:
 @dataclass(frozen=True, kw_only=True)
 class FaultInjectionParams:
     """Fault injection for tests and the graph's fault matrix (off by default): the same
-    injector as the ROS-free runner's (:mod:`musculo_control.sim.faults`), magnitudes from
+    injector as the ROS-free runner's (:mod:`musculo_control.testing.faults`), magnitudes from
     ``reliability.yaml`` ``faults.injection``. It starts at ``inject_at_s``, or when the node's
     ``~/inject_fault`` service (std_srvs/Trigger) is called."""
 

@@ -8,7 +8,7 @@ is the runner's (reliability.yaml ``faults``: a 6 cm move, the fault mid-move); 
 gets in:
 
 - in the mock arm (sensors, actuators, raw streams) and around the controller (QP failure, bad
-  commands): the same :class:`~musculo_control.sim.faults.FaultInjector` inside
+  commands): the same :class:`~musculo_control.testing.faults.FaultInjector` inside
   ``mock_hardware_node`` / ``activation_qp_node``, started over its ``~/inject_fault`` service;
 - a hanging dynamics node (``stale_snapshot``) or controller (``command_dropout``): the process
   is stopped (SIGSTOP) for the fault's duration;
@@ -36,10 +36,8 @@ import numpy as np
 
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.loop.build import LoopParts
-from musculo_control.machine_load import busy_loops as loaded
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
-from musculo_control.nodes.observer import GraphObserver
 from musculo_control.sim.fault_matrix import (
     FaultMatrixConfig,
     FaultResult,
@@ -47,8 +45,10 @@ from musculo_control.sim.fault_matrix import (
     safe_bounds,
     safe_target_ms,
 )
-from musculo_control.sim.faults import CONTROLLER_FAULTS, MOCK_FAULTS, fault_kind
 from musculo_control.sim.setup import start_pose
+from musculo_control.testing.faults import CONTROLLER_FAULTS, MOCK_FAULTS, fault_kind
+from musculo_control.testing.machine_load import busy_loops as loaded
+from musculo_control.testing.observer import GraphObserver
 
 #: The node whose health is each stage's (FaultKind.stages names stages).
 STAGE_NODES = {"potentiometers": "potentiometer_node", "tendon actuators": "tendon_driver_node",
