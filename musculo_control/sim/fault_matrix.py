@@ -419,16 +419,3 @@ def comparison_markdown(runner: list[FaultResult], graph: list[FaultResult]) -> 
         lines.append(f"| `{r.name}` | {cell(r)} | {cell(g)} | {sent} |")
     return "\n".join(lines) + "\n"
 
-
-def node_injector(node: str, fault: str, start_s: float, duration_s: float, robot: Robot,
-                  calibration: Any, physics_dt_s: float, tension_limit_n: float,
-                  allowed: tuple[str, ...]) -> FaultInjector:
-    """The injector a node of the graph runs for ``fault`` (its parameters ``inject_fault``,
-    ``inject_at_s``, ``inject_for_s``): the runner's injector, with the magnitudes of
-    reliability.yaml, on the node's clock (``start_s`` is a time of that clock)."""
-    if fault not in allowed:
-        raise ConfigError(f"parameters of node '{node}'", f"{node}.ros__parameters.inject_fault",
-                          f"'' or a fault this node injects {list(allowed)}", fault)
-    cfg = load_fault_matrix_config(robot.config_dir, robot)
-    return FaultInjector(fault, start_s, start_s + duration_s, cfg.injection, robot,
-                         calibration, physics_dt_s, 0.0, tension_limit_n=tension_limit_n)
