@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from musculo_control.benchmark import (
+from musculo_control.bench.config import load_bench_config
+from musculo_control.bench.measure import (
     MachineLoad,
-    load_bench_config,
     markdown_table,
     positive_int,
     summary_ms,

@@ -41,17 +41,12 @@ from typing import Any
 
 import numpy as np
 
-from musculo_control.benchmark import (
-    MachineLoad,
-    load_bench_config,
-    markdown_table,
-    summary_ms,
-    write_reports,
-)
+from musculo_control.bench.config import load_bench_config
+from musculo_control.bench.measure import MachineLoad, markdown_table, summary_ms, write_reports
 from musculo_control.loop.build import load_parts
 from musculo_control.loop.timing import Schedule
-from musculo_control.machine_load import busy_loops
 from musculo_control.paths import default_config_dir
+from musculo_control.testing.machine_load import busy_loops
 
 
 def _baseline_periods(rate_hz: float, seconds: float) -> np.ndarray:
@@ -110,7 +105,7 @@ def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
     """One watched run of the graph with ``busy`` spinning processes; its rows and figures."""
     from musculo_control.nodes.graph import GraphOptions
     from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
-    from musculo_control.nodes.observer import GraphObserver
+    from musculo_control.testing.observer import GraphObserver
 
     loop, rates = parts.controller.loop, parts.drivers.rates
     options = GraphOptions(args.config, use_sim_time=False, goal_mode="none",
@@ -201,7 +196,7 @@ def main() -> int:
                         help="measure the loaded case only (a long hold under load)")
     args = parser.parse_args()
     try:
-        import musculo_control.nodes.observer  # noqa: F401 (rclpy is there)
+        import musculo_control.testing.observer  # noqa: F401 (rclpy is there)
     except ImportError as exc:
         print(f"bench_graph needs rclpy ({exc}): pip install -e '.[ros]'", file=sys.stderr)
         return 2

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from musculo_control.benchmark import (
+from musculo_control.bench.config import load_bench_config
+from musculo_control.bench.measure import (
     MachineLoad,
-    load_bench_config,
     markdown_table,
     summary_ms,
     time_calls,

@@ -31,12 +31,8 @@ import sys
 import time
 from pathlib import Path
 
-from musculo_control.benchmark import (
-    MachineLoad,
-    load_bench_config,
-    markdown_table,
-    write_reports,
-)
+from musculo_control.bench.config import load_bench_config
+from musculo_control.bench.measure import MachineLoad, markdown_table, write_reports
 from musculo_control.loop.build import load_parts
 from musculo_control.nodes.launcher import private_domain_id
 from musculo_control.paths import default_config_dir

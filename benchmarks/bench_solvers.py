@@ -1,4 +1,4 @@
-"""The QP solvers on the controller's own QPs (see :mod:`musculo_control.solver_benchmark`):
+"""The QP solvers on the controller's own QPs (see ``benchmarks/solver_field.py``):
 DAQP, OSQP, the dual Newton solver, ProxQP, PIQP, quadprog and Clarabel against SciPy's BVLS,
 on a closed-loop run of the shipped arm and on synthetic arms up to 300 muscles.
 
@@ -17,9 +17,11 @@ import shlex
 import sys
 from pathlib import Path
 
-from musculo_control.benchmark import load_bench_config, positive_int, write_reports
+from solver_field import FIELD, markdown, run_solver_bench
+
+from musculo_control.bench.config import load_bench_config
+from musculo_control.bench.measure import positive_int, write_reports
 from musculo_control.paths import default_config_dir
-from musculo_control.solver_benchmark import FIELD, markdown, run_solver_bench
 
 
 def main(argv: list[str] | None = None) -> int:

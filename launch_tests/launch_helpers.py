@@ -2,7 +2,7 @@
 graph observer of test/test_graph.py.
 
 The graph is the installed ``mock_arm.launch.py`` (or ``arm.launch.py``), GUI and rclcpp
-nodes off; it is watched by :class:`~musculo_control.nodes.observer.GraphObserver` and judged
+nodes off; it is watched by :class:`~musculo_control.testing.observer.GraphObserver` and judged
 with the helpers of ``test/graph_harness.py`` (safe state, rates by stamps, first event after
 an instant), the same as the node-graph tests that ``make test`` runs without ``ros2 launch``.
 
@@ -44,7 +44,7 @@ from musculo_control.nodes.node_config import (
     ROS_PARAMS_FILE,
     TENDON_DRIVER_NODE,
 )
-from musculo_control.nodes.observer import GraphObserver
+from musculo_control.testing.observer import GraphObserver
 
 # the judging helpers of the node-graph tests (test/graph_harness.py)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))

@@ -23,7 +23,7 @@ import numpy as np
 from musculo_control.loop.build import LoopParts
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses
-from musculo_control.nodes.observer import GraphObserver
+from musculo_control.testing.observer import GraphObserver
 
 #: Domain ids for the tests: apart from other runs on the machine (the pid), one per test.
 _DOMAINS = itertools.count(1 + (os.getpid() % 20) * 4)

@@ -1,7 +1,8 @@
 """Everything a command needs at run time is installed by ``pip install .`` (and by rosdep).
 
 - every third-party module the package imports outside ``nodes/`` (the rclpy shells, which
-  ROS provides) belongs to a distribution of ``install_requires``;
+  ROS provides) and besides ROS's own modules in ``testing/`` belongs to a distribution of
+  ``install_requires``;
 - every ``install_requires`` distribution has its rosdep key in package.xml, and the project's
   own pip keys are defined in rosdep/musculo_control.yaml;
 - (slow) a fresh virtual environment with ``pip install <repo>`` and no extras runs a short
@@ -65,13 +66,21 @@ def _optional(tree: ast.AST) -> set[int]:
     return out
 
 
+#: what ROS provides (a distribution, or the 'ros' extra's wheels): the test side's graph tools
+#: (testing/) import these beside the package's own dependencies
+ROS_PROVIDED = {"rclpy", "std_msgs", "std_srvs", "sensor_msgs", "geometry_msgs",
+                "diagnostic_msgs", "trajectory_msgs", "rosgraph_msgs", "visualization_msgs"}
+
+
 def _imported_top_modules() -> dict[str, str]:
     """Top-level module -> the first file importing it, for the package minus nodes/ and
-    minus optional imports."""
+    minus optional imports (and minus ROS's modules in testing/)."""
     found: dict[str, str] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
-        if "nodes" in path.relative_to(PACKAGE).parts[:1]:
+        top = path.relative_to(PACKAGE).parts[:1]
+        if "nodes" in top:
             continue
+        ros_provided = ROS_PROVIDED if "testing" in top else set()
         tree = ast.parse(path.read_text())
         optional = _optional(tree)
         for node in ast.walk(tree):
@@ -84,6 +93,8 @@ def _imported_top_modules() -> dict[str, str]:
             else:
                 continue
             for name in names:
+                if name.split(".")[0] in ros_provided:
+                    continue
                 found.setdefault(name.split(".")[0], str(path.relative_to(REPO)))
     return found
 

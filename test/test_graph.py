@@ -30,6 +30,7 @@ from musculo_control.loop.build import load_parts
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.fault_matrix import FaultMatrixConfig
 from musculo_control.sim.reliability import load_reliability_section
+from musculo_control.testing.node_injection import STAND_INS
 
 #: every test is bounded in wall time (a hung graph must fail, not hang the run)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -206,7 +207,10 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
     inject_at, lasts = 4.0, 0.3
     extra = {"mock_hardware_node": {"inject_fault": "tendon_snap", "inject_at_s": inject_at,
                                     "inject_for_s": lasts}}
-    with running_graph(parts, tmp_path, extra=extra) as (graph, obs):
+    # the mock arm that injects is the test side's stand-in (the production node has no
+    # injection)
+    stand_in = {"mock_hardware_node": STAND_INS["mock_hardware_node"]}
+    with running_graph(parts, tmp_path, extra=extra, stand_ins=stand_in) as (graph, obs):
         wait_running(graph, obs)
         assert obs.wait_until(lambda: obs.now_s() > inject_at + lasts + 0.5, 180.0), logs(graph)
         tendon_rules = ("tendon_snapped", "tendon_runaway", "tendon_slack", "actuator_tracking",
@@ -347,7 +351,8 @@ def test_trajectory_b_from_pose_a_tracks_like_the_runner(parts, tmp_path):
 # -- the fault matrix on the graph ------------------------------------------------------------------
 def test_the_graph_fault_matrix_detects_injected_faults_and_writes_the_runners_json(tmp_path):
     """``musculo simulate faults --graph`` on two faults, one the mock arm injects and one the
-    controller node does, both started over their ``~/inject_fault`` services."""
+    controller node does, both started over the ``~/inject_fault`` services of their test-side
+    stand-ins."""
     import json
     import subprocess
     import sys

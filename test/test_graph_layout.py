@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 import yaml
 
 from musculo_control.nodes.graph import (
@@ -77,3 +80,28 @@ def test_control_process_takes_node_names_before_ros_args_and_refuses_others():
         ["tendon_driver_node", "potentiometer_node"]
     assert "mock_hardware_node" in node_names(["cp", "mock_hardware_node"])
     assert "twice" in node_names(["cp", "goal_node", "goal_node"])
+
+
+def test_a_stand_in_runs_in_place_of_its_node_in_a_process_of_its_own(tmp_path):
+    """What a graph that injects faults starts: the test side's stand-in (same node name and
+    parameters) instead of the production module; in the shared layout it leaves
+    control_process. Without stand-ins every process runs a production module."""
+    from musculo_control.errors import InputError
+    from musculo_control.nodes.launcher import GraphProcesses
+    from musculo_control.testing.node_injection import STAND_INS
+
+    assert all(p.module.startswith("musculo_control.nodes.")
+               for layout in (True, False)
+               for p in graph_processes(GraphOptions(default_config_dir(), one_process=layout)))
+    qp = "activation_qp_node"
+    opts = GraphOptions(default_config_dir(), one_process=True, stand_ins={qp: STAND_INS[qp]})
+    processes = {p.name: p for p in graph_processes(opts)}
+    assert list(processes) == ["mock_hardware_node", qp, CONTROL_PROCESS]
+    assert processes[qp].module == "musculo_control.testing.injecting_activation_qp_node"
+    assert qp not in [n.name for n in processes[CONTROL_PROCESS].nodes]
+    assert processes[CONTROL_PROCESS].module == "musculo_control.nodes.control_process"
+    graph = GraphProcesses(dataclasses.replace(opts, one_process=False), tmp_path)
+    assert graph.command(qp)[1:3] == ["-m", STAND_INS[qp]]
+    assert graph.command("dynamics_node")[1:3] == ["-m", "musculo_control.nodes.dynamics_node"]
+    with pytest.raises(InputError, match="stand-ins"):
+        GraphOptions(default_config_dir(), stand_ins={"qp_node": "x"}).check()

@@ -64,6 +64,9 @@ def test_received_values_parse_like_yaml():
     ({"controller": "pid"}, "activation_qp_node.ros__parameters.controller", "one of"),
     ({"rate_hzz": 125.0}, "activation_qp_node.ros__parameters.rate_hzz",
      "one of the known keys"),
+    # the robot's controller injects no faults: only its test-side stand-in does
+    ({"inject_fault": "command_nan"}, "activation_qp_node.ros__parameters.inject_fault",
+     "it was removed (faults are injected only by the test side's stand-in"),
 ])
 def test_a_bad_parameter_names_file_and_key(tmp_path, params, key, words):
     path = write(tmp_path, {ACTIVATION_QP_NODE: {"ros__parameters": params}})

@@ -1,4 +1,4 @@
-"""The solver field (musculo_control/solver_benchmark.py, benchmarks/bench_solvers.py): every
+"""The solver field (benchmarks/solver_field.py, benchmarks/bench_solvers.py): every
 solver answers the recorded controller QPs as BVLS does, and the benchmark writes its reports.
 No timing is asserted."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import solver_field as sb
 
-import musculo_control.solver_benchmark as sb
-from musculo_control.benchmark import BenchConfig
+from musculo_control.bench.config import BenchConfig
 from musculo_control.control.controller_config import load_controller_config
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,8 +21,8 @@ import pytest
 from graph_harness import first_diagnostic, logs, minimum_tension, running_graph, wait_running
 
 from musculo_control.loop.build import load_parts
-from musculo_control.machine_load import busy_loops
 from musculo_control.paths import default_config_dir
+from musculo_control.testing.machine_load import busy_loops
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -1,4 +1,4 @@
-"""``musculo bench``: the tick benchmark of :mod:`musculo_control.tick_benchmark` from the
+"""``musculo bench``: the tick benchmark of :mod:`musculo_control.bench.tick` from the
 command line (options override ``bench.yaml``)."""
 
 from __future__ import annotations
@@ -8,13 +8,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from musculo_control.benchmark import (
-    load_bench_config,
-    positive_int,
-    write_reports,
-)
+from musculo_control.bench.config import load_bench_config
+from musculo_control.bench.measure import positive_int, write_reports
+from musculo_control.bench.tick import markdown, run_bench
 from musculo_control.paths import default_config_dir
-from musculo_control.tick_benchmark import markdown, run_bench
 
 
 def add_parser(sub: Any) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from musculo_control.benchmark import load_bench_config
+from musculo_control.bench.config import load_bench_config
 from musculo_control.commands.model_report import dynamics_note
 from musculo_control.config.scaffold import write_config
 from musculo_control.hardware.drivers import load_drivers

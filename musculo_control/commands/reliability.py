@@ -8,7 +8,7 @@ it was detected, how fast, the largest command, NaN, and whether the loop recove
 "recovered", ...}], ...}``.
 
 ``musculo simulate faults --graph [--real-time-factor F]`` injects the same faults into the
-running node graph instead (:mod:`musculo_control.nodes.graph_faults`; needs rclpy): the same
+running node graph instead (:mod:`musculo_control.testing.graph_faults`; needs rclpy): the same
 JSON (``"loop": "node graph"``), plus ``faults_runner_and_graph.md``, the runner's matrix and
 the graph's side by side. ``--wall-clock [--busy-loops N]``: the graph on the wall clock with
 its real-time profile, the machine loaded by N spinning processes (``"loop": "node graph at
@@ -131,7 +131,7 @@ def _graph_matrix(args: argparse.Namespace, folder: Path, setup: Setup,
     if not args.real_time_factor > 0:
         raise SystemExit(f"--real-time-factor must be > 0, got {args.real_time_factor}")
     try:
-        from musculo_control.nodes.graph_faults import run_graph_matrix
+        from musculo_control.testing.graph_faults import run_graph_matrix
     except ImportError as exc:
         raise SystemExit(f"--graph needs rclpy ({exc}); install with: "
                          "pip install -e '.[ros]'") from exc
@@ -229,7 +229,7 @@ def run_soak_command(args: argparse.Namespace) -> int:
 def _graph_soak(args: argparse.Namespace, setup: Setup, cfg: Any) -> int:
     """``musculo soak --graph``: the soak on the node graph at wall clock."""
     try:
-        from musculo_control.nodes.graph_soak import GraphSoakOptions, run_graph_soak
+        from musculo_control.testing.graph_soak import GraphSoakOptions, run_graph_soak
     except ImportError as exc:
         raise SystemExit(f"--graph needs rclpy ({exc}); install with: "
                          "pip install -e '.[ros]'") from exc

@@ -31,6 +31,9 @@ _QP = "robot.yaml's copy had to be kept equal by hand; musculo operating-point u
 _LATE = "each input has a late bound (reported, control goes on) and a hold bound (minimum " \
         "tension)"
 
+_INJECTION = "faults are injected only by the test side's stand-in of the node, " \
+             "musculo_control.testing.node_injection"
+
 #: Every renamed or removed key, oldest change first.
 MOVED: tuple[Moved, ...] = (
     # one loop: every rate and timeout in one place
@@ -95,6 +98,10 @@ MOVED: tuple[Moved, ...] = (
           _LATE),
     Moved("hardware.yaml", "driver.watchdog_timeout_s", "safety.yaml",
           "inputs.muscle_commands.hold_s", _LATE),
+    # the nodes that run the robot carry no fault injection
+    *(Moved("ros_params.yaml", f"{node}.{key}", "", "", _INJECTION)
+      for node in ("activation_qp_node", "mock_hardware_node")
+      for key in ("inject_fault", "inject_at_s", "inject_for_s")),
 )
 
 _BY_KEY = {(m.file, m.key): m for m in MOVED}

@@ -165,7 +165,7 @@ class MockArmConfig:
 
 
 class MockFaultHook(Protocol):
-    """Fault injection inside the mock (see :mod:`musculo_control.sim.faults`): each method
+    """Fault injection inside the mock (see :mod:`musculo_control.testing.faults`): each method
     sees what the healthy mock would produce at time ``t_s`` and returns or edits it."""
 
     def potentiometers(self, counts: FloatArray, t_s: float) -> FloatArray: ...

@@ -39,7 +39,7 @@ COMMAND_TOPIC = "hw/tendon_commands"
 
 
 class SensorFaults(Protocol):
-    """Injected faults of the raw sensor streams (see :mod:`musculo_control.sim.faults`)."""
+    """Injected faults of the raw sensor streams (see :mod:`musculo_control.testing.faults`)."""
 
     def sensor_messages(self, step: int,
                         message: SensorMessage) -> list[tuple[int, SensorMessage]]:

@@ -69,8 +69,6 @@ from musculo_control.nodes.node_config import (
 from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_GOAL, QOS_STATE_PUB, StageNode, now_stamp
 from musculo_control.safety.goal_gate import GoalRequest
-from musculo_control.sim.fault_matrix import node_injector
-from musculo_control.sim.faults import CONTROLLER_FAULTS
 
 GOAL_TOPIC = "hand_goal"
 GOAL_TRAJECTORY_TOPIC = "hand_goal/trajectory"
@@ -80,22 +78,9 @@ class ActivationQPNode(StageNode):
     def __init__(self) -> None:
         super().__init__(ACTIVATION_QP_NODE, ActivationQPNodeParams)
         p = self.params
-        parts = build.load_parts(config_dir_of(p.config_dir))
+        parts = self.parts = build.load_parts(config_dir_of(p.config_dir))
         robot = self.robot = parts.robot
-        controller = build.controller(parts, p.controller)
-        if p.inject_fault:
-            injector = node_injector(ACTIVATION_QP_NODE, p.inject_fault, p.inject_at_s,
-                                     p.inject_for_s, robot, parts.drivers.calibration,
-                                     1.0 / parts.controller.loop.control_rate_hz,
-                                     parts.drivers.tendons.config.max_tension_n,
-                                     CONTROLLER_FAULTS)
-            controller = injector.wrap(controller)
-            self.offer_injection(injector, p.inject_for_s)
-            if p.inject_at_s == 0.0:
-                injector.start_now(float("inf"), 0.0)  # until the service is called
-            self.get_logger().warning(f"fault injection: {p.inject_fault} at {p.inject_at_s} s "
-                                      f"for {p.inject_for_s} s")
-        self.step = build.control_step(parts, p.controller, with_controller=controller,
+        self.step = build.control_step(parts, p.controller,
                                        use_goal_orientation=p.use_goal_orientation,
                                        warn_throttle_s=p.warn_throttle_s)
         self.frame_id = robot.arm.base_frame

@@ -67,6 +67,10 @@ class GraphOptions:
     realtime: bool = False
     #: per node, parameters to set on top of everything else (tests, a user's launcher)
     extra: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: per node, the Python module (``python -m``) that runs it instead of its executable's:
+    #: a stand-in with the node's name, parameters and topics (the test side's fault-injecting
+    #: nodes, :data:`musculo_control.testing.node_injection.STAND_INS`), in a process of its own
+    stand_ins: dict[str, str] = field(default_factory=dict)
 
     @property
     def parameter_file(self) -> Path:
@@ -98,10 +102,10 @@ class GraphOptions:
             raise InputError("goal_mode", f"one of {list(GOAL_MODES)}", self.goal_mode)
         if not self.real_time_factor > 0.0:
             raise InputError("real_time_factor", "a factor > 0", self.real_time_factor)
-        unknown = set(self.extra) - set(NODE_PARAMS)
-        if unknown:
-            raise InputError("extra parameters", f"node names of {sorted(NODE_PARAMS)}",
-                             sorted(unknown))
+        for what, per_node in (("extra parameters", self.extra), ("stand-ins", self.stand_ins)):
+            unknown = set(per_node) - set(NODE_PARAMS)
+            if unknown:
+                raise InputError(what, f"node names of {sorted(NODE_PARAMS)}", sorted(unknown))
         errors: list[ConfigError] = []
 
         def collect(exc: ConfigError) -> None:
@@ -128,11 +132,12 @@ class NodeLaunch:
 
     name: str
     parameters: dict[str, Any]  # on top of the parameter file
+    stand_in: str = ""  # the module of a stand-in that runs instead ('' the node itself)
 
     @property
     def module(self) -> str:
         """The Python module whose ``main()`` runs it (``python -m``)."""
-        return f"musculo_control.nodes.{self.name}"
+        return self.stand_in or f"musculo_control.nodes.{self.name}"
 
 
 def graph_nodes(options: GraphOptions) -> list[NodeLaunch]:
@@ -146,7 +151,7 @@ def graph_nodes(options: GraphOptions) -> list[NodeLaunch]:
         params.update(options.realtime_parameters(name))
         params.update(extra or {})
         params.update(options.extra.get(name, {}))
-        return NodeLaunch(name, params)
+        return NodeLaunch(name, params, options.stand_ins.get(name, ""))
 
     goal: dict[str, Any] = {}
     if options.goal_mode:
@@ -190,7 +195,7 @@ class ProcessLaunch:
     @property
     def module(self) -> str:
         """The Python module whose ``main()`` runs it (``python -m``)."""
-        return f"musculo_control.nodes.{self.name}"
+        return f"musculo_control.nodes.{self.name}" if self.shared else self.nodes[0].module
 
     @property
     def shared(self) -> bool:
@@ -205,13 +210,18 @@ class ProcessLaunch:
 
 def graph_processes(options: GraphOptions) -> list[ProcessLaunch]:
     """The processes of the graph in start order: one per node, or with ``one_process`` the
-    mock arm (it stands for the hardware) and one process for every other node."""
+    mock arm (it stands for the hardware), each stand-in, and one process for every other
+    node."""
     nodes = graph_nodes(options)
     if not options.shared_process:
         return [ProcessLaunch(n.name, (n,)) for n in nodes]
-    alone = [ProcessLaunch(n.name, (n,)) for n in nodes if n.name == MOCK_HARDWARE_NODE]
-    shared = tuple(n for n in nodes if n.name != MOCK_HARDWARE_NODE)
-    return alone + [ProcessLaunch(CONTROL_PROCESS, shared)]
+
+    def alone(n: NodeLaunch) -> bool:
+        return n.name == MOCK_HARDWARE_NODE or bool(n.stand_in)
+
+    shared = tuple(n for n in nodes if not alone(n))
+    return [ProcessLaunch(n.name, (n,)) for n in nodes if alone(n)] + \
+        [ProcessLaunch(CONTROL_PROCESS, shared)]
 
 
 def write_parameters(path: Path, nodes: Iterable[NodeLaunch]) -> Path:

@@ -51,8 +51,6 @@ from musculo_control.nodes.node_config import (
 )
 from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
-from musculo_control.sim.fault_matrix import node_injector
-from musculo_control.sim.faults import MOCK_FAULTS
 from musculo_control.stamps import Stamp
 
 GAUGE_TOPIC = "mock/gauge"
@@ -72,26 +70,13 @@ class MockHardwareNode(StageNode):
                               f"{MOCK_HARDWARE_NODE}.ros__parameters.use_sim_time",
                               "false when publish_clock is true (this node is the clock)", True)
         config_dir = config_dir_of(p.config_dir)
-        parts = build.load_parts(config_dir)
+        parts = self.parts = build.load_parts(config_dir)
         robot = self.robot = parts.robot
         mock_file = config_dir / "mock_arm.yaml"
         self.stage = build.mock_stage(parts, load_mock_config(robot, mock_file),
                                       None if p.seed < 0 else p.seed, 0.0, str(mock_file),
                                       p.warn_throttle_s)
         self.mock = self.stage.arm
-        if p.inject_fault:
-            injector = node_injector(MOCK_HARDWARE_NODE, p.inject_fault, p.inject_at_s,
-                                     p.inject_for_s, robot, parts.drivers.calibration,
-                                     self.mock.dt_s, parts.drivers.tendons.config.max_tension_n,
-                                     MOCK_FAULTS)
-            self.mock.fault_hook = injector
-            self.stage.sensor_faults = injector
-            # the injector counts in physics time (the stamps it sees), not the node's clock
-            self.offer_injection(injector, p.inject_for_s, lambda: self.stage.time_s)
-            if p.inject_at_s == 0.0:
-                injector.start_now(float("inf"), 0.0)  # until the service is called
-            self.get_logger().warning(f"fault injection: {p.inject_fault} at {p.inject_at_s} s "
-                                      f"for {p.inject_for_s} s")
         self._q0 = (robot.home_pose_rad.copy() if not p.initial_pose_rad else
                     robot.arm.check_q(np.array(p.initial_pose_rad), "initial_pose_rad parameter"))
         self.dt_s = self.mock.dt_s

@@ -75,19 +75,6 @@ class CommonNodeParams:
 
 
 @dataclass(frozen=True, kw_only=True)
-class FaultInjectionParams:
-    """Fault injection for tests and the graph's fault matrix (off by default): the same
-    injector as the ROS-free runner's (:mod:`musculo_control.sim.faults`), magnitudes from
-    ``reliability.yaml`` ``faults.injection``. It starts at ``inject_at_s``, or when the node's
-    ``~/inject_fault`` service (std_srvs/Trigger) is called."""
-
-    inject_fault: str = spec("", doc="a fault to inject ('' none)")
-    inject_at_s: float = spec(0.0, ge=0.0, doc="when it starts, on the node's clock; 0: only "
-                                               "when the service is called [s]")
-    inject_for_s: float = spec(0.1, gt=0.0, doc="how long it lasts [s]")
-
-
-@dataclass(frozen=True, kw_only=True)
 class LockstepParams:
     """A node whose tick takes other nodes' outputs, on simulated time with the mock arm's
     lockstep (:mod:`musculo_control.nodes.lockstep`)."""
@@ -127,7 +114,7 @@ class DynamicsNodeParams(LockstepParams, CommonNodeParams):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ActivationQPNodeParams(FaultInjectionParams, LockstepParams, CommonNodeParams):
+class ActivationQPNodeParams(LockstepParams, CommonNodeParams):
     """``activation_qp_node``: the 125 Hz controller (paper eq. 9-17) with the safety
     supervisor (rate: controller.yaml ``loop.control_rate_hz``; limits: safety.yaml)."""
 
@@ -141,7 +128,7 @@ class ActivationQPNodeParams(FaultInjectionParams, LockstepParams, CommonNodePar
 
 
 @dataclass(frozen=True, kw_only=True)
-class MockHardwareNodeParams(FaultInjectionParams, CommonNodeParams):
+class MockHardwareNodeParams(CommonNodeParams):
     """``mock_hardware_node``: the MuJoCo arm behind the raw hw/ topics."""
 
     seed: int = spec(-1, ge=-1, doc="model error and noise seed; -1: mock_arm.yaml's")
@@ -320,7 +307,7 @@ def params_files_from_argv(argv: Sequence[str]) -> list[str]:
 
 def parameters_markdown() -> str:
     """The parameter tables of doc/ros.md (a test holds the doc to this): the parameters every
-    node takes, fault injection, then each node's own, with defaults and descriptions."""
+    node takes, then each node's own, with defaults and descriptions."""
     def table(title: str, fields: list[dataclasses.Field[Any]]) -> list[str]:
         rows = [f"| {title} | default | meaning |", "|---|---|---|"]
         for f in fields:
@@ -330,13 +317,9 @@ def parameters_markdown() -> str:
         return rows
 
     common = {f.name for f in dataclasses.fields(CommonNodeParams)}
-    injection = {f.name for f in dataclasses.fields(FaultInjectionParams)}
     lines = table("every node", list(dataclasses.fields(CommonNodeParams))) + [""]
-    injecting = [n for n, c in NODE_PARAMS.items() if issubclass(c, FaultInjectionParams)]
-    lines += table("fault injection (" + ", ".join(f"`{n}`" for n in injecting) + ")",
-                   list(dataclasses.fields(FaultInjectionParams))) + [""]
     for name, cls in NODE_PARAMS.items():
-        own = [f for f in dataclasses.fields(cls) if f.name not in common | injection]
+        own = [f for f in dataclasses.fields(cls) if f.name not in common]
         if own:
             lines += table(f"`{name}`", own) + [""]
     return "\n".join(lines)

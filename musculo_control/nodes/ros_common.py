@@ -139,7 +139,6 @@ class StageNode(Node):
         self.tick_loop = TickLoop(self, self.params.housekeeping_period_s,  # type: ignore[attr-defined]
                                   wall_clock)
         self.diag: Diagnostics | None = None
-        self._injection_values: Callable[[], dict[str, str]] = dict
         # a consumer of other nodes' outputs, on simulated time with the mock's lockstep
         self._lockstep_wait_s = (float(self.params.lockstep_wait_s)  # type: ignore[attr-defined]
                                  if getattr(self.params, "lockstep", False)
@@ -176,8 +175,7 @@ class StageNode(Node):
               values: Callable[[], dict[str, str]] | None = None) -> Diagnostics:
         """Publish ``health`` on /diagnostics (with ``values`` and the tick loop's counts)."""
         def all_values() -> dict[str, str]:
-            return {**(values() if values is not None else {}), **self.tick_loop.values(),
-                    **self._injection_values()}
+            return {**(values() if values is not None else {}), **self.tick_loop.values()}
 
         self.diag = Diagnostics(self, health, self.params.diagnostics_period_s,  # type: ignore[attr-defined]
                                 hardware_id, all_values)
@@ -191,35 +189,6 @@ class StageNode(Node):
                 self.diag.log_warnings()
 
         return self.tick_loop.every(period_s, job)
-
-    def offer_injection(self, injector: Any, duration_s: float,
-                        now_s: Callable[[], float] | None = None) -> None:
-        """Serve ``~/inject_fault`` (std_srvs/Trigger): the fault of ``injector`` starts now,
-        for ``duration_s`` (tests and the graph's fault matrix). ``now_s``: the time the
-        injector counts in (default: this node's clock)."""
-        from std_srvs.srv import Trigger
-
-        clock = now_s or self.clock_s
-
-        def start(request: Any, response: Any) -> Any:
-            now = clock()
-            injector.start_now(now, duration_s)
-            response.success = True
-            response.message = f"{injector.name} from {now:.6f} s for {duration_s} s"
-            self.get_logger().warning(f"fault injection: {response.message}")
-            return response
-
-        self.create_service(Trigger, "~/inject_fault", start)
-
-        def values() -> dict[str, str]:
-            # the onset (when the fault first touched data), from which the graph's fault
-            # matrix counts the detection time, as the runner's does
-            onset = injector.onset_s
-            return {"injected fault": injector.name, "injection target": injector.target,
-                    "injection onset [s]": "-" if onset is None
-                    else f"{onset + injector.origin_s:.6f}"}
-
-        self._injection_values = values
 
     def shutdown(self) -> None:
         """Called once on the way out, with the context still alive."""

@@ -1,4 +1,4 @@
-"""The fault matrix: every fault of :data:`~musculo_control.sim.faults.FAULTS` injected into the
+"""The fault matrix: every fault of :data:`~musculo_control.testing.faults.FAULTS` injected into the
 supervised closed loop, one run each, against a fault-free run of the same scenario.
 
 Scenario (``reliability.yaml`` key ``faults``): the arm holds its start pose, then its hand goal
@@ -9,7 +9,7 @@ after it ends; the run goes on for ``observe_after_s``.
 Per fault:
 
 - ``detected``: a safety rule the fault is expected to trip (:class:`FaultKind`) fired;
-- ``detection_time_ms``: from the fault's onset (see :mod:`musculo_control.sim.faults`) to the
+- ``detection_time_ms``: from the fault's onset (see :mod:`musculo_control.testing.faults`) to the
   first control tick (or 500 Hz driver tick, for the driver's watchdog) that reports it (a late
   input's warning counts: it is reported);
 - ``safe_state_ms``: from the onset to the first tick at minimum tension; within the hold
@@ -42,16 +42,16 @@ from musculo_control.errors import ConfigError
 from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.loop.health import ERROR, WARN
 from musculo_control.model.robot import Robot
-from musculo_control.sim.faults import (
+from musculo_control.sim.reliability import load_reliability_section
+from musculo_control.sim.rig import Rig
+from musculo_control.sim.runner import REFUSAL, LoopState
+from musculo_control.sim.setup import Setup, check_start_pose, start_pose
+from musculo_control.testing.faults import (
     FAULT_NAMES,
     FaultInjector,
     InjectionConfig,
     fault_kind,
 )
-from musculo_control.sim.reliability import load_reliability_section
-from musculo_control.sim.rig import Rig
-from musculo_control.sim.runner import REFUSAL, LoopState
-from musculo_control.sim.setup import Setup, check_start_pose, start_pose
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -419,16 +419,3 @@ def comparison_markdown(runner: list[FaultResult], graph: list[FaultResult]) -> 
         lines.append(f"| `{r.name}` | {cell(r)} | {cell(g)} | {sent} |")
     return "\n".join(lines) + "\n"
 
-
-def node_injector(node: str, fault: str, start_s: float, duration_s: float, robot: Robot,
-                  calibration: Any, physics_dt_s: float, tension_limit_n: float,
-                  allowed: tuple[str, ...]) -> FaultInjector:
-    """The injector a node of the graph runs for ``fault`` (its parameters ``inject_fault``,
-    ``inject_at_s``, ``inject_for_s``): the runner's injector, with the magnitudes of
-    reliability.yaml, on the node's clock (``start_s`` is a time of that clock)."""
-    if fault not in allowed:
-        raise ConfigError(f"parameters of node '{node}'", f"{node}.ros__parameters.inject_fault",
-                          f"'' or a fault this node injects {list(allowed)}", fault)
-    cfg = load_fault_matrix_config(robot.config_dir, robot)
-    return FaultInjector(fault, start_s, start_s + duration_s, cfg.injection, robot,
-                         calibration, physics_dt_s, 0.0, tension_limit_n=tension_limit_n)

@@ -132,7 +132,7 @@ GoalFn = Callable[[float], HandGoal]
 
 
 class StreamFaults(SensorFaults, Protocol):
-    """Fault injection in the loop's message streams (see :mod:`musculo_control.sim.faults`);
+    """Fault injection in the loop's message streams (see :mod:`musculo_control.testing.faults`);
     every hook takes stamp times, and :attr:`origin_s` is set to the stamp of time 0."""
 
     origin_s: float

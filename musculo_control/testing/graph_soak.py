@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 
 from musculo_control.loop.build import LoopParts
-from musculo_control.machine_load import busy_loops as loaded
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
-from musculo_control.nodes.observer import GraphObserver
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.setup import Setup, start_pose
 from musculo_control.sim.soak_schedule import SoakConfig, SoakSchedule
+from musculo_control.testing.machine_load import busy_loops as loaded
+from musculo_control.testing.observer import GraphObserver
 
 #: How often the observer sends the goal and moves the gauge [s].
 _GOAL_PERIOD_S = 0.02

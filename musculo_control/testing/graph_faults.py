@@ -8,8 +8,10 @@ is the runner's (reliability.yaml ``faults``: a 6 cm move, the fault mid-move); 
 gets in:
 
 - in the mock arm (sensors, actuators, raw streams) and around the controller (QP failure, bad
-  commands): the same :class:`~musculo_control.sim.faults.FaultInjector` inside
-  ``mock_hardware_node`` / ``activation_qp_node``, started over its ``~/inject_fault`` service;
+  commands): the same :class:`~musculo_control.testing.faults.FaultInjector` inside the
+  test-side stand-in of ``mock_hardware_node`` / ``activation_qp_node``
+  (:mod:`musculo_control.testing.node_injection`), which the case's graph runs in place of that
+  node, started over its ``~/inject_fault`` service;
 - a hanging dynamics node (``stale_snapshot``) or controller (``command_dropout``): the process
   is stopped (SIGSTOP) for the fault's duration;
 - bad goals: the observer sends them on ``hand_goal/trajectory`` instead of the good ones.
@@ -36,10 +38,9 @@ import numpy as np
 
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.loop.build import LoopParts
-from musculo_control.machine_load import busy_loops as loaded
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
-from musculo_control.nodes.observer import GraphObserver
+from musculo_control.nodes.node_config import ACTIVATION_QP_NODE, MOCK_HARDWARE_NODE
 from musculo_control.sim.fault_matrix import (
     FaultMatrixConfig,
     FaultResult,
@@ -47,13 +48,19 @@ from musculo_control.sim.fault_matrix import (
     safe_bounds,
     safe_target_ms,
 )
-from musculo_control.sim.faults import CONTROLLER_FAULTS, MOCK_FAULTS, fault_kind
 from musculo_control.sim.setup import start_pose
+from musculo_control.testing.faults import CONTROLLER_FAULTS, MOCK_FAULTS, fault_kind
+from musculo_control.testing.machine_load import busy_loops as loaded
+from musculo_control.testing.node_injection import STAND_INS
+from musculo_control.testing.observer import GraphObserver
 
 #: The node whose health is each stage's (FaultKind.stages names stages).
 STAGE_NODES = {"potentiometers": "potentiometer_node", "tendon actuators": "tendon_driver_node",
                "dynamics": "dynamics_node", "controller": "activation_qp_node",
                "mock arm": "mock_hardware_node"}
+#: Faults injected inside a node: the node (run as its stand-in of :data:`STAND_INS`).
+INJECTING_NODE = {**{f: MOCK_HARDWARE_NODE for f in MOCK_FAULTS},
+                  **{f: ACTIVATION_QP_NODE for f in CONTROLLER_FAULTS}}
 #: Faults that hang a node instead of injecting data: (node, how).
 HANGS = {"stale_snapshot": "dynamics_node", "command_dropout": "activation_qp_node"}
 #: ... and the recording of the output that stops.
@@ -80,15 +87,17 @@ class _Case:
                                    # machine must not look like one
                                    "lockstep_timeout_s": 2.0}}
         duration = fault_duration(cfg, name)
-        if name in MOCK_FAULTS:
-            extra["mock_hardware_node"].update(inject_fault=name, inject_for_s=duration)
-        if name in CONTROLLER_FAULTS:
-            extra["activation_qp_node"] = {"inject_fault": name, "inject_for_s": duration}
+        # the node that injects runs as its test-side stand-in (testing/node_injection.py)
+        injecting = INJECTING_NODE.get(name or "")
+        if injecting is not None:
+            extra.setdefault(injecting, {}).update(inject_fault=name, inject_for_s=duration)
         options = GraphOptions(parts.config_dir, controller=cfg.controller,
                                use_sim_time=not wall_clock,
                                real_time_factor=1.0 if wall_clock else real_time_factor,
                                lockstep=not wall_clock, goal_mode="none", extra=extra,
-                               one_process=False, realtime=wall_clock)
+                               one_process=False, realtime=wall_clock,
+                               stand_ins={} if injecting is None
+                               else {injecting: STAND_INS[injecting]})
         self.domain = private_domain_id()
         self.graph = GraphProcesses(options, workdir, domain_id=self.domain)
         self.duration = duration
@@ -122,10 +131,8 @@ class _Case:
                 obs.send_goal_point(pos, quat, vel, acc)
                 if onset is None and t >= t_on and name is not None:
                     onset = obs.now_s()
-                    if name in MOCK_FAULTS:
-                        obs.inject("mock_hardware_node")
-                    elif name in CONTROLLER_FAULTS:
-                        obs.inject("activation_qp_node")
+                    if name in INJECTING_NODE:
+                        obs.inject(INJECTING_NODE[name])
                     elif name in HANGS:
                         graph.send(HANGS[name], signal.SIGSTOP)
                 if name in HANGS and onset is not None and ack is None and t >= t_off:
@@ -247,11 +254,8 @@ def _injection_values(diagnostics: list[Any], name: str) -> dict[str, str]:
     """What the injecting node says of its fault on /diagnostics (``injection onset [s]``:
     when it first touched data; ``injection target``: the joint or tendon), once known; empty
     for the faults the observer makes (hangs and goals)."""
-    if name in MOCK_FAULTS:
-        node = "mock_hardware_node"
-    elif name in CONTROLLER_FAULTS:
-        node = "activation_qp_node"
-    else:
+    node = INJECTING_NODE.get(name)
+    if node is None:
         return {}
     for d in reversed(diagnostics):
         if d.name.removeprefix("musculo_control: ") == node \

@@ -48,15 +48,11 @@ import numpy as np
 import numpy.typing as npt
 import osqp
 
-from musculo_control.benchmark import (
-    BenchConfig,
-    MachineLoad,
-    markdown_table,
-    summary_ms,
-)
+from musculo_control.bench.config import BenchConfig
+from musculo_control.bench.fresh_qp import CondensedFreshQP, LiftedFreshQP
+from musculo_control.bench.measure import MachineLoad, markdown_table, summary_ms
 from musculo_control.control.controller import OSCController
 from musculo_control.control.controller_config import ControllerConfig, load_controller_config
-from musculo_control.control.fresh_qp import CondensedFreshQP, LiftedFreshQP
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.qp_config import SOLVERS, OSQPConfig
 from musculo_control.control.qp_problem import QPStructure
