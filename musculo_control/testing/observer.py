@@ -23,6 +23,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PointStamped, PoseStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import Trigger
@@ -117,7 +118,12 @@ class GraphObserver:
         }
         self._state_layout = controller_state_layout(robot.arm.n_joints)
         n = self.node
-        qos = 50  # reliable, deep: every sample is counted
+        # deep (2 s at 500 Hz), so that a sample is counted even when the observer's thread is
+        # late; best effort, as the nodes publish (a reliable reader that acknowledges late
+        # would block the publisher's write: doc/timing.md)
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                         reliability=ReliabilityPolicy.BEST_EFFORT,
+                         durability=DurabilityPolicy.VOLATILE)
         n.create_subscription(JointState, "muscle_commands", self._on_commands, qos)
         if fast_streams:
             n.create_subscription(JointState, "hw/tendon_commands", self._on_sent, qos)
