@@ -78,6 +78,9 @@ class FaultMatrixConfig:
     detection_target_ms: float = spec(gt=0.0, doc="every fault detected within this of its "
                                                   "onset [ms]")
     cases: tuple[str, ...] = spec(FAULT_NAMES, min_length=1, doc="faults to run, in order")
+    wall_clock_settle_s: float = spec(5.0, ge=0.0, doc="on the node graph at wall clock: the "
+                                      "graph runs this long before the scenario starts, as a "
+                                      "lab lets a freshly started graph settle [s]")
     injection: InjectionConfig = spec(doc="magnitudes of the faults")
 
     def check(self, file: str, key: str) -> None:

@@ -112,6 +112,8 @@ class _Case:
                 raise RuntimeError(f"the graph did not start ({name}): node logs in "
                                    f"{self.graph.workdir}")
             assert obs.wait_until(lambda: len(obs.goals_in_force) > 0, _START_TIMEOUT_S)
+            if self.wall_clock:  # a freshly started process finishes its first-use work
+                obs.wait_for(cfg.wall_clock_settle_s, cfg.wall_clock_settle_s + 30.0)
             x0, quat = obs.snapshot(obs.goals_in_force).values[-1]
             t0 = obs.now_s()
             end = x0 + np.asarray(cfg.move_m)
