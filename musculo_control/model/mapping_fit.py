@@ -110,6 +110,9 @@ class FitConfig:
                                                       "shortest length over the recording [m]")
     segment_floor_m: float = spec(1.0e-4, gt=0.0, doc="P is floored at this squared (the "
                                                       "term is flat at a cone's tip) [m]")
+    segment_trial_samples: int = spec(3000, ge=100, doc="the trial fits that choose a segment "
+                                                        "term use every k-th training sample, "
+                                                        "about this many [-]")
 
     def check(self, file: str, key: str) -> None:
         for i, d in enumerate(self.degrees):
@@ -317,7 +320,12 @@ class _Design:
         joints = tuple(sorted(j for g in groups for j in g))
         ex, big, _, _ = self._block(groups, top_degree)
         cols = self._columns(ex, joints, degree)
-        rows = np.ones(y.shape[0], dtype=bool) if on_all else self.train
+        if on_all:
+            rows = np.ones(y.shape[0], dtype=bool)
+        else:  # a trial: every k-th training sample (neighbours are nearly the same pose)
+            rows = np.zeros(y.shape[0], dtype=bool)
+            train = np.flatnonzero(self.train)
+            rows[train[::max(1, train.size // config.segment_trial_samples)]] = True
         lin = big[rows][:, cols]
         key = (groups, degree, top_degree, on_all)
         if self._qr_key != key:  # the same linear part for every group and degree of P tried
@@ -499,13 +507,16 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
             middle = seg_degrees[len(seg_degrees) // 2]
             tried: dict[tuple[tuple[int, ...], int], tuple[FloatArray, float, float]] = {}
 
-            # which group, at the middle degree; then the other degrees on the best group
+            # which group, at the middle degree; then, if that promises half the gain
+            # asked for, the other degrees on the best group
             for stage in (0, 1):
                 if stage == 0:
                     pending = [(g, middle) for g in groups]
                 else:
                     g_best = min(groups, key=lambda g: tried[(g, middle)][1])
-                    pending = [(g_best, sd) for sd in seg_degrees if sd != middle]
+                    promise = poly_rms * (1.0 - 0.5 * config.segment_gain)
+                    pending = [(g_best, sd) for sd in seg_degrees
+                               if sd != middle and tried[(g_best, middle)][1] < promise]
                 for g, sd in pending:
                     found = design.segment_fit(groups, d, top, y[:, i], g, sd, config)
                     tried[(g, sd)] = (found[3], found[4], design.last_held_max)
