@@ -182,16 +182,16 @@ class LearnedMapping:
         self._orders = np.arange(self.degree + 1, dtype=float)
         # flat indices into the (n, d + 1) table, per term and joint
         self._flat = self.exponents + (self.degree + 1) * np.arange(self.n)
-        blocks = [self.coefficients, *derivative_coefficients(self.coefficients,
-                                                               self.exponents)]
-        self._stack = np.ascontiguousarray(np.vstack(blocks))  # (m (n + 1), K)
         if self.segment_coefficients is None:
             self.segment_coefficients = np.zeros_like(self.coefficients)
-        #: muscles with a segment term, and [S; S D_1; ...; S D_n] of theirs
+        #: muscles with a segment term
         self.segment_rows = np.flatnonzero(np.any(self.segment_coefficients != 0.0, axis=1))
         seg = self.segment_coefficients[self.segment_rows]
-        self._seg_stack = np.ascontiguousarray(np.vstack(
-            [seg, *derivative_coefficients(seg, self.exponents)]))
+        # one product for all: [C; C D_1; ...; C D_n; S; S D_1; ...; S D_n] (S: theirs only)
+        blocks = [self.coefficients, *derivative_coefficients(self.coefficients,
+                                                               self.exponents),
+                  seg, *derivative_coefficients(seg, self.exponents)]
+        self._stack = np.ascontiguousarray(np.vstack(blocks))  # ((m + k) (n + 1), K)
         self._floor2 = self.segment_floor_m ** 2
 
     def features(self, q: FloatArray) -> FloatArray:
@@ -204,20 +204,17 @@ class LearnedMapping:
 
     def evaluate(self, q: FloatArray) -> tuple[FloatArray, FloatArray]:
         """(l (m,) [m], Jm (m, n) [m/rad]) at ``q`` inside the recorded box."""
-        phi = self.features(q)
-        out = self._stack @ phi
-        m = self.m
-        length, jac = out[:m], out[m:].reshape(self.n, m).T
-        if self.segment_rows.size:
-            rows = self.segment_rows
-            seg = self._seg_stack @ phi
-            k = rows.size
-            p = seg[:k]
-            root = np.sqrt(np.maximum(p, self._floor2))
-            # flat below the floor (a cone's tip), the exact derivative above it
-            scale = np.where(p > self._floor2, 0.5 / root, 0.0)
-            length[rows] += root
-            jac[rows] += seg[k:].reshape(self.n, k).T * scale[:, None]
+        out = self._stack @ self.features(q)
+        m, n = self.m, self.n
+        end = m * (n + 1)
+        length, jac = out[:m], out[m:end].reshape(n, m).T
+        k = self.segment_rows.size
+        for t in range(k):  # few muscles have one: scalar work, no array temporaries
+            row, p = self.segment_rows[t], float(out[end + t])
+            root = math.sqrt(max(p, self._floor2))
+            length[row] += root
+            if p > self._floor2:  # flat below the floor (a cone's tip), else the exact slope
+                jac[row] += out[end + k + t::k] * (0.5 / root)
         return length, jac * self._inv_half
 
     def lengths_batch(self, q: FloatArray) -> FloatArray:
