@@ -133,3 +133,10 @@ def test_model_file_with_segments_round_trips_and_v1_files_still_load(tmp_path, 
     with pytest.raises(InputError, match="v9.npz: meta.format.*musculo_learned_mapping_v1 or "
                                          "musculo_learned_mapping_v2"):
         load_mapping(tmp_path / "v9.npz")
+
+
+def test_a_segment_degree_below_two_is_a_config_error():
+    from musculo_control.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"fit\.segment_degrees\[1\]"):
+        FitConfig(segment_degrees=(4, 1)).check("mapping.yaml", "fit")
