@@ -31,9 +31,11 @@ a slow recording are nearly the same pose). Then, per muscle:
    :mod:`musculo_control.model.learned_mapping`): for each joint group of that choice, the
    same polynomial plus ``sqrt(P(x))``, ``P`` a polynomial of a degree of
    ``segment_degrees`` over the group's joints, is fitted without the held-out blocks
-   (variable projection: Gauss-Newton on ``P``, the polynomial and the session offsets solved
+   (variable projection: Levenberg-Marquardt on ``P``, the polynomial and session offsets solved
    linearly inside, by SciPy's ``least_squares``; ``P`` starts as the square of the group's
-   polynomial shifted to ``segment_start_m`` at its minimum). It is kept if its held-out RMS
+   polynomial shifted to ``segment_start_m`` at its minimum; trials on about
+   ``segment_trial_samples`` training samples, the middle degree on every group, then the
+   other degrees on the best group if it promises half the gain). It is kept if its held-out RMS
    error is below ``1 - segment_gain`` times the polynomial's (a route that bends sharply
    gains an order of magnitude; a smooth one at most what a higher degree would).
 5. **The final fit** on every sample with that choice.
