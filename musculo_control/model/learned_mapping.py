@@ -12,6 +12,17 @@ T_{e_kj}(x_j)`` of total degree ``sum_j e_kj <= d`` (the exponent rows ``e_k`` a
 what the muscles use: a muscle's coefficients are zero on the joints it does not span). With
 ``C`` (m x K) the coefficients, ``l(q) = C phi(x)``.
 
+**Segment terms, for routes that bend sharply.** A via-point route's length is a sum of straight
+segments, each the distance between two points fixed to two links: its square is a smooth
+(trigonometric) function of the joints between them, but the distance itself has a kink (a
+cone) where the two points meet, and a near-kink where they nearly do (the biceps's last
+segment at full flexion: its moment arm turns from -4 to +4 cm/rad within 0.1 rad). No
+polynomial of useful degree follows that; a square root of one does. So a muscle may carry one
+segment term over the joints of one group, ``l_i(q) = C_i phi(x) + sqrt(P_i(x))`` with ``P_i =
+S_i phi(x)`` in the same basis (the fit keeps it only where the held-out error says so), and
+``dl_i/dx_j = C_i D_j phi + S_i D_j phi / (2 sqrt(P_i))``: still the exact derivative. ``P`` is
+floored at ``segment_floor_m`` squared (a cone's tip: there the term is flat).
+
 **The Jacobian is the exact derivative.** ``dT_a/dx = sum_{b<a} D_ab T_b`` (``numpy.polynomial.
 chebyshev.chebder``), so ``d phi_k / d x_j`` is a fixed combination of other basis functions
 and ``Jm[:, j] = (C D_j phi(x)) / h_j`` with a constant (m x K) matrix ``C D_j``. Lengths and
@@ -28,7 +39,8 @@ the supervisor holds minimum tension). :meth:`LearnedGeometry.excursion` tells a
 safety supervisor) how far a pose is outside, and why.
 
 The model file (``musculo learn-mapping``) is an ``.npz`` of format
-``musculo_learned_mapping_v1`` (see :func:`save_mapping`).
+``musculo_learned_mapping_v2`` (see :func:`save_mapping`); files of ``v1`` (no segment terms)
+are read as they are.
 """
 
 from __future__ import annotations
@@ -53,7 +65,8 @@ from musculo_control.model.mapping_recording import read_npz, write_npz_atomic
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-FORMAT = "musculo_learned_mapping_v1"
+FORMAT = "musculo_learned_mapping_v2"
+FORMATS_READ = ("musculo_learned_mapping_v1", FORMAT)  # v1: without segment terms
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,6 +169,9 @@ class LearnedMapping:
     session_offset_m: FloatArray  # (S, m) each session's encoder offset vs session 0 [m]
     meta: dict[str, Any] = field(default_factory=dict)  # fit record, versions, recording
     path: str = "<mapping>"
+    #: (m, K) coefficients S of the segment terms sqrt(S phi) [m^2]; zero rows: none
+    segment_coefficients: FloatArray | None = None
+    segment_floor_m: float = 1.0e-4  # P is floored at this squared [m]
 
     def __post_init__(self) -> None:
         self.centre_rad = 0.5 * (self.lower_rad + self.upper_rad)
@@ -166,9 +182,17 @@ class LearnedMapping:
         self._orders = np.arange(self.degree + 1, dtype=float)
         # flat indices into the (n, d + 1) table, per term and joint
         self._flat = self.exponents + (self.degree + 1) * np.arange(self.n)
+        if self.segment_coefficients is None:
+            self.segment_coefficients = np.zeros_like(self.coefficients)
+        #: muscles with a segment term
+        self.segment_rows = np.flatnonzero(np.any(self.segment_coefficients != 0.0, axis=1))
+        seg = self.segment_coefficients[self.segment_rows]
+        # one product for all: [C; C D_1; ...; C D_n; S; S D_1; ...; S D_n] (S: theirs only)
         blocks = [self.coefficients, *derivative_coefficients(self.coefficients,
-                                                               self.exponents)]
-        self._stack = np.ascontiguousarray(np.vstack(blocks))  # (m (n + 1), K)
+                                                               self.exponents),
+                  seg, *derivative_coefficients(seg, self.exponents)]
+        self._stack = np.ascontiguousarray(np.vstack(blocks))  # ((m + k) (n + 1), K)
+        self._floor2 = self.segment_floor_m ** 2
 
     def features(self, q: FloatArray) -> FloatArray:
         """(K,) basis values at ``q`` inside the box."""
@@ -181,23 +205,42 @@ class LearnedMapping:
     def evaluate(self, q: FloatArray) -> tuple[FloatArray, FloatArray]:
         """(l (m,) [m], Jm (m, n) [m/rad]) at ``q`` inside the recorded box."""
         out = self._stack @ self.features(q)
-        m = self.m
-        return out[:m], out[m:].reshape(self.n, m).T * self._inv_half
+        m, n = self.m, self.n
+        end = m * (n + 1)
+        length, jac = out[:m], out[m:end].reshape(n, m).T
+        k = self.segment_rows.size
+        for t in range(k):  # few muscles have one: scalar work, no array temporaries
+            row, p = self.segment_rows[t], float(out[end + t])
+            root = math.sqrt(max(p, self._floor2))
+            length[row] += root
+            if p > self._floor2:  # flat below the floor (a cone's tip), else the exact slope
+                jac[row] += out[end + k + t::k] * (0.5 / root)
+        return length, jac * self._inv_half
 
     def lengths_batch(self, q: FloatArray) -> FloatArray:
         """(N, m) lengths at N poses inside the box [m]."""
         x = (np.atleast_2d(q) - self.centre_rad) * self._inv_half
-        return basis_features(x, self.exponents) @ self.coefficients.T
+        phi = basis_features(x, self.exponents)
+        out = phi @ self.coefficients.T
+        if self.segment_rows.size:
+            assert self.segment_coefficients is not None
+            p = phi @ self.segment_coefficients[self.segment_rows].T
+            out[:, self.segment_rows] += np.sqrt(np.maximum(p, self._floor2))
+        return out
 
 
 def save_mapping(mapping: LearnedMapping, path: Path) -> Path:
-    """Write the model file atomically: arrays ``exponents``, ``coefficients``, ``lower_rad``,
-    ``upper_rad``, ``l_min_m``, ``l_max_m``, ``session_offset_m`` and the JSON ``meta``
-    (format, names, the recording, per-muscle joints, degree and fit errors, versions)."""
+    """Write the model file atomically: arrays ``exponents``, ``coefficients``,
+    ``segment_coefficients`` (zero rows: no segment term), ``lower_rad``, ``upper_rad``,
+    ``l_min_m``, ``l_max_m``, ``session_offset_m`` and the JSON ``meta`` (format, names,
+    ``segment_floor_m``, the recording, per-muscle joints, degree and fit errors, versions)."""
     meta = {**mapping.meta, "format": FORMAT, "joint_names": list(mapping.joint_names),
             "muscle_names": list(mapping.muscle_names), "basis": "chebyshev_total_degree",
-            "frame": "lengths in the recording's first encoder session"}
+            "frame": "lengths in the recording's first encoder session",
+            "segment_floor_m": mapping.segment_floor_m}
+    assert mapping.segment_coefficients is not None  # set by __post_init__
     arrays = {"exponents": mapping.exponents, "coefficients": mapping.coefficients,
+              "segment_coefficients": mapping.segment_coefficients,
               "lower_rad": mapping.lower_rad, "upper_rad": mapping.upper_rad,
               "l_min_m": mapping.l_min_m, "l_max_m": mapping.l_max_m,
               "session_offset_m": mapping.session_offset_m}
@@ -207,7 +250,7 @@ def save_mapping(mapping: LearnedMapping, path: Path) -> Path:
 
 def load_mapping(path: Path) -> LearnedMapping:
     """Read a model file written by :func:`save_mapping` (errors name the file and field)."""
-    meta, arrays = read_npz(Path(path), FORMAT, "learned mapping")
+    meta, arrays = read_npz(Path(path), FORMATS_READ, "learned mapping")
     what = f"learned mapping {path}"
     names = {}
     for key in ("joint_names", "muscle_names"):
@@ -218,6 +261,8 @@ def load_mapping(path: Path) -> LearnedMapping:
     n, m = len(names["joint_names"]), len(names["muscle_names"])
     need = {"exponents": (None, n), "coefficients": (m, None), "lower_rad": (n,),
             "upper_rad": (n,), "l_min_m": (m,), "l_max_m": (m,), "session_offset_m": (None, m)}
+    if meta["format"] != FORMATS_READ[0]:  # v1 files have no segment terms
+        need["segment_coefficients"] = (m, None)
     for key, shape in need.items():
         if key not in arrays:
             raise InputError(what, f"an array '{key}'", f"arrays {sorted(arrays)}")
@@ -226,20 +271,25 @@ def load_mapping(path: Path) -> LearnedMapping:
             raise InputError(f"{what}: {key}", f"shape {shape} (None: any)", got)
         if not np.all(np.isfinite(arrays[key])):
             raise InputError(f"{what}: {key}", "finite values", "non-finite entries")
-    if arrays["exponents"].shape[0] != arrays["coefficients"].shape[1]:
-        raise InputError(f"{what}: coefficients", f"{arrays['exponents'].shape[0]} columns "
-                                                  f"(one per basis term)",
-                         arrays["coefficients"].shape[1])
+    for key in ("coefficients", "segment_coefficients"):
+        if key in need and arrays["exponents"].shape[0] != arrays[key].shape[1]:
+            raise InputError(f"{what}: {key}", f"{arrays['exponents'].shape[0]} columns (one "
+                                               f"per basis term)", arrays[key].shape[1])
+    floor = meta.get("segment_floor_m", 1.0e-4)
+    if not isinstance(floor, (int, float)) or not floor > 0.0:
+        raise InputError(f"{what}: meta.segment_floor_m", "a length > 0 [m]", floor)
     if not np.all(arrays["upper_rad"] > arrays["lower_rad"]):
         raise InputError(f"{what}: upper_rad", "above lower_rad for every joint",
                          arrays["upper_rad"].tolist())
     rest = {k: v for k, v in meta.items() if k not in ("joint_names", "muscle_names")}
+    segments = arrays.get("segment_coefficients")
     return LearnedMapping(names["joint_names"], names["muscle_names"],
                           arrays["exponents"].astype(np.int64),
                           arrays["coefficients"].astype(float), arrays["lower_rad"].astype(float),
                           arrays["upper_rad"].astype(float), arrays["l_min_m"].astype(float),
                           arrays["l_max_m"].astype(float),
-                          arrays["session_offset_m"].astype(float), rest, str(path))
+                          arrays["session_offset_m"].astype(float), rest, str(path),
+                          None if segments is None else segments.astype(float), float(floor))
 
 
 # -- the geometry backend --------------------------------------------------------------------------

@@ -27,7 +27,18 @@ a slow recording are nearly the same pose). Then, per muscle:
    coefficients), for the full polynomial and the additive one, is fitted without the
    held-out blocks; of those within ``degree_tolerance`` of the best held-out RMS error, the
    one with the fewest terms wins (a cheaper and smoother l(q)).
-4. **The final fit** on every sample with that choice.
+4. **A segment term where the route bends sharply** (see
+   :mod:`musculo_control.model.learned_mapping`): for each joint group of that choice, the
+   same polynomial plus ``sqrt(P(x))``, ``P`` a polynomial of a degree of
+   ``segment_degrees`` over the group's joints, is fitted without the held-out blocks
+   (variable projection: Levenberg-Marquardt on ``P``, the polynomial and session offsets solved
+   linearly inside, by SciPy's ``least_squares``; ``P`` starts as the square of the group's
+   polynomial shifted to ``segment_start_m`` at its minimum; trials on about
+   ``segment_trial_samples`` training samples, the middle degree on every group, then the
+   other degrees on the best group if it promises half the gain). It is kept if its held-out RMS
+   error is below ``1 - segment_gain`` times the polynomial's (a route that bends sharply
+   gains an order of magnitude; a smooth one at most what a higher degree would).
+5. **The final fit** on every sample with that choice.
 
 l_min and l_max (paper eq. 2-4) are the fitted lengths' extremes over the recorded poses.
 """
@@ -41,6 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import scipy.linalg
+import scipy.optimize
 
 from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError, InputError
@@ -90,12 +102,30 @@ class FitConfig:
                                                        "this range [rad]")
     min_length_range_m: float = spec(1.0e-4, gt=0.0, doc="every muscle's length must change by "
                                                          "at least this within a session [m]")
+    segment_degrees: tuple[int, ...] = spec((4, 6, 8), doc="degrees of P tried for a segment "
+                                                           "term sqrt(P) per muscle, up to the "
+                                                           "largest of degrees; empty: none [-]")
+    segment_gain: float = spec(0.5, ge=0.0, lt=1.0, doc="a segment term is kept if it lowers "
+                                                        "the held-out RMS error by more than "
+                                                        "this fraction [-]")
+    segment_start_m: float = spec(5.0e-3, gt=0.0, doc="the segment's starting guess: its "
+                                                      "shortest length over the recording [m]")
+    segment_floor_m: float = spec(1.0e-4, gt=0.0, doc="P is floored at this squared (the "
+                                                      "term is flat at a cone's tip) [m]")
+    segment_trial_samples: int = spec(3000, ge=100, doc="the trial fits that choose a segment "
+                                                        "term use every k-th training sample, "
+                                                        "about this many [-]")
 
     def check(self, file: str, key: str) -> None:
         for i, d in enumerate(self.degrees):
             if d < 1:
                 raise ConfigError(file, f"{key}.degrees[{i}]" if key else f"degrees[{i}]",
                                   "a degree >= 1", d)
+        for i, d in enumerate(self.segment_degrees):
+            if d < 2:
+                where = f"segment_degrees[{i}]"
+                raise ConfigError(file, f"{key}.{where}" if key else where,
+                                  "a degree >= 2 (a square's)", d)
 
 
 @dataclass(frozen=True)
@@ -111,6 +141,9 @@ class MuscleFit:
     validation_max_m: float
     validation_by_degree_m: dict[int, float]  # held-out RMS per degree tried [m]
     groups: tuple[tuple[str, ...], ...] = ()  # additive groups: l = sum of one polynomial each
+    segment_joints: tuple[str, ...] = ()  # joints of its segment term sqrt(P); () none
+    segment_degree: int = 0
+    polynomial_validation_rms_m: float = math.nan  # held-out RMS without the segment term [m]
 
 
 def distinct_poses(q: FloatArray, spacing_rad: float) -> int:
@@ -223,6 +256,8 @@ class _Design:
         self._cache: dict[tuple[Groups, int], tuple[IntArray, FloatArray, FloatArray,
                                                     FloatArray]] = {}
         self.last_held_max = math.nan
+        self._qr_key: tuple[Groups, int, int, bool] | None = None
+        self._qr = np.zeros((0, 0))
 
     def _block(self, groups: Groups,
                degree: int) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
@@ -275,6 +310,66 @@ class _Design:
         w = _solve(gram_all[np.ix_(cols, cols)], sub.T @ y, self.ridge)
         n_terms = len(cols) - self.sessions.shape[1]
         return ex[cols[:n_terms]], w, sub @ w - y
+
+    def segment_fit(self, groups: Groups, degree: int, top_degree: int, y: FloatArray,
+                    group: tuple[int, ...], seg_degree: int, config: FitConfig,
+                    on_all: bool = False, start: FloatArray | None = None,
+                    ) -> tuple[IntArray, FloatArray, IntArray, FloatArray, float]:
+        """The polynomial of ``groups`` at ``degree`` plus a segment term ``sqrt(P)``, ``P`` of
+        ``seg_degree`` over ``group``: (polynomial exponent rows, its coefficients then session
+        offsets, P's exponent rows, P's coefficients, held-out RMS error). Fitted without the
+        held-out blocks, or on every sample (``on_all``); ``start``: P's first guess."""
+        joints = tuple(sorted(j for g in groups for j in g))
+        ex, big, _, _ = self._block(groups, top_degree)
+        cols = self._columns(ex, joints, degree)
+        if on_all:
+            rows = np.ones(y.shape[0], dtype=bool)
+        else:  # a trial: every k-th training sample (neighbours are nearly the same pose)
+            rows = np.zeros(y.shape[0], dtype=bool)
+            train = np.flatnonzero(self.train)
+            rows[train[::max(1, train.size // config.segment_trial_samples)]] = True
+        lin = big[rows][:, cols]
+        key = (groups, degree, top_degree, on_all)
+        if self._qr_key != key:  # the same linear part for every group and degree of P tried
+            self._qr = np.linalg.qr(lin)[0]  # orthonormal columns spanning the linear part
+            self._qr_key = key
+        q_basis = self._qr
+
+        def project(v: FloatArray) -> FloatArray:
+            return v - q_basis @ (q_basis.T @ v)
+
+        seg_ex = _subset_exponents(self.x.shape[1], group, seg_degree)
+        phi = basis_features(self.x, seg_ex)
+        phi_r = phi[rows]
+        floor2 = config.segment_floor_m ** 2
+        if start is None:
+            # the group's share of the polynomial fit, shifted to a short segment at its minimum
+            ex_p, w, _ = self.train_fit(groups, joints, degree, y, top_degree)
+            others = [j for j in range(ex_p.shape[1]) if j not in group]
+            mine = ex_p[:, group].any(axis=1) & ~ex_p[:, others].any(axis=1)
+            share = basis_features(self.x[rows], ex_p[mine]) @ w[:ex_p.shape[0]][mine]
+            guess = share - share.min() + config.segment_start_m
+            start = np.linalg.lstsq(phi_r, guess**2, rcond=None)[0]
+        target = y[rows]
+
+        def residual(c: FloatArray) -> FloatArray:
+            return project(target - np.sqrt(np.maximum(phi_r @ c, floor2)))
+
+        def jacobian(c: FloatArray) -> FloatArray:
+            p = phi_r @ c
+            scale = np.where(p > floor2, 0.5 / np.sqrt(np.maximum(p, floor2)), 0.0)
+            return -project(phi_r * scale[:, None])
+
+        solved = scipy.optimize.least_squares(residual, start, jac=jacobian, method="lm",
+                                              x_scale="jac")
+        seg_c = np.asarray(solved.x)
+        root = np.sqrt(np.maximum(phi @ seg_c, floor2))
+        gram = lin.T @ lin
+        w = _solve(gram, lin.T @ (target - root[rows]), self.ridge)
+        n_terms = len(cols) - self.sessions.shape[1]
+        err = big[self.held][:, cols] @ w + root[self.held] - y[self.held]
+        self.last_held_max = float(np.abs(err).max())
+        return ex[cols[:n_terms]], w, seg_ex, seg_c, float(np.sqrt(np.mean(err**2)))
 
     def interaction_groups(self, joints: tuple[int, ...], degree: int, y: FloatArray,
                            half: FloatArray) -> list[Groups]:
@@ -348,6 +443,8 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
     fits: list[MuscleFit] = []
     rows_of: list[IntArray] = []  # per muscle, its exponent rows (n wide)
     coefs: list[FloatArray] = []
+    seg_rows_of: list[IntArray] = []  # per muscle, its segment term's rows (none: 0 rows)
+    seg_coefs: list[FloatArray] = []
     offsets = np.zeros((n_sessions + 1, m))
     for i in range(m):
         name = rec.muscle_names[i]
@@ -400,33 +497,87 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
                         key=lambda k: (_group_terms(*k), k[1]))
         top = max(k[1] for k in by_choice if k[0] == groups)
         by_degree = {k[1]: v for k, v in by_choice.items() if k[0] == groups}
-        # 4. the final fit on every sample
-        terms, w, res = design.fit_all(groups, d, y[:, i], top)
+        # 4. a segment term sqrt(P) on one group, if the held-out blocks want it
+        poly_rms, held_max = by_degree[d], math.nan
+        chosen: tuple[tuple[int, ...], int, FloatArray] | None = None
+        best_rms = poly_rms * (1.0 - config.segment_gain)
+        seg_degrees = [sd for sd in sorted(set(config.segment_degrees))
+                       if sd <= max(config.degrees) and _group_terms(groups, d) + n_sessions
+                       + math.comb(max(map(len, groups)) + sd, sd) <= budget
+                       and math.comb(max(map(len, groups)) + sd, sd) <= config.max_terms]
+        if seg_degrees:
+            middle = seg_degrees[len(seg_degrees) // 2]
+            tried: dict[tuple[tuple[int, ...], int], tuple[FloatArray, float, float]] = {}
+
+            # which group, at the middle degree; then, if that promises half the gain
+            # asked for, the other degrees on the best group
+            for stage in (0, 1):
+                if stage == 0:
+                    pending = [(g, middle) for g in groups]
+                else:
+                    g_best = min(groups, key=lambda g: tried[(g, middle)][1])
+                    promise = poly_rms * (1.0 - 0.5 * config.segment_gain)
+                    pending = [(g_best, sd) for sd in seg_degrees
+                               if sd != middle and tried[(g_best, middle)][1] < promise]
+                for g, sd in pending:
+                    found = design.segment_fit(groups, d, top, y[:, i], g, sd, config)
+                    tried[(g, sd)] = (found[3], found[4], design.last_held_max)
+            (g_seg, sd_seg), (start, rms, worst) = min(tried.items(), key=lambda kv: kv[1][1])
+            if rms < best_rms:
+                chosen, best_rms, held_max = (g_seg, sd_seg, start), rms, worst
+        # 5. the final fit on every sample
+        seg_rows = np.zeros((0, n), dtype=np.int64)
+        seg_coef = np.zeros(0)
+        if chosen is None:
+            terms, w, res = design.fit_all(groups, d, y[:, i], top)
+            held_max = design.last_held_max
+            validation_rms = poly_rms
+        else:
+            g_seg, sd_seg, start = chosen
+            terms, w, seg_rows, seg_coef, _ = design.segment_fit(
+                groups, d, top, y[:, i], g_seg, sd_seg, config, on_all=True, start=start)
+            res = (basis_features(x, terms) @ w[:terms.shape[0]]
+                   + sessions @ w[terms.shape[0]:]
+                   + np.sqrt(np.maximum(basis_features(x, seg_rows) @ seg_coef,
+                                        config.segment_floor_m**2)) - y[:, i])
+            validation_rms = best_rms
         rows_of.append(terms)
         coefs.append(w[:terms.shape[0]])
+        seg_rows_of.append(seg_rows)
+        seg_coefs.append(seg_coef)
         offsets[1:, i] = w[terms.shape[0]:]
         fits.append(MuscleFit(tuple(rec.joint_names[j] for j in joints), d, terms.shape[0],
                               float(np.sqrt(np.mean(res**2))), float(np.abs(res).max()),
-                              by_degree[d], design.last_held_max, by_degree,
-                              tuple(tuple(rec.joint_names[j] for j in g) for g in groups)))
+                              validation_rms, held_max, by_degree,
+                              tuple(tuple(rec.joint_names[j] for j in g) for g in groups),
+                              tuple(rec.joint_names[j] for j in chosen[0]) if chosen else (),
+                              chosen[1] if chosen else 0, poly_rms))
         if progress:
             f = fits[-1]
             shown = " + ".join("(" + ",".join(g) + ")" for g in f.groups)
+            seg = (f" + sqrt(P({','.join(f.segment_joints)}), degree {f.segment_degree}; "
+                   f"without: {1e3 * f.polynomial_validation_rms_m:.3f} mm)"
+                   if f.segment_joints else "")
             print(f"  {name:<24} joints {shown:<44} degree {d} "
                   f"({f.terms} terms): rms {1e3 * f.rms_m:.3f} mm, held-out rms "
-                  f"{1e3 * f.validation_rms_m:.3f} mm", file=sys.stderr, flush=True)
+                  f"{1e3 * f.validation_rms_m:.3f} mm{seg}", file=sys.stderr, flush=True)
 
     # the union basis: every muscle's rows, each muscle zero on the others'
-    union = np.unique(np.vstack(rows_of), axis=0)
+    union = np.unique(np.vstack(rows_of + seg_rows_of), axis=0)
     order = np.lexsort(np.vstack([union[:, ::-1].T, union.sum(axis=1)]))
     union = union[order]
     index = {tuple(r): k for k, r in enumerate(union.tolist())}
     coefficients = np.zeros((m, union.shape[0]))
+    segment_coefficients = np.zeros((m, union.shape[0]))
     for i in range(m):
         for row, c in zip(rows_of[i].tolist(), coefs[i]):
             coefficients[i, index[tuple(row)]] = c
+        for row, c in zip(seg_rows_of[i].tolist(), seg_coefs[i]):
+            segment_coefficients[i, index[tuple(row)]] = c
     mapping = LearnedMapping(tuple(rec.joint_names), tuple(rec.muscle_names), union,
-                             coefficients, lower, upper, np.zeros(m), np.zeros(m), offsets)
+                             coefficients, lower, upper, np.zeros(m), np.zeros(m), offsets,
+                             segment_coefficients=segment_coefficients,
+                             segment_floor_m=config.segment_floor_m)
     fitted = mapping.lengths_batch(q)
     mapping.l_min_m, mapping.l_max_m = fitted.min(axis=0), fitted.max(axis=0)
     mapping.meta = {
@@ -438,6 +589,10 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
                 "held_out_fraction": float(held.mean()),
                 "muscles": {name: {"joints": list(f.joints), "degree": f.degree,
                                    "groups": [list(g) for g in f.groups],
+                                   "segment_joints": list(f.segment_joints),
+                                   "segment_degree": f.segment_degree,
+                                   "polynomial_validation_rms_m":
+                                       f.polynomial_validation_rms_m,
                                    "terms": f.terms, "rms_m": f.rms_m, "max_m": f.max_m,
                                    "validation_rms_m": f.validation_rms_m,
                                    "validation_max_m": f.validation_max_m,

@@ -153,10 +153,12 @@ def _jsonable(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def read_npz(path: Path, expected_format: str, what: str) -> tuple[dict[str, Any],
-                                                                   dict[str, FloatArray]]:
+def read_npz(path: Path, expected_format: str | tuple[str, ...],
+             what: str) -> tuple[dict[str, Any], dict[str, FloatArray]]:
     """(meta, arrays) of an ``.npz`` written by :func:`write_npz_atomic`; :class:`InputError`
-    naming the file when it is not one of ``expected_format``."""
+    naming the file when it is not of ``expected_format`` (or one of several)."""
+    accepted = (expected_format,) if isinstance(expected_format, str) else expected_format
+    expected_format = " or ".join(accepted)
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as data:
@@ -173,7 +175,7 @@ def read_npz(path: Path, expected_format: str, what: str) -> tuple[dict[str, Any
         meta = json.loads(str(arrays.pop("meta")))
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} {path}: meta", "JSON text", str(exc)) from None
-    if not isinstance(meta, dict) or meta.get("format") != expected_format:
+    if not isinstance(meta, dict) or meta.get("format") not in accepted:
         got = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
         raise InputError(f"{what} {path}: meta.format", expected_format, got)
     return meta, arrays
