@@ -215,12 +215,14 @@ class MockArm:
         self._ten_length_all = self.data.ten_length
         self._ten_velocity = self._ten_velocity_all if self._tendons_in_order else np.zeros(self.m)
         self._ctrl = self.data.ctrl
+        self._damping = self.model.tendon_damping
         self._qadr = self.arm.qpos_adr
         self._vadr = self.arm.dof_adr
         self._elbow_body, self._elbow_point = elbow
         self._hand_body, self._hand_point = self.arm.task_body_id, self.arm.task_point_local
         self.dt_s = self.model.opt.timestep
         act = config.actuator
+        self._timeout_s = act.command_timeout_s
         self._alpha = 1.0 - math.exp(-self.dt_s / act.time_constant_s)
         r = calibration.winch_radius_m  # (m,) [m]
         k_f = act.gear_efficiency * act.gear_ratio * act.torque_constant_nm_a / r  # [N/A]
@@ -236,9 +238,14 @@ class MockArm:
         # capstan friction of the wire and its elasticity (mock_arm.yaml tendon)
         ten = config.tendon
         self._mu = ten.friction_coefficient
-        self._bends = PathBends(self._tids) if self._mu > 0.0 else None
+        self._bends = PathBends(self._tids, self.model) if self._mu > 0.0 else None
+        self._routing = ten.routing_wrap_angle_rad
+        self._band0 = ten.constant_friction_n
+        self._creep = ten.creep_speed_m_s
         self._wrap = np.zeros(self.m)  # the wire's total turn this step [rad]
         self._band = np.zeros(self.m)  # half width of the friction band this step [N]
+        self._mu_theta = np.zeros(self.m)  # scratch of the capstan
+        self._speed = np.zeros(self.m)
         self._stiffness: FloatArray | None = None  # k per tendon [N/m]; None: inextensible
         # sensors
         sens = config.sensors
@@ -338,10 +345,8 @@ class MockArm:
         actuators follow their commands. Without a command for ``actuator.command_timeout_s``
         every module holds ``actuator.timeout_tension_n`` (its own watchdog).
         """
-        d = self.data
-        act = self.config.actuator
-        if not self.watchdog_fired and self.time_s - self._cmd_time_s > act.command_timeout_s:
-            self._cmd[:] = act.timeout_tension_n
+        if not self.watchdog_fired and self.time_s - self._cmd_time_s > self._timeout_s:
+            self._cmd[:] = self.config.actuator.timeout_tension_n
             self.watchdog_fired = True
         if not self._tendons_in_order:
             np.take(self._ten_velocity_all, self._tids, out=self._ten_velocity)
@@ -360,8 +365,8 @@ class MockArm:
             return
         if self._gauge_on:
             self._apply_gauge()
-        mujoco.mj_step2(self.model, d)  # forces, acceleration, integration
-        mujoco.mj_step1(self.model, d)  # positions and velocities of the new state
+        mujoco.mj_step2(self.model, self.data)  # forces, acceleration, integration
+        mujoco.mj_step1(self.model, self.data)  # positions and velocities of the new state
         self._steps += 1
 
     def _inextensible_tension(self) -> None:
@@ -398,14 +403,21 @@ class MockArm:
         docstring): ``f cosh(mu theta)`` and damping ``(f0 + f sinh(mu theta)) / max(|v|,
         v_s)``, ``f0`` the band's load-independent part."""
         assert self._bends is not None
-        np.add(self._bends(self.data), self.config.tendon.routing_wrap_angle_rad,
-               out=self._wrap)
-        mt = self._mu * self._wrap
-        np.multiply(self._f, np.cosh(mt), out=self._ctrl)
-        np.multiply(self._f, np.sinh(mt), out=self._band)
-        self._band += self.config.tendon.constant_friction_n
-        speed = np.maximum(np.abs(self._ten_velocity), self.config.tendon.creep_speed_m_s)
-        self.model.tendon_damping[self._tids] = self._band / speed
+        # every step: into fixed buffers, cached views of MjModel/MjData included
+        np.add(self._bends(self.data), self._routing, out=self._wrap)
+        mt, speed, band = self._mu_theta, self._speed, self._band
+        np.multiply(self._wrap, self._mu, out=mt)
+        np.cosh(mt, out=speed)
+        np.multiply(self._f, speed, out=self._ctrl)
+        np.sinh(mt, out=band)
+        band *= self._f
+        band += self._band0
+        np.abs(self._ten_velocity, out=speed)
+        np.maximum(speed, self._creep, out=speed)
+        if self._tendons_in_order:
+            np.divide(band, speed, out=self._damping)
+        else:
+            self._damping[self._tids] = band / speed
 
     @property
     def steps(self) -> int:
