@@ -58,6 +58,7 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.arrays import finite
 from musculo_control.config.parser import load, spec
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.calibration import Calibration, load_calibration
@@ -215,6 +216,7 @@ class MockArm:
         self._ten_length_all = self.data.ten_length
         self._ten_velocity = self._ten_velocity_all if self._tendons_in_order else np.zeros(self.m)
         self._ctrl = self.data.ctrl
+        self._qpos = self.data.qpos
         self._damping = self.model.tendon_damping
         self._qadr = self.arm.qpos_adr
         self._vadr = self.arm.dof_adr
@@ -332,7 +334,7 @@ class MockArm:
         A tendon cannot push: negative targets act as zero.
         """
         u = np.asarray(driver_units, dtype=float)
-        if u.shape != (self.m,) or not np.all(np.isfinite(u)):
+        if u.shape != (self.m,) or not finite(u):
             raise InputError("MockArm.set_command", f"{self.m} finite driver commands", u)
         np.maximum(self.calibration.driver_to_n(u), 0.0, out=self._cmd)
         self._cmd_time_s = self.time_s
@@ -472,7 +474,7 @@ class MockArm:
     def read_potentiometers(self) -> FloatArray:
         """(n,) potentiometer ADC counts: offset, Gaussian noise, quantised, clipped to the ADC."""
         cal = self.calibration
-        counts = cal.rad_to_counts(self.data.qpos[self._qadr]) + self._pot_offset_error
+        counts = cal.rad_to_counts(self._qpos[self._qadr]) + self._pot_offset_error
         noise = self.config.sensors.potentiometer_noise_counts
         if noise > 0.0:
             counts += noise * self._noise.standard_normal(self.n)
