@@ -249,6 +249,8 @@ class MockArm:
         self._mu_theta = np.zeros(self.m)  # scratch of the capstan
         self._speed = np.zeros(self.m)
         self._stiffness: FloatArray | None = None  # k per tendon [N/m]; None: inextensible
+        self._kdt: tuple[FloatArray, FloatArray] | None = None  # (k, k dt) of the last step
+        self._elastic_scratch = tuple(np.zeros(self.m) for _ in range(4))
         # sensors
         sens = config.sensors
         e = sens.potentiometer_offset_error_counts
@@ -390,15 +392,29 @@ class MockArm:
         v_per_volt (V - R I)`` at the present current; then the current limit (beyond it the
         load back-drives the winch) and a slack wire's 0 [N]."""
         act = self.config.actuator
-        dt = self.dt_s
-        change = self._alpha * (self._cmd - self._f)
-        drop = act.terminal_resistance_ohm * self._f * self._amp_per_n  # R I [V]
-        v = self._ten_velocity
-        upper = k * dt * (v + self._v_per_volt * (act.supply_voltage_v - drop))
-        lower = k * dt * (v - self._v_per_volt * (act.supply_voltage_v + drop))
-        self._f += np.maximum(np.minimum(change, upper), lower)
-        np.minimum(self._f, self._cap_hi, out=self._f)
-        np.maximum(self._f, 0.0, out=self._f)
+        if self._kdt is None or self._kdt[0] is not k:
+            self._kdt = (k, k * self.dt_s)
+        kdt = self._kdt[1]
+        f, v = self._f, self._ten_velocity
+        change, drop, upper, lower = self._elastic_scratch
+        # every step: into fixed buffers, in the same order of operations as the formula
+        np.subtract(self._cmd, f, out=change)
+        change *= self._alpha
+        np.multiply(f, act.terminal_resistance_ohm, out=drop)
+        drop *= self._amp_per_n  # R I [V]
+        np.subtract(act.supply_voltage_v, drop, out=upper)
+        upper *= self._v_per_volt
+        upper += v
+        upper *= kdt  # k dt (v + v_per_volt (V - R I))
+        np.add(drop, act.supply_voltage_v, out=lower)
+        lower *= self._v_per_volt
+        np.subtract(v, lower, out=lower)
+        lower *= kdt  # k dt (v - v_per_volt (V + R I))
+        np.minimum(change, upper, out=change)
+        np.maximum(change, lower, out=change)
+        f += change
+        np.minimum(f, self._cap_hi, out=f)
+        np.maximum(f, 0.0, out=f)
 
     def _capstan(self) -> None:
         """Actuator force and tendon friction of this step from the measured tension (module
