@@ -301,8 +301,8 @@ class ClosedLoop:
             for message in stage.sense():
                 self._raw.send(k, message)
             stage.check()
-        queue = self._raw._queue
-        if queue and queue[0][0] <= k:
+        raw_due = self._raw._queue
+        if raw_due and raw_due[0][0] <= k:
             for stamp, pot_counts, enc_counts, cell_counts in self._raw.receive(k):
                 if pot_counts is not None:
                     reading = self.pots.receive(stamp, pot_counts)
@@ -314,17 +314,17 @@ class ClosedLoop:
                         self._muscles.send(k, state)
         if sensing:
             self.pots.check(t)
-        queue = self._joints._queue
-        if queue and queue[0][0] <= k:
+        joints_due = self._joints._queue
+        if joints_due and joints_due[0][0] <= k:
             for reading in self._joints.receive(k):
                 self.dynamics.receive_joints(reading)
                 step.receive_joints(reading)
-        queue = self._muscles._queue
-        if queue and queue[0][0] <= k:
+        muscles_due = self._muscles._queue
+        if muscles_due and muscles_due[0][0] <= k:
             for state in self._muscles.receive(k):
                 step.receive_tendons(state)
-        queue = self._sent._queue
-        if queue and queue[0][0] <= k:
+        sent_due = self._sent._queue
+        if sent_due and sent_due[0][0] <= k:
             for stamp, tension in self._sent.receive(k):
                 step.receive_sent(stamp, tension)
         if not self.fused and k % div.dynamics == 0:
@@ -332,8 +332,8 @@ class ClosedLoop:
             snap = self.dynamics.tick(t)
             if snap is not None and (injected is None or injected.snapshot_passes(t)):
                 self._snapshots.send(k, snap)
-        queue = self._snapshots._queue
-        if queue and queue[0][0] <= k:
+        snapshots_due = self._snapshots._queue
+        if snapshots_due and snapshots_due[0][0] <= k:
             for snap in self._snapshots.receive(k):
                 step.receive_snapshot(snap)
         if k % div.control == 0:
@@ -352,8 +352,8 @@ class ClosedLoop:
             if on_control is not None and not startup:
                 on_control(LoopState(t_run, step.joints.value, step.tendons.value,
                                      step.snapshots.value, out, report, joint_age))
-        queue = self._commands._queue
-        if queue and queue[0][0] <= k:
+        commands_due = self._commands._queue
+        if commands_due and commands_due[0][0] <= k:
             for stamp, tension in self._commands.receive(k):
                 self.tendons.receive_command(stamp, tension)
         if k % div.driver == 0:
@@ -368,8 +368,8 @@ class ClosedLoop:
                     self.sent_max_n = top
             self._to_arm.send(k, sent.units)
             self._sent.send(k, (t, sent.tension_n))
-        queue = self._to_arm._queue
-        if queue and queue[0][0] <= k:
+        to_arm_due = self._to_arm._queue
+        if to_arm_due and to_arm_due[0][0] <= k:
             for units in self._to_arm.receive(k):
                 stage.receive_command(units)
         stage.step()
