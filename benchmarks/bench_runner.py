@@ -18,7 +18,10 @@ and measures, over the simulated seconds after start-up:
 Per-part timing wraps each method in a timer (one ``perf_counter`` pair per call), which
 itself adds cost: the real-time factor is taken from an unwrapped run first.
 
-    python benchmarks/bench_runner.py [--config DIR] [--repeat N] [--out DIR]
+    python benchmarks/bench_runner.py [--config DIR] [--repeat N] [--out DIR] [--set F.K=V ...]
+
+``--set`` changes the config as ``musculo simulate`` does (e.g. the mock wires' elasticity,
+``--set mock_arm.tendon.axial_stiffness_n=1.2e5``).
 """
 
 from __future__ import annotations
@@ -180,10 +183,12 @@ def main() -> int:
     parser.add_argument("--repeat", type=positive_int, default=2,
                         help="runs of experiment B per measurement (default 2)")
     parser.add_argument("--out", type=Path, default=Path("out/bench"))
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="FILE.KEY=VALUE", help="config override (repeatable)")
     args = parser.parse_args()
     machine = MachineLoad(load_bench_config(args.config).quiet_load_average)
     print(f"load average (1 min) at the start: {machine.start}")
-    setup = load_setup(args.config, Overrides.parse([]))
+    setup = load_setup(args.config, Overrides.parse(args.overrides))
     pose = experiment_config(setup, "trajectory").start_poses[0]
     rate = 1.0 / ex.Bench(setup, "osc").mock.dt_s  # physics steps per simulated second
 
@@ -249,14 +254,16 @@ def main() -> int:
              f"timed run (every part wrapped): {t_cpu / t_sim * 1e3:.1f} ms CPU per simulated "
              f"second",
              f"experiment B from {pose}, {args.repeat} run(s), {sim:.0f} s simulated; "
-             f"{machine.describe()}"]
+             f"{machine.describe()}",
+             *([f"overrides: {', '.join(args.overrides)}"] if args.overrides else [])]
     text = "\n".join(["# Closed-loop runner benchmark", "", *markdown_table(parts), "",
                       *markdown_table(rows), "", *[f"- {n}" for n in notes], ""])
     print(text)
     paths = write_reports(args.out, "bench_runner", rows, text,
                           {"rows": rows, "parts": parts, "cpu_us_per_sim_s": cpu_us,
                            "real_time_factor_cpu": sim / cpu, "real_time_factor_wall": sim / wall,
-                           "bare_step_us_per_sim_s": bare_us, "machine": machine.as_dict()})
+                           "bare_step_us_per_sim_s": bare_us, "overrides": args.overrides,
+                           "machine": machine.as_dict()})
     print("wrote " + ", ".join(str(p) for p in paths))
     return 0
 

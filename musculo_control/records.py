@@ -88,6 +88,9 @@ class RecordLayout:
             total += f.size
         self.offsets: tuple[int, ...] = tuple(offsets)
         self.length = total
+        # (name, shape, start, end) per field: what pack needs, computed once (it runs per tick)
+        self._slots = tuple((f.name, f.shape, off, off + f.size)
+                            for f, off in zip(self.fields, self.offsets))
         self._index = {f.name: i for i, f in enumerate(self.fields)}
 
     def dims(self) -> list[Dim]:
@@ -104,12 +107,12 @@ class RecordLayout:
             raise InputError(f"record '{self.schema}'", f"exactly the fields {list(self._index)}",
                              {"missing": missing, "unknown": extra})
         out = np.empty(self.length)
-        for f, off in zip(self.fields, self.offsets):
-            arr = np.asarray(values[f.name], dtype=float)
-            if arr.shape != f.shape:
-                raise InputError(f"record '{self.schema}' field '{f.name}'",
-                                 f"shape {f.shape}", arr.shape)
-            out[off:off + f.size] = arr.reshape(-1)
+        for name, shape, start, end in self._slots:
+            arr = np.asarray(values[name], dtype=float)
+            if arr.shape != shape:
+                raise InputError(f"record '{self.schema}' field '{name}'",
+                                 f"shape {shape}", arr.shape)
+            out[start:end] = arr.reshape(-1)
         return out
 
     def unpack(self, data: npt.ArrayLike) -> dict[str, FloatArray]:

@@ -19,6 +19,7 @@ from conftest import random_poses
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.mujoco_arm import (
     ModelErrorConfig,
+    PathBends,
     build_mujoco_arm,
     draw_model_error,
     muscle_sites,
@@ -393,3 +394,43 @@ def test_a_placed_root_body_is_kept(planar_copy):
     np.testing.assert_allclose(
         hand, ref.point_world(data, ref.task_body_id, ref.task_point_local), atol=1e-12)
     assert hand[2] > 0.5  # mounted a metre up, not at the origin
+
+
+def _bends_tendon_by_tendon(data, tendon_ids):
+    """Each tendon's bends summed point by point from MuJoCo's wrap list, branch by branch."""
+    out = []
+    for t in tendon_ids:
+        start, n = int(data.ten_wrapadr[t]), int(data.ten_wrapnum[t])
+        objects, points = data.wrap_obj.reshape(-1), data.wrap_xpos.reshape(-1, 3)
+        total, branch = 0.0, []
+        for k in range(start, start + n + 1):
+            if k == start + n or objects[k] == -2:
+                for p, q, r in zip(branch, branch[1:], branch[2:]):
+                    u, w = points[q] - points[p], points[r] - points[q]
+                    c = u @ w / (np.linalg.norm(u) * np.linalg.norm(w))
+                    total += float(np.arccos(np.clip(c, -1.0, 1.0)))
+                branch = []
+            else:
+                branch.append(k)
+        out.append(total)
+    return np.array(out)
+
+
+def test_path_bends_follow_wraps_that_engage_and_let_go(mjcf_robot):
+    """PathBends (every tendon at once, its layout rebuilt when a wrap changes) against a plain
+    loop over each tendon's points, over poses where the cylinders engage and let go."""
+    arm = build_mujoco_arm(mjcf_robot)
+    bends = PathBends(arm.tendon_ids, arm.model)
+    assert not bends.fixed  # the planar arm wraps cylinders
+    data = mujoco.MjData(arm.model)
+    layouts = set()
+    for q in random_poses(mjcf_robot, 40, seed=3):
+        data.qpos[arm.qpos_adr] = q
+        mujoco.mj_fwdPosition(arm.model, data)
+        layouts.add(tuple(data.ten_wrapnum[arm.tendon_ids]))
+        np.testing.assert_allclose(bends(data), _bends_tendon_by_tendon(data, arm.tendon_ids),
+                                   atol=1e-12)
+    assert len(layouts) > 1  # wraps engaged and let go between the poses
+    # a model with via-points only has one layout: built once, never compared
+    assert PathBends(arm.tendon_ids, mujoco.MjModel.from_xml_string(
+        "<mujoco><worldbody/></mujoco>")).fixed

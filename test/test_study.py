@@ -28,7 +28,12 @@ from musculo_control.sim.study import (
     run_study,
 )
 from musculo_control.sim.study_config import ConditionConfig
-from musculo_control.sim.study_summary import robustness_table, summarise
+from musculo_control.sim.study_summary import (
+    robustness_table,
+    summarise,
+    throughput,
+    throughput_table,
+)
 
 #: a nullspace run of 0.4 s: long enough for its windows, short enough for a test
 SHORT = ("experiments.nullspace.duration_s=0.4", "experiments.nullspace.window_s=0.1")
@@ -119,6 +124,17 @@ def _record(cond, seed, drift, met=True, problems=()):
                                    {"metric": "activation_drop_fraction", "met": True}]}}
 
 
+def test_throughput_is_runs_per_cpu_hour_per_experiment_without_unmeasured_runs():
+    records = [{**_record("a", 0, 0.01), "cpu_s": 2.0, "simulated_s": 10.0},
+               {**_record("a", 1, 0.01), "cpu_s": 4.0, "simulated_s": 10.0},
+               _record("a", 2, 0.01)]  # cached before the CPU time was measured
+    (row,) = throughput(records)
+    assert row == {"experiment": "nullspace", "runs": 2, "cpu_s_per_run": 3.0,
+                   "runs_per_hour_per_core": 1200.0, "simulated_s_per_cpu_s": 20.0 / 6.0}
+    assert "| nullspace | 2 | 3.00 | 1200 | 3.3 |" in throughput_table([row])
+    assert throughput([_record("a", 0, 0.01)]) == []
+
+
 def test_summary_and_robustness_table_say_what_the_runs_say():
     records = [_record("a", 0, 0.010), _record("a", 1, 0.030, met=False),
                _record("a", 2, 0.012), _record("b", 0, 0.005),
@@ -146,9 +162,15 @@ def test_study_command_writes_the_table_and_reruns_nothing(config_dir, tmp_path,
             "--quiet", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
             *[x for item in SHORT for x in ("--set", item)]]
     assert main(args) == 0
-    assert "(1 simulated now)" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "(1 simulated now)" in said
+    # runs per hour per core from the run's own CPU time (one 0.4 s nullspace run)
+    per_hour = re.search(r"nullspace: (\d+) runs per hour per core \(([\d.]+) s CPU per run",
+                         said)
+    assert per_hour and int(per_hour[1]) == pytest.approx(3600 / float(per_hour[2]), rel=0.05)
     text = (tmp_path / "out" / "study.md").read_text()
     assert "nullspace (`osc`): hand_drift_m" in text and "min / median / max" in text
+    assert "## Runs per hour per core" in text and "| nullspace | 1 |" in text
     assert (tmp_path / "out" / "study_grid_nullspace.png").is_file()
     assert main(args) == 0
     assert "(0 simulated now)" in capsys.readouterr().out

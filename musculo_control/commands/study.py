@@ -39,7 +39,14 @@ from musculo_control.sim.study import (
     run_study,
 )
 from musculo_control.sim.study_config import ConditionConfig
-from musculo_control.sim.study_summary import plot_study, robustness_table, summarise, summary_table
+from musculo_control.sim.study_summary import (
+    plot_study,
+    robustness_table,
+    summarise,
+    summary_table,
+    throughput,
+    throughput_table,
+)
 
 ENGINES = ("local", "dask")
 
@@ -153,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
     targets = [t for t in base.experiments.targets
                if t.experiment in experiments and t.controller in controllers]
     rows = summarise(records)
+    speed = throughput(records)
     robust = robustness_table(records, labels, targets)
     figures = plot_study(records, labels, targets, out, f"study_{name}")
     extra = f" (every run with {', '.join(f'`--set {o}`' for o in args.overrides)})" \
@@ -161,6 +169,9 @@ def run(args: argparse.Namespace) -> int:
              f"Config `{config_dir.name}`{extra}; {len(records)} runs, {result.executed} "
              f"simulated now, the rest from the cache; {result.wall_s:.0f} s wall.", "",
              "## Against the targets", "", *robust, "",
+             "## Runs per hour per core", "",
+             "From each run's measured CPU time, its set-up included (runs cached before it was "
+             "measured are left out).", "", *throughput_table(speed), "",
              "## Every metric: min / median / max per condition", "", *summary_table(rows), "",
              *[f"![{p.stem}]({p.name})" for p in figures], ""]
     (out / "study.md").write_text("\n".join(lines))
@@ -168,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         {"study": name, "config": config_dir.name, "overrides": list(args.overrides),
          "conditions": [{"name": c.name, "seeds": list(c.seeds), "set": list(c.set)}
                         for c in conditions],
-         "summary": rows, "runs": records}, indent=1))
+         "summary": rows, "throughput": speed, "runs": records}, indent=1))
     with open(out / "runs.csv", "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(["condition", "experiment", "controller", "seed", "pose", "metric",
@@ -186,6 +197,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(records)} runs ({result.executed} simulated now): "
           f"{sum(1 for r in records if r['verdict']['status'] == 'met')} met every target, "
           f"{missed} missed one")
+    for r in speed:
+        print(f"{r['experiment']}: {r['runs_per_hour_per_core']:.0f} runs per hour per core "
+              f"({r['cpu_s_per_run']:.2f} s CPU per run, median of {r['runs']}; "
+              f"{r['simulated_s_per_cpu_s']:.1f}x real time per core)")
     print(f"wrote {out / 'study.md'}, study.json, runs.csv and {len(figures)} figures")
     return 0
 

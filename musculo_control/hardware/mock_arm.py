@@ -58,6 +58,7 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.arrays import finite
 from musculo_control.config.parser import load, spec
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.calibration import Calibration, load_calibration
@@ -215,12 +216,15 @@ class MockArm:
         self._ten_length_all = self.data.ten_length
         self._ten_velocity = self._ten_velocity_all if self._tendons_in_order else np.zeros(self.m)
         self._ctrl = self.data.ctrl
+        self._qpos = self.data.qpos
+        self._damping = self.model.tendon_damping
         self._qadr = self.arm.qpos_adr
         self._vadr = self.arm.dof_adr
         self._elbow_body, self._elbow_point = elbow
         self._hand_body, self._hand_point = self.arm.task_body_id, self.arm.task_point_local
         self.dt_s = self.model.opt.timestep
         act = config.actuator
+        self._timeout_s = act.command_timeout_s
         self._alpha = 1.0 - math.exp(-self.dt_s / act.time_constant_s)
         r = calibration.winch_radius_m  # (m,) [m]
         k_f = act.gear_efficiency * act.gear_ratio * act.torque_constant_nm_a / r  # [N/A]
@@ -236,10 +240,17 @@ class MockArm:
         # capstan friction of the wire and its elasticity (mock_arm.yaml tendon)
         ten = config.tendon
         self._mu = ten.friction_coefficient
-        self._bends = PathBends(self._tids) if self._mu > 0.0 else None
+        self._bends = PathBends(self._tids, self.model) if self._mu > 0.0 else None
+        self._routing = ten.routing_wrap_angle_rad
+        self._band0 = ten.constant_friction_n
+        self._creep = ten.creep_speed_m_s
         self._wrap = np.zeros(self.m)  # the wire's total turn this step [rad]
         self._band = np.zeros(self.m)  # half width of the friction band this step [N]
+        self._mu_theta = np.zeros(self.m)  # scratch of the capstan
+        self._speed = np.zeros(self.m)
         self._stiffness: FloatArray | None = None  # k per tendon [N/m]; None: inextensible
+        self._kdt: tuple[FloatArray, FloatArray] | None = None  # (k, k dt) of the last step
+        self._elastic_scratch = tuple(np.zeros(self.m) for _ in range(4))
         # sensors
         sens = config.sensors
         e = sens.potentiometer_offset_error_counts
@@ -325,7 +336,7 @@ class MockArm:
         A tendon cannot push: negative targets act as zero.
         """
         u = np.asarray(driver_units, dtype=float)
-        if u.shape != (self.m,) or not np.all(np.isfinite(u)):
+        if u.shape != (self.m,) or not finite(u):
             raise InputError("MockArm.set_command", f"{self.m} finite driver commands", u)
         np.maximum(self.calibration.driver_to_n(u), 0.0, out=self._cmd)
         self._cmd_time_s = self.time_s
@@ -338,10 +349,8 @@ class MockArm:
         actuators follow their commands. Without a command for ``actuator.command_timeout_s``
         every module holds ``actuator.timeout_tension_n`` (its own watchdog).
         """
-        d = self.data
-        act = self.config.actuator
-        if not self.watchdog_fired and self.time_s - self._cmd_time_s > act.command_timeout_s:
-            self._cmd[:] = act.timeout_tension_n
+        if not self.watchdog_fired and self.time_s - self._cmd_time_s > self._timeout_s:
+            self._cmd[:] = self.config.actuator.timeout_tension_n
             self.watchdog_fired = True
         if not self._tendons_in_order:
             np.take(self._ten_velocity_all, self._tids, out=self._ten_velocity)
@@ -360,8 +369,8 @@ class MockArm:
             return
         if self._gauge_on:
             self._apply_gauge()
-        mujoco.mj_step2(self.model, d)  # forces, acceleration, integration
-        mujoco.mj_step1(self.model, d)  # positions and velocities of the new state
+        mujoco.mj_step2(self.model, self.data)  # forces, acceleration, integration
+        mujoco.mj_step1(self.model, self.data)  # positions and velocities of the new state
         self._steps += 1
 
     def _inextensible_tension(self) -> None:
@@ -383,29 +392,50 @@ class MockArm:
         v_per_volt (V - R I)`` at the present current; then the current limit (beyond it the
         load back-drives the winch) and a slack wire's 0 [N]."""
         act = self.config.actuator
-        dt = self.dt_s
-        change = self._alpha * (self._cmd - self._f)
-        drop = act.terminal_resistance_ohm * self._f * self._amp_per_n  # R I [V]
-        v = self._ten_velocity
-        upper = k * dt * (v + self._v_per_volt * (act.supply_voltage_v - drop))
-        lower = k * dt * (v - self._v_per_volt * (act.supply_voltage_v + drop))
-        self._f += np.maximum(np.minimum(change, upper), lower)
-        np.minimum(self._f, self._cap_hi, out=self._f)
-        np.maximum(self._f, 0.0, out=self._f)
+        if self._kdt is None or self._kdt[0] is not k:
+            self._kdt = (k, k * self.dt_s)
+        kdt = self._kdt[1]
+        f, v = self._f, self._ten_velocity
+        change, drop, upper, lower = self._elastic_scratch
+        # every step: into fixed buffers, in the same order of operations as the formula
+        np.subtract(self._cmd, f, out=change)
+        change *= self._alpha
+        np.multiply(f, act.terminal_resistance_ohm, out=drop)
+        drop *= self._amp_per_n  # R I [V]
+        np.subtract(act.supply_voltage_v, drop, out=upper)
+        upper *= self._v_per_volt
+        upper += v
+        upper *= kdt  # k dt (v + v_per_volt (V - R I))
+        np.add(drop, act.supply_voltage_v, out=lower)
+        lower *= self._v_per_volt
+        np.subtract(v, lower, out=lower)
+        lower *= kdt  # k dt (v - v_per_volt (V + R I))
+        np.minimum(change, upper, out=change)
+        np.maximum(change, lower, out=change)
+        f += change
+        np.minimum(f, self._cap_hi, out=f)
+        np.maximum(f, 0.0, out=f)
 
     def _capstan(self) -> None:
         """Actuator force and tendon friction of this step from the measured tension (module
         docstring): ``f cosh(mu theta)`` and damping ``(f0 + f sinh(mu theta)) / max(|v|,
         v_s)``, ``f0`` the band's load-independent part."""
         assert self._bends is not None
-        np.add(self._bends(self.data), self.config.tendon.routing_wrap_angle_rad,
-               out=self._wrap)
-        mt = self._mu * self._wrap
-        np.multiply(self._f, np.cosh(mt), out=self._ctrl)
-        np.multiply(self._f, np.sinh(mt), out=self._band)
-        self._band += self.config.tendon.constant_friction_n
-        speed = np.maximum(np.abs(self._ten_velocity), self.config.tendon.creep_speed_m_s)
-        self.model.tendon_damping[self._tids] = self._band / speed
+        # every step: into fixed buffers, cached views of MjModel/MjData included
+        np.add(self._bends(self.data), self._routing, out=self._wrap)
+        mt, speed, band = self._mu_theta, self._speed, self._band
+        np.multiply(self._wrap, self._mu, out=mt)
+        np.cosh(mt, out=speed)
+        np.multiply(self._f, speed, out=self._ctrl)
+        np.sinh(mt, out=band)
+        band *= self._f
+        band += self._band0
+        np.abs(self._ten_velocity, out=speed)
+        np.maximum(speed, self._creep, out=speed)
+        if self._tendons_in_order:
+            np.divide(band, speed, out=self._damping)
+        else:
+            self._damping[self._tids] = band / speed
 
     @property
     def steps(self) -> int:
@@ -460,7 +490,7 @@ class MockArm:
     def read_potentiometers(self) -> FloatArray:
         """(n,) potentiometer ADC counts: offset, Gaussian noise, quantised, clipped to the ADC."""
         cal = self.calibration
-        counts = cal.rad_to_counts(self.data.qpos[self._qadr]) + self._pot_offset_error
+        counts = cal.rad_to_counts(self._qpos[self._qadr]) + self._pot_offset_error
         noise = self.config.sensors.potentiometer_noise_counts
         if noise > 0.0:
             counts += noise * self._noise.standard_normal(self.n)

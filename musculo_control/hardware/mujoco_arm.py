@@ -427,46 +427,88 @@ class PathBends:
     the incoming and the outgoing segment: the angle the wire turns through as it passes its
     guides, which sets its capstan friction. A wrap over a cylinder or sphere turns the path by
     the angle between its two tangent segments, which the bends at its two tangent points add
-    up to. Pulleys (``wrap_obj`` -2) split a path into branches. The index arrays are rebuilt
-    only when MuJoCo's wrap points change (a wrap surface engaging or letting go).
+    up to. Pulleys (``wrap_obj`` -2) split a path into branches.
+
+    Runs every physics step, so it is a fixed number of numpy calls on arrays sized once: the
+    angle between every two consecutive segments of MuJoCo's wrap-point list is computed, and
+    each is summed into its tendon's total, or into a discarded bin where the two segments do
+    not meet at an interior point of one branch (across tendons, pulleys or unused points).
+    Which is which (the layout) changes only when a wrap surface engages or lets go; with
+    ``model`` given and no sphere or cylinder among its wraps it is built once, otherwise it is
+    compared every call and rebuilt when it changed.
     """
 
-    def __init__(self, tendon_ids: IntArray) -> None:
+    def __init__(self, tendon_ids: IntArray, model: mujoco.MjModel | None = None) -> None:
         self.tendon_ids = np.asarray(tendon_ids, dtype=int)
-        self._layout: tuple[IntArray, IntArray, IntArray] | None = None
-        self._a = self._b = self._c = self._owner = np.zeros(0, dtype=int)
+        geom_wraps = (int(mujoco.mjtWrap.mjWRAP_SPHERE), int(mujoco.mjtWrap.mjWRAP_CYLINDER))
+        #: the layout cannot change (no wrap surface in the model): never compared
+        self.fixed = model is not None and not np.isin(model.wrap_type, geom_wraps).any()
+        self._data: mujoco.MjData | None = None
+        self._layout: tuple[bytes, bytes, bytes] | None = None
 
-    def _build(self, data: mujoco.MjData) -> None:
-        objects = data.wrap_obj.reshape(-1)
-        a, b, c, owner = [], [], [], []
+    def _views(self, data: mujoco.MjData) -> None:
+        """Views into ``data``'s fixed buffers (each attribute access builds a new view)."""
+        self._data = data
+        self._layout = None
+        self._adr, self._num = data.ten_wrapadr, data.ten_wrapnum
+        self._obj = data.wrap_obj.reshape(-1)
+        self._points = data.wrap_xpos.reshape(-1, 3)
+
+    def _build(self) -> None:
+        adr, num, objects = self._adr, self._num, self._obj
+        m = len(self.tendon_ids)
+        end = max((int(adr[t]) + int(num[t]) for t in self.tendon_ids), default=0)
+        # pair k: the segments k (points k -> k+1) and k+1 (points k+1 -> k+2), meeting at
+        # point k+1; its bin is the tendon whose interior point that is, or m (discarded)
+        owner = np.full(max(end - 2, 0), m, dtype=np.intp)
         for i, t in enumerate(self.tendon_ids):
-            start, n = int(data.ten_wrapadr[t]), int(data.ten_wrapnum[t])
+            start, n = int(adr[t]), int(num[t])
             branch: list[int] = []
             for k in range(start, start + n + 1):
                 if k == start + n or objects[k] == -2:  # end of a branch
                     for j in range(1, len(branch) - 1):
-                        a.append(branch[j - 1])
-                        b.append(branch[j])
-                        c.append(branch[j + 1])
-                        owner.append(i)
+                        owner[branch[j] - 1] = i
                     branch = []
                 else:
                     branch.append(k)
-        self._a, self._b, self._c = (np.array(x, dtype=int) for x in (a, b, c))
-        self._owner = np.array(owner, dtype=int)
+        self._owner = owner
+        self._m = m
+        pairs = len(owner)
+        segments = max(end - 1, 0)
+        pts = self._points
+        self._seg = np.zeros((segments, 3))
+        self._head, self._tail = pts[1:segments + 1], pts[:segments]
+        self._sq = np.zeros(segments)
+        self._dot = np.zeros(pairs)
+        self._norm = np.zeros(pairs)
+        self._seg_in, self._seg_out = self._seg[:-1], self._seg[1:]
+        self._sq_in, self._sq_out = self._sq[:-1], self._sq[1:]
+
+    def _layout_now(self) -> tuple[bytes, bytes, bytes]:
+        ids = self.tendon_ids
+        return (self._adr[ids].tobytes(), self._num[ids].tobytes(), self._obj.tobytes())
 
     def __call__(self, data: mujoco.MjData) -> FloatArray:
         """(m,) total bend of each tendon's path [rad]."""
-        layout = (data.ten_wrapadr[self.tendon_ids], data.ten_wrapnum[self.tendon_ids],
-                  data.wrap_obj.reshape(-1).copy())
-        if self._layout is None or not all(np.array_equal(x, y)
-                                           for x, y in zip(layout, self._layout)):
-            self._build(data)
-            self._layout = layout
-        points = data.wrap_xpos.reshape(-1, 3)
-        u = points[self._b] - points[self._a]
-        w = points[self._c] - points[self._b]
-        norms = np.sqrt(np.einsum("ij,ij->i", u, u) * np.einsum("ij,ij->i", w, w))
-        cos = np.einsum("ij,ij->i", u, w) / np.maximum(norms, 1e-18)
-        bends = np.arccos(np.clip(cos, -1.0, 1.0))
-        return np.bincount(self._owner, bends, minlength=len(self.tendon_ids))
+        if data is not self._data:
+            self._views(data)
+        if self._layout is None:
+            self._build()
+            self._layout = self._layout_now()
+        elif not self.fixed:
+            layout = self._layout_now()
+            if layout != self._layout:
+                self._build()
+                self._layout = layout
+        seg, sq, dot, norm = self._seg, self._sq, self._dot, self._norm
+        np.subtract(self._head, self._tail, out=seg)
+        np.einsum("ij,ij->i", seg, seg, out=sq)
+        np.einsum("ij,ij->i", self._seg_in, self._seg_out, out=dot)
+        np.multiply(self._sq_in, self._sq_out, out=norm)
+        np.sqrt(norm, out=norm)
+        np.maximum(norm, 1e-18, out=norm)
+        np.divide(dot, norm, out=dot)
+        np.minimum(dot, 1.0, out=dot)
+        np.maximum(dot, -1.0, out=dot)
+        np.arccos(dot, out=dot)
+        return cast(FloatArray, np.bincount(self._owner, dot, minlength=self._m + 1)[:self._m])

@@ -96,6 +96,8 @@ class TendonMonitor:
         self._last_sent_s = -math.inf  # stamp of the newest driver output seen [s]
         self._resync = False  # restart the expectation from the next sample's load cells
         self._slack_count = np.zeros(self.m, dtype=np.int64)  # consecutive slack samples
+        self._alpha_dt = math.nan  # the sample interval the lag's factor was computed for [s]
+        self._alpha = 0.0
 
     @property
     def expected_tension_n(self) -> tuple[FloatArray, FloatArray]:
@@ -120,13 +122,16 @@ class TendonMonitor:
         n = 1
         while n < len(commands) and commands[n][0] <= t - earliest:
             n += 1
-        if n == 1:
-            _, low, high = commands[0]
-        else:
-            window = list(itertools.islice(commands, n))
-            low = np.min([c[1] for c in window], axis=0)
-            high = np.max([c[2] for c in window], axis=0)
-        alpha = 1.0 - math.exp(-dt / cfg.actuator_time_constant_s)
+        _, low, high = commands[0]
+        if n > 1:  # elementwise min and max of the window (exact in any order)
+            low, high = low.copy(), high.copy()
+            for _, least, most in itertools.islice(commands, 1, n):
+                np.minimum(low, least, out=low)
+                np.maximum(high, most, out=high)
+        if dt != self._alpha_dt:  # samples come at a steady rate: the lag's factor once
+            self._alpha_dt = dt
+            self._alpha = 1.0 - math.exp(-dt / cfg.actuator_time_constant_s)
+        alpha = self._alpha
         step = alpha * (low - self._low)
         if cfg.rise_rate_n_s is not None:
             # an elastic wire rises no faster than its stiffness times the winch's speed
@@ -186,7 +191,10 @@ class TendonMonitor:
             jump /= dt
             speed = np.maximum(abs_rate, jump)
         if dt > 0.0:
-            self._last_length = np.array(length, dtype=float)
+            if self._last_length is None:
+                self._last_length = np.array(length, dtype=float)
+            else:
+                np.copyto(self._last_length, length)
             self._last_stamp = state.stamp_s
         # a winch at its speed limit cannot keep its tendon taut (the motor envelope); a
         # snapped tendon's free winch runs there too, and the consistency check sees it

@@ -285,43 +285,57 @@ class ClosedLoop:
 
     def _step(self, goal_at: GoalFn, hook: StepHook | None,
               on_control: Callable[[LoopState], None] | None, startup: bool = False) -> None:
-        """One physics step with every event due at it."""
+        """One physics step with every event due at it.
+
+        Runs 1000 times a simulated second: a delay line is read only when its first message
+        is due (most steps have none), and each due test is one comparison."""
         k, div = self.step_count, self.div
         stage, step, injected, ticks = self.mock_stage, self.step, self.stream_faults, self.ticks
-        t = stage.time_s  # the stamp of this instant [s]
+        t = self.mock.time_s  # the stamp of this instant [s]
         t_run = 0.0 if startup else t - self.t0_s
         if hook is not None:
             hook(t_run, self.mock)
-        if k % div.sensor == 0:
+        sensing = k % div.sensor == 0
+        if sensing:
             ticks["sensor"] += 1
             for message in stage.sense():
                 self._raw.send(k, message)
             stage.check()
-        for stamp, pot_counts, enc_counts, cell_counts in self._raw.receive(k):
-            if pot_counts is not None:
-                reading = self.pots.receive(stamp, pot_counts)
-                if reading is not None:
-                    self._joints.send(k, reading)
-            if enc_counts is not None and cell_counts is not None:
-                state = self.tendons.receive_state(stamp, enc_counts, cell_counts)
-                if state is not None:
-                    self._muscles.send(k, state)
-        if k % div.sensor == 0:
+        raw_due = self._raw._queue
+        if raw_due and raw_due[0][0] <= k:
+            for stamp, pot_counts, enc_counts, cell_counts in self._raw.receive(k):
+                if pot_counts is not None:
+                    reading = self.pots.receive(stamp, pot_counts)
+                    if reading is not None:
+                        self._joints.send(k, reading)
+                if enc_counts is not None and cell_counts is not None:
+                    state = self.tendons.receive_state(stamp, enc_counts, cell_counts)
+                    if state is not None:
+                        self._muscles.send(k, state)
+        if sensing:
             self.pots.check(t)
-        for reading in self._joints.receive(k):
-            self.dynamics.receive_joints(reading)
-            step.receive_joints(reading)
-        for state in self._muscles.receive(k):
-            step.receive_tendons(state)
-        for stamp, tension in self._sent.receive(k):
-            step.receive_sent(stamp, tension)
+        joints_due = self._joints._queue
+        if joints_due and joints_due[0][0] <= k:
+            for reading in self._joints.receive(k):
+                self.dynamics.receive_joints(reading)
+                step.receive_joints(reading)
+        muscles_due = self._muscles._queue
+        if muscles_due and muscles_due[0][0] <= k:
+            for state in self._muscles.receive(k):
+                step.receive_tendons(state)
+        sent_due = self._sent._queue
+        if sent_due and sent_due[0][0] <= k:
+            for stamp, tension in self._sent.receive(k):
+                step.receive_sent(stamp, tension)
         if not self.fused and k % div.dynamics == 0:
             ticks["dynamics"] += 1
             snap = self.dynamics.tick(t)
             if snap is not None and (injected is None or injected.snapshot_passes(t)):
                 self._snapshots.send(k, snap)
-        for snap in self._snapshots.receive(k):
-            step.receive_snapshot(snap)
+        snapshots_due = self._snapshots._queue
+        if snapshots_due and snapshots_due[0][0] <= k:
+            for snap in self._snapshots.receive(k):
+                step.receive_snapshot(snap)
         if k % div.control == 0:
             ticks["control"] += 1
             wanted = goal_at(t_run)
@@ -338,8 +352,10 @@ class ClosedLoop:
             if on_control is not None and not startup:
                 on_control(LoopState(t_run, step.joints.value, step.tendons.value,
                                      step.snapshots.value, out, report, joint_age))
-        for stamp, tension in self._commands.receive(k):
-            self.tendons.receive_command(stamp, tension)
+        commands_due = self._commands._queue
+        if commands_due and commands_due[0][0] <= k:
+            for stamp, tension in self._commands.receive(k):
+                self.tendons.receive_command(stamp, tension)
         if k % div.driver == 0:
             ticks["driver"] += 1
             sent = self.tendons.output(t)
@@ -352,8 +368,10 @@ class ClosedLoop:
                     self.sent_max_n = top
             self._to_arm.send(k, sent.units)
             self._sent.send(k, (t, sent.tension_n))
-        for units in self._to_arm.receive(k):
-            stage.receive_command(units)
+        to_arm_due = self._to_arm._queue
+        if to_arm_due and to_arm_due[0][0] <= k:
+            for units in self._to_arm.receive(k):
+                stage.receive_command(units)
         stage.step()
         self.step_count += 1
         ticks["physics"] += 1

@@ -128,8 +128,10 @@ def _jsonable(value: Any) -> Any:
 # -- one run -------------------------------------------------------------------------------------
 def execute(spec_: RunSpec) -> dict[str, Any]:
     """Run one spec and return its record: metrics (trajectory: per pose), the verdict against
-    the targets, problems, wall and simulated time. Used by every engine (top-level, so that
-    worker processes and Dask workers can import it)."""
+    the targets, problems, wall and simulated time, and the CPU time of the whole run (its
+    set-up included; this process's, so a worker's own on any engine). Used by every engine
+    (top-level, so that worker processes and Dask workers can import it)."""
+    c0 = time.process_time()
     items = [*spec_.overrides, f"mock_arm.seed={spec_.seed}"]
     setup = load_setup(Path(spec_.config_dir), Overrides.parse(items))
     t0 = time.perf_counter()
@@ -140,7 +142,8 @@ def execute(spec_: RunSpec) -> dict[str, Any]:
             "condition": spec_.condition, "seed": spec_.seed,
             "overrides": list(spec_.overrides), "metrics": metrics, "verdict": verdict,
             "wall_s": time.perf_counter() - t0,
-            "simulated_s": sum(r.simulated_s for r in runs)}
+            "simulated_s": sum(r.simulated_s for r in runs),
+            "cpu_s": time.process_time() - c0}
 
 
 # -- engines -------------------------------------------------------------------------------------

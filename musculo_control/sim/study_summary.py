@@ -22,6 +22,36 @@ def _values(record: dict[str, Any], metric: str) -> list[float]:
             and math.isfinite(float(v))]
 
 
+def throughput(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Runs per hour per core, per experiment: from each run's measured CPU time (``cpu_s``,
+    set-up included; records cached before it was measured are left out). A row: experiment,
+    runs, median CPU seconds per run, runs per hour per core (3600 s over the mean CPU time per
+    run) and simulated seconds per CPU second."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        if isinstance(r.get("cpu_s"), (int, float)) and r["cpu_s"] > 0.0:
+            groups.setdefault(r["experiment"], []).append(r)
+    rows = []
+    for exp, recs in groups.items():
+        cpu = [float(r["cpu_s"]) for r in recs]
+        rows.append({"experiment": exp, "runs": len(recs),
+                     "cpu_s_per_run": statistics.median(cpu),
+                     "runs_per_hour_per_core": 3600.0 * len(cpu) / sum(cpu),
+                     "simulated_s_per_cpu_s": sum(float(r["simulated_s"]) for r in recs)
+                     / sum(cpu)})
+    return rows
+
+
+def throughput_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """:func:`throughput` as a Markdown table."""
+    out = ["| experiment | runs measured | CPU s per run (median) | runs per hour per core | "
+           "x real time per core |", "|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['experiment']} | {r['runs']} | {r['cpu_s_per_run']:.2f} | "
+                   f"{r['runs_per_hour_per_core']:.0f} | {r['simulated_s_per_cpu_s']:.1f} |")
+    return out
+
+
 def summarise(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (experiment, controller, condition, metric): n, min, median, max over the
     seeds (and start poses), and how many runs met their row's targets."""
