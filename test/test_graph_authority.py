@@ -12,8 +12,14 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from graph_harness import first_after, first_diagnostic, logs, minimum_tension, running_graph, \
-    wait_running
+from graph_harness import (
+    first_after,
+    first_diagnostic,
+    logs,
+    minimum_tension,
+    running_graph,
+    wait_running,
+)
 from sensor_msgs.msg import JointState
 
 from musculo_control import messages as cv
@@ -45,7 +51,7 @@ def _publish_for(obs, pub, make: Callable[[Stamp], object], rate_hz: float,
         if now >= due:
             pub.publish(make(Stamp.from_seconds(now)))
             due += 1.0 / rate_hz
-        obs.wait_until(lambda: obs.now_s() >= due, 5.0, poll_s=0.0005)
+        obs.wait_until(lambda until=due: obs.now_s() >= until, 5.0, poll_s=0.0005)
 
 
 def _stray_commander(obs, parts, name: str) -> tuple[float, float]:
