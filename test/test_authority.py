@@ -247,3 +247,23 @@ def test_operator_stop_object():
     assert stop.refuse("goal") and stop.refuse("acknowledge")
     assert stop.release(3.0) and not stop.stopped and math.isnan(stop.since_s)
     assert not stop.release(4.0)
+
+
+# -- discovery range -----------------------------------------------------------------------------
+def test_the_mock_graph_stays_on_this_machine(tmp_path, config_dir):
+    from musculo_control.nodes.discovery import localhost_discovery
+    from musculo_control.nodes.graph import GraphOptions
+    from musculo_control.nodes.launcher import GraphProcesses
+
+    assert localhost_discovery({}) == {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    assert localhost_discovery({"ROS_DISTRO": "jazzy"}) == {
+        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    assert localhost_discovery({"ROS_DISTRO": "humble"}) == {"ROS_LOCALHOST_ONLY": "1"}
+    # the caller's own choice stands (a lab network)
+    assert localhost_discovery({"ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"}) == {}
+    assert localhost_discovery({"ROS_DISTRO": "humble", "ROS_LOCALHOST_ONLY": "0"}) == {}
+    mock = GraphProcesses(GraphOptions(config_dir), tmp_path, env={"ROS_DISTRO": "kilted"})
+    assert mock.env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+    robot = GraphProcesses(GraphOptions(config_dir, mock=False), tmp_path, env={})
+    assert "ROS_AUTOMATIC_DISCOVERY_RANGE" not in robot.env
+    assert "ROS_LOCALHOST_ONLY" not in robot.env

@@ -9,7 +9,8 @@ node stands in for the arm (as ros2_control demos switch with ``use_mock_hardwar
 node starts, the parameter file is checked for every node with the same code the nodes use, so
 a missing or malformed file stops the launch with the file and the key. robot_state_publisher
 gets the robot's URDF, or for an MJCF robot a URDF generated from it
-(:mod:`musculo_control.model.description`); RViz starts in the robot's base frame.
+(:mod:`musculo_control.model.description`); RViz starts in the robot's base frame. The mock
+graph's discovery stays on this machine (:mod:`musculo_control.nodes.discovery`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import launch.logging
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
+from launch.actions import (
+    DeclareLaunchArgument,
+    OpaqueFunction,
+    RegisterEventHandler,
+    SetEnvironmentVariable,
+)
 from launch.event_handlers import OnShutdown
 from launch.launch_context import LaunchContext
 from launch.launch_description import LaunchDescription
@@ -29,6 +35,7 @@ from launch_ros.actions import Node
 
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.model.description import base_frame, robot_description
+from musculo_control.nodes.discovery import localhost_discovery
 from musculo_control.nodes.graph import (
     GOAL_MODES,
     GraphOptions,
@@ -151,7 +158,11 @@ def _process(opts: GraphOptions, process: ProcessLaunch) -> list[Any]:
 def _nodes(context: LaunchContext) -> list[Any]:
     opts = options(context)
     opts.check()  # fail here, naming file and key, not in a node
-    actions: list[Any] = [a for p in graph_processes(opts) for a in _process(opts, p)]
+    actions: list[Any] = []
+    if opts.mock:  # the mock graph (and its RViz) stays on this machine
+        actions += [SetEnvironmentVariable(name, value)
+                    for name, value in localhost_discovery(os.environ).items()]
+    actions += [a for p in graph_processes(opts) for a in _process(opts, p)]
     # a URDF as written, or one generated from an MJCF (model/description.py)
     description = robot_description(opts.config_dir)
     publisher = _flag(context, "use_robot_state_publisher")
