@@ -267,3 +267,37 @@ def test_the_mock_graph_stays_on_this_machine(tmp_path, config_dir):
     robot = GraphProcesses(GraphOptions(config_dir, mock=False), tmp_path, env={})
     assert "ROS_AUTOMATIC_DISCOVERY_RANGE" not in robot.env
     assert "ROS_LOCALHOST_ONLY" not in robot.env
+
+
+# -- SROS2 ---------------------------------------------------------------------------------------
+def test_the_shipped_policy_is_the_generated_one_and_each_stream_has_one_writer():
+    from pathlib import Path
+
+    from musculo_control.nodes.security import INTERFACES, policy_xml
+
+    shipped = Path(__file__).resolve().parents[1] / "config" / "sros2" / "policy.xml"
+    assert shipped.read_text() == policy_xml(), \
+        "config/sros2/policy.xml: write musculo_control.nodes.security.policy_xml() again"
+    writers: dict[str, list[str]] = {}
+    for node, iface in INTERFACES.items():
+        for name in iface.endpoints(("use_sim_time", "lockstep"))["publish"]:
+            writers.setdefault(name, []).append(node)
+    assert writers["muscle_commands"] == ["activation_qp_node"]
+    assert writers["hw/tendon_commands"] == ["tendon_driver_node"]
+    assert writers["dynamics"] == ["dynamics_node"]
+    assert writers["joint_states"] == ["potentiometer_node"]
+    assert "operator_stop" not in writers  # an operator's, outside the suite
+
+
+def test_the_policy_parses_as_sros2_reads_it():
+    import xml.etree.ElementTree as ET
+
+    from musculo_control.nodes.security import policy_xml
+
+    root = ET.fromstring(policy_xml())
+    assert root.tag == "policy" and root.get("version") == "0.2.0"
+    paths = [e.get("path") for e in root.iter("enclave")]
+    assert "/musculo_control/tendon_driver_node" in paths
+    assert "/musculo_control/control_process" in paths
+    for profile in root.iter("profile"):
+        assert profile.get("ns") == "/" and profile.get("node")

@@ -224,3 +224,53 @@ def test_the_operator_stop_holds_through_goals_and_acknowledges_until_released(p
         assert np.allclose(in_force, goal), "the goal sent while stopped was refused"
         hand = obs.snapshot(obs.hand).values[-1]
         assert np.linalg.norm(hand - before) < 0.02, np.linalg.norm(hand - before)
+
+
+def test_the_sros2_policy_is_what_the_nodes_really_create(parts, tmp_path):
+    """Every node's publishers, subscriptions, services and clients on the running graph
+    (simulated time, lockstep: the shipped test layout) are exactly musculo_control.nodes.
+    security's, from which config/sros2/policy.xml is written: nothing missing, nothing
+    extra. (The Fast DDS of the PyPI wheels has no security plugins: enforcement itself cannot
+    run here.)"""
+    from musculo_control.nodes.security import INTERFACES, LOCKSTEP, SIM_TIME
+
+    with running_graph(parts, tmp_path) as (graph, obs):
+        wait_running(graph, obs)
+        n = obs.node
+        expected = {}
+        for name in graph.nodes:
+            for iface in (INTERFACES[name], INTERFACES[name].input_node()):
+                if iface is not None:
+                    expected[iface.node] = iface.endpoints((SIM_TIME, LOCKSTEP))
+
+        def real(node: str) -> dict[str, frozenset[str]]:
+            def names(pairs, service=False):
+                out = set()
+                for topic, _ in pairs:
+                    topic = topic.lstrip("/")
+                    if service and topic.startswith(node + "/"):
+                        topic = "~/" + topic[len(node) + 1:]
+                    out.add(topic)
+                return frozenset(out)
+
+            return {"publish": names(n.get_publisher_names_and_types_by_node(node, "/")),
+                    "subscribe": names(n.get_subscriber_names_and_types_by_node(node, "/")),
+                    "reply": names(n.get_service_names_and_types_by_node(node, "/"), True),
+                    "request": names(n.get_client_names_and_types_by_node(node, "/"), True)}
+
+        def differences() -> dict[str, dict[str, tuple[list[str], list[str]]]]:
+            diff = {}
+            for node, kinds in expected.items():
+                try:
+                    got = real(node)
+                except Exception:  # noqa: BLE001 - rclpy: a node not yet discovered
+                    got = dict.fromkeys(kinds, frozenset())
+                for kind, want in kinds.items():
+                    missing, extra = sorted(want - got[kind]), sorted(got[kind] - want)
+                    if missing or extra:
+                        diff.setdefault(node, {})[kind] = (missing, extra)
+            return diff
+
+        # discovery lists a node's endpoints a little after the node: wait until they settle
+        obs.wait_until(lambda: not differences(), 60.0, poll_s=0.5)
+        assert not differences(), differences()  # (missing from the graph, not in the policy)

@@ -44,6 +44,7 @@ from musculo_control.nodes.graph import (
     write_parameters,
 )
 from musculo_control.nodes.node_config import ROS_PARAMS_FILE
+from musculo_control.nodes.security import enclave_of, security_environment
 
 PACKAGE = "musculo_control"
 _TRUE = ("true", "1", "yes", "on")
@@ -106,6 +107,14 @@ def arguments(mock: bool) -> list[DeclareLaunchArgument]:
                                           "false: a process per node; empty: one process on "
                                           "the wall clock, a process per node on simulated "
                                           "time (see doc/timing.md)"),
+        DeclareLaunchArgument("secure", default_value="false",
+                              description="SROS2: each process in its enclave of "
+                                          "config/sros2/policy.xml, ROS_SECURITY_STRATEGY "
+                                          "Enforce; needs a keystore made from that policy "
+                                          "(doc/ros.md \"SROS2\")"),
+        DeclareLaunchArgument("keystore", default_value="",
+                              description="with secure:=true, the SROS2 keystore; empty: "
+                                          "$ROS_SECURITY_KEYSTORE"),
         DeclareLaunchArgument("realtime", default_value="false" if mock else "true",
                               description="the real-time profile of <config_dir>/realtime.yaml "
                                           "(SCHED_FIFO tick threads, nice middleware threads, "
@@ -137,20 +146,23 @@ def options(context: LaunchContext) -> GraphOptions:
         realtime=_flag(context, "realtime"))
 
 
-def _process(opts: GraphOptions, process: ProcessLaunch) -> list[Any]:
+def _process(opts: GraphOptions, process: ProcessLaunch, secure: bool = False) -> list[Any]:
     """The launch actions of one process: a node with its parameters on top of the parameter
     file, or several nodes (control_process) with theirs in a temporary file of one section per
     node (launch_ros would give a parameter dictionary to every node of the process), removed
-    when the launch shuts down."""
+    when the launch shuts down. ``secure``: in the process's SROS2 enclave."""
+    enclave = ["--enclave", enclave_of(process.name)] if secure else []
     if not process.shared:
         n = process.nodes[0]
         return [Node(package=PACKAGE, executable=n.name, name=n.name, output="screen",
-                     parameters=[str(opts.parameter_file), n.parameters])]
+                     parameters=[str(opts.parameter_file), n.parameters],
+                     ros_arguments=enclave)]
     handle, path = tempfile.mkstemp(prefix=f"{process.name}_", suffix=".yaml")
     os.close(handle)
     write_parameters(Path(path), process.nodes)
     return [Node(package=PACKAGE, executable=process.name, output="screen",
-                 arguments=process.arguments, parameters=[str(opts.parameter_file), path]),
+                 arguments=process.arguments, parameters=[str(opts.parameter_file), path],
+                 ros_arguments=enclave),
             RegisterEventHandler(OnShutdown(
                 on_shutdown=lambda _event, _context: Path(path).unlink(missing_ok=True)))]
 
@@ -162,7 +174,11 @@ def _nodes(context: LaunchContext) -> list[Any]:
     if opts.mock:  # the mock graph (and its RViz) stays on this machine
         actions += [SetEnvironmentVariable(name, value)
                     for name, value in localhost_discovery(os.environ).items()]
-    actions += [a for p in graph_processes(opts) for a in _process(opts, p)]
+    secure = _flag(context, "secure")
+    if secure:
+        actions += [SetEnvironmentVariable(name, value) for name, value in security_environment(
+            LaunchConfiguration("keystore").perform(context), os.environ).items()]
+    actions += [a for p in graph_processes(opts) for a in _process(opts, p, secure)]
     # a URDF as written, or one generated from an MJCF (model/description.py)
     description = robot_description(opts.config_dir)
     publisher = _flag(context, "use_robot_state_publisher")
