@@ -4,6 +4,9 @@
         [use_rviz:=false] [use_robot_state_publisher:=false] [goal_mode:=trajectory]
 
 ``ros2 launch musculo_control mock_arm.launch.py --show-args`` lists every argument.
+
+Discovery stays on this computer (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``; Humble:
+``ROS_LOCALHOST_ONLY=1``) unless the environment sets either variable.
 """
 
 from musculo_control.nodes.launch_builder import generate

@@ -123,3 +123,31 @@ def test_delay_line_is_fifo_with_fixed_delay():
     assert list(line.receive(1)) == []  # nothing due
     assert line.receive(2) == [10]
     assert line.receive(5) == [11]
+
+
+def test_the_operator_stop_in_the_runner_goes_limp_then_resumes_on_the_ramp(setup):
+    """The one stop of the node graph, on the ROS-free loop: both commanding stages at minimum
+    tension from the next tick, goals refused, back near the goal after the release."""
+    bench, goal = _hold_bench(setup)
+    loop = bench.loop
+    f_min = setup.robot.hill.f_min_n
+    loop.run(1.0, lambda t: goal)
+    hand0 = loop.mock.hand_position_m.copy()
+    loop.operator_stop(True, "test stop")
+    sent: list[np.ndarray] = []
+    commands: list[np.ndarray] = []
+
+    def record(state):
+        commands.append(state.output.tension_n.copy())
+        sent.append(loop.driver_output.tension_n.copy())
+
+    loop.run(1.0, lambda t: goal, on_control=record)
+    assert all(np.allclose(f, f_min) for f in commands) and all(np.allclose(f, f_min)
+                                                                 for f in sent[1:])
+    assert "operator_stop" in loop.report.rules
+    assert loop.step.acknowledge() == () and loop.step.stopped
+    assert np.linalg.norm(loop.mock.hand_position_m - hand0) > 0.01  # it went limp
+    loop.operator_stop(False)
+    loop.run(4.0, lambda t: goal)
+    assert loop.report.ok, loop.report.summary()
+    assert np.linalg.norm(loop.mock.hand_position_m - goal.position_m) < 0.02

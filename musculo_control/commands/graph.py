@@ -6,7 +6,9 @@ one ``control_process`` (with ``--sim-time`` or ``--process-per-node``, each in 
 process), with the parameters the launch file would give it (``--realtime``: and the
 real-time profile); prints where each node logs; stops them all on Ctrl-C, after
 ``--duration``, or when a node dies (printing the end of its log, exit 1).
-Other ROS 2 tools (``ros2 topic``, RViz, Foxglove) on the same ``ROS_DOMAIN_ID`` see the nodes.
+Other ROS 2 tools (``ros2 topic``, RViz, Foxglove) on the same ``ROS_DOMAIN_ID`` and computer see
+the nodes: the mock graph's discovery stays on this machine (``ROS_AUTOMATIC_DISCOVERY_RANGE``,
+``ROS_LOCALHOST_ONLY`` on Humble) unless the environment sets it.
 
     musculo graph [--config DIR] [--controller osc] [--robot] [--sim-time] [--real-time-factor F]
                   [--goal-mode none|trajectory] [--trajectory-file F] [--process-per-node]

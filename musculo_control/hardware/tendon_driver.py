@@ -175,13 +175,15 @@ class TendonDriver:
         self._cmd_stamp = stamp if math.isfinite(stamp) else self._cmd_stamp
         return (reason,)
 
-    def output(self, now_s: float) -> DriverOutput:
-        """The tensions to send at ``now_s`` [s] (see the module docstring for the rules)."""
+    def output(self, now_s: float, stops: tuple[str, ...] = ()) -> DriverOutput:
+        """The tensions to send at ``now_s`` [s] (see the module docstring for the rules);
+        ``stops``: reasons from outside the driver (an operator stop, a foreign commander) to
+        send minimum tension now, as for a fault of its own."""
         try:
             now = float(now_s)
         except (TypeError, ValueError):
             now = math.nan
-        faults = []
+        faults = list(stops)
         if not math.isfinite(now):
             faults.append(f"tendon driver: tick time {now_s!r} is not finite")
         elif self._out_stamp is not None and now < self._out_stamp:

@@ -40,6 +40,7 @@ from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnaps
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.hardware.tendon_driver import TendonState
 from musculo_control.loop.health import Health
+from musculo_control.safety.authority import Writer, WriterVerdict, WriterWatch
 from musculo_control.safety.episodes import EpisodeLog
 from musculo_control.safety.supervisor import SafetyReport, Supervisor
 from musculo_control.streams import Latest
@@ -91,6 +92,8 @@ class ControlStep:
         self.unsafe_ticks = 0  # ticks that sent minimum tension
         #: the stretches of those ticks, with the rules that caused them
         self.episodes = EpisodeLog(from_first_tick=True)
+        #: rule name -> who may write a command stream (the node watches the graph)
+        self.writer_watches: dict[str, WriterWatch] = {}
 
     @property
     def fused(self) -> bool:
@@ -162,8 +165,33 @@ class ControlStep:
         return self.supervisor.offer_goal(goal, stamp_s, now_s, frame_id)
 
     def acknowledge(self) -> tuple[str, ...]:
-        """An operator clears the latched faults; the rule names cleared."""
+        """An operator clears the latched faults; the rule names cleared (none while the
+        operator stop is set: :attr:`stopped`)."""
         return tuple(f.rule for f in self.supervisor.acknowledge())
+
+    @property
+    def stopped(self) -> bool:
+        """The operator stop is set."""
+        return self.supervisor.stop.stopped
+
+    def operator_stop(self, on: bool, now_s: float, reason: str = "") -> None:
+        """Set (``on``) or release the operator stop at ``now_s`` [s]
+        (:mod:`musculo_control.safety.operator_stop`)."""
+        if on:
+            self.supervisor.stop.stop(now_s, reason)
+        else:
+            self.supervisor.stop.release(now_s)
+
+    def judge_writers(self, rule_name: str, writers: list[Writer],
+                      now_s: float) -> WriterVerdict:
+        """The graph's publishers of the stream watched for ``rule_name`` (a
+        :class:`WriterWatch` in :attr:`writer_watches`) at ``now_s`` [s]; a foreign one is a
+        fault of that rule until it is gone."""
+        watch = self.writer_watches[rule_name]
+        verdict = watch.judge(writers, now_s)
+        self.supervisor.condition(rule_name, f"{watch.topic}: {verdict.message}"
+                                  if verdict.foreign else "")
+        return verdict
 
     # -- the tick -------------------------------------------------------------------------------
     def tick(self, now_s: float) -> StepResult:

@@ -29,6 +29,7 @@ import numpy.typing as npt
 from musculo_control.errors import InputError
 from musculo_control.hardware.mock_arm import MockArm, StartupConfig
 from musculo_control.loop.health import ERROR, OK, WARN, Health
+from musculo_control.safety.authority import WriterWatch
 
 FloatArray = npt.NDArray[np.float64]
 #: One raw sensor message: (stamp [s], potentiometer counts, encoder counts, load-cell counts);
@@ -57,6 +58,10 @@ class MockStage:
         self.stamp0_s = stamp0_s  # the stamp of physics time 0 [s]
         self.health = Health("mock arm", warn_throttle_s)
         self.sensor_faults: SensorFaults | None = None
+        #: who may write hw/tendon_commands (the node gives it the graph's publishers; None:
+        #: not watched): the actuator modules obey their driver only
+        self.writers: WriterWatch | None = None
+        self.foreign_refused = 0  # commands not applied: a foreign writer was there
         self._idle_n = arm.config.actuator.timeout_tension_n
         self.reset(arm.robot.home_pose_rad)
 
@@ -84,9 +89,15 @@ class MockStage:
         self.stamp0_s += seconds
         self.arm.stamp0_s += seconds
 
-    def receive_command(self, driver_units: npt.ArrayLike, stamp_s: float | None = None) -> None:
+    def receive_command(self, driver_units: npt.ArrayLike, stamp_s: float | None = None,
+                        writer_gid: bytes | None = None) -> None:
         """Target tensions in driver units, as the actuator modules take them: now, or, with
-        ``stamp_s`` [s] (when it was sent), at the first physics step at or after it."""
+        ``stamp_s`` [s] (when it was sent), at the first physics step at or after it.
+        ``writer_gid``: its publisher's id, where known; with :attr:`writers`, a command that
+        may not be the driver's is not applied."""
+        if self.writers is not None and not self.writers.admits(writer_gid):
+            self.foreign_refused += 1
+            return
         if stamp_s is not None and stamp_s > self.time_s:
             self._commands.append((stamp_s, driver_units))
             return
@@ -138,7 +149,11 @@ class MockStage:
     def check(self) -> None:
         """Update the health (call at any rate)."""
         arm, t = self.arm, self.time_s
-        if arm.held:
+        verdict = self.writers.verdict if self.writers is not None else None
+        if verdict is not None and verdict.foreign:
+            self.health.set(ERROR, f"{COMMAND_TOPIC}: {verdict.message} besides the tendon "
+                                   f"driver: their commands are not applied", t)
+        elif arm.held:
             self.health.set(WARN, "holding the arm until the controller holds it", t)
         elif arm.watchdog_fired:
             self.health.set(ERROR, f"no {COMMAND_TOPIC}: the actuator modules' watchdog holds "

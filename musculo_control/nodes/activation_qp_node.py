@@ -15,8 +15,14 @@ feed-forward) and ``hand_goal/trajectory`` (trajectory_msgs/MultiDOFJointTraject
 point: pose, velocity and acceleration, the feed-forward of paper eq. 14, from goal_node).
 Both pass the one goal gate of the supervisor. Before any goal the hand holds where it is.
 
-Latched faults (a snapped tendon, an actuator that cannot deliver) are cleared by the
-``controller/acknowledge`` service (std_srvs/Trigger).
+Latched faults (a snapped tendon, an actuator that cannot deliver, a second writer to the
+actuators) are cleared by the ``controller/acknowledge`` service (std_srvs/Trigger).
+
+Who writes ``hw/tendon_commands`` is read from the graph at each tick
+(:mod:`musculo_control.nodes.writers`): another node than ``actuator_writer`` (the tendon
+driver) is fault ``foreign_actuator_writer``, its node named. ``true`` on ``operator_stop``
+(std_msgs/Bool) stops the arm (minimum tension) until ``false`` releases it; goals and the
+acknowledge service are refused meanwhile.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from functools import partial
 import numpy as np
 from geometry_msgs.msg import PointStamped, PoseStamped
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
@@ -67,11 +73,23 @@ from musculo_control.nodes.node_config import (
     config_dir_of,
 )
 from musculo_control.nodes.process import run
-from musculo_control.nodes.ros_common import MSGS, QOS_GOAL, QOS_STATE_PUB, StageNode, now_stamp
+from musculo_control.nodes.ros_common import (
+    MSGS,
+    QOS_GOAL,
+    QOS_STATE_PUB,
+    QOS_STOP,
+    StageNode,
+    now_stamp,
+)
+from musculo_control.nodes.writers import GraphWriters, fully_qualified
+from musculo_control.safety.authority import WriterWatch
 from musculo_control.safety.goal_gate import GoalRequest
+from musculo_control.safety.operator_stop import STOP_TOPIC
 
 GOAL_TOPIC = "hand_goal"
 GOAL_TRAJECTORY_TOPIC = "hand_goal/trajectory"
+#: The rule of a second writer to the actuators.
+_FOREIGN_WRITER = "foreign_actuator_writer"
 
 
 class ActivationQPNode(StageNode):
@@ -120,6 +138,10 @@ class ActivationQPNode(StageNode):
         self._goal_in = self.inputs.subscribe(PoseStamped, GOAL_TOPIC, qos=QOS_GOAL)
         self._trajectory_in = self.inputs.subscribe(MultiDOFJointTrajectory,
                                                     GOAL_TRAJECTORY_TOPIC, qos=QOS_GOAL)
+        self._stop_in = self.inputs.subscribe(Bool, STOP_TOPIC, qos=QOS_STOP)
+        self.step.writer_watches[_FOREIGN_WRITER] = WriterWatch(
+            SENT_TOPIC, {fully_qualified(self, p.actuator_writer)}, parts.safety.authority)
+        self._sent_writers = GraphWriters(self, SENT_TOPIC)
         self.create_service(Trigger, "controller/acknowledge", self._on_acknowledge)
         self._goal_shown: HandGoal | None = None
         # timing and health
@@ -137,6 +159,9 @@ class ActivationQPNode(StageNode):
     # -- inputs ---------------------------------------------------------------------------------
     def _take_inputs(self, now_s: float) -> None:
         step, health = self.step, self.step.health
+        # the stop first: a goal in this tick is refused when the stop came with it
+        for stop in self._stop_in.take_all():
+            step.operator_stop(bool(stop.data), now_s, f"operator stop on {STOP_TOPIC}")
         self.await_lockstep(now_s)
         msg = self._joints_in.take_newest()
         if msg is not None:
@@ -155,6 +180,9 @@ class ActivationQPNode(StageNode):
             else:
                 step.receive_tendons(TendonState(arrays.stamp.seconds, arrays.position,
                                                  arrays.velocity, arrays.effort, ()))
+        watch = step.writer_watches[_FOREIGN_WRITER]
+        step.judge_writers(_FOREIGN_WRITER, self._sent_writers.writers(watch.verdict.admit),
+                           now_s)
         for msg in self._sent_in.take_all():
             arrays = cv.read_joint_state(msg, self._sent_order, required=("effort",),
                                          finite=True)
@@ -190,8 +218,13 @@ class ActivationQPNode(StageNode):
     def _on_acknowledge(self, request: Trigger.Request,
                         response: Trigger.Response) -> Trigger.Response:
         cleared = self.step.acknowledge()
-        response.success = True
-        response.message = ("cleared: " + ", ".join(cleared)) if cleared else "nothing latched"
+        if self.step.stopped:
+            response.success = False
+            response.message = (f"refused: the operator stop is set (release it with false on "
+                                f"{STOP_TOPIC})")
+        else:
+            response.success = True
+            response.message = ("cleared: " + ", ".join(cleared)) if cleared else "nothing latched"
         self.get_logger().info(f"acknowledge: {response.message}")
         return response
 

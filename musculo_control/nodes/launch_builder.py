@@ -9,7 +9,8 @@ node stands in for the arm (as ros2_control demos switch with ``use_mock_hardwar
 node starts, the parameter file is checked for every node with the same code the nodes use, so
 a missing or malformed file stops the launch with the file and the key. robot_state_publisher
 gets the robot's URDF, or for an MJCF robot a URDF generated from it
-(:mod:`musculo_control.model.description`); RViz starts in the robot's base frame.
+(:mod:`musculo_control.model.description`); RViz starts in the robot's base frame. The mock
+graph's discovery stays on this machine (:mod:`musculo_control.nodes.discovery`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import launch.logging
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
+from launch.actions import (
+    DeclareLaunchArgument,
+    OpaqueFunction,
+    RegisterEventHandler,
+    SetEnvironmentVariable,
+)
 from launch.event_handlers import OnShutdown
 from launch.launch_context import LaunchContext
 from launch.launch_description import LaunchDescription
@@ -29,6 +35,7 @@ from launch_ros.actions import Node
 
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.model.description import base_frame, robot_description
+from musculo_control.nodes.discovery import localhost_discovery
 from musculo_control.nodes.graph import (
     GOAL_MODES,
     GraphOptions,
@@ -37,6 +44,7 @@ from musculo_control.nodes.graph import (
     write_parameters,
 )
 from musculo_control.nodes.node_config import ROS_PARAMS_FILE
+from musculo_control.nodes.security import enclave_of, security_environment
 
 PACKAGE = "musculo_control"
 _TRUE = ("true", "1", "yes", "on")
@@ -99,6 +107,14 @@ def arguments(mock: bool) -> list[DeclareLaunchArgument]:
                                           "false: a process per node; empty: one process on "
                                           "the wall clock, a process per node on simulated "
                                           "time (see doc/timing.md)"),
+        DeclareLaunchArgument("secure", default_value="false",
+                              description="SROS2: each process in its enclave of "
+                                          "config/sros2/policy.xml, ROS_SECURITY_STRATEGY "
+                                          "Enforce; needs a keystore made from that policy "
+                                          "(doc/ros.md \"SROS2\")"),
+        DeclareLaunchArgument("keystore", default_value="",
+                              description="with secure:=true, the SROS2 keystore; empty: "
+                                          "$ROS_SECURITY_KEYSTORE"),
         DeclareLaunchArgument("realtime", default_value="false" if mock else "true",
                               description="the real-time profile of <config_dir>/realtime.yaml "
                                           "(SCHED_FIFO tick threads, nice middleware threads, "
@@ -130,20 +146,23 @@ def options(context: LaunchContext) -> GraphOptions:
         realtime=_flag(context, "realtime"))
 
 
-def _process(opts: GraphOptions, process: ProcessLaunch) -> list[Any]:
+def _process(opts: GraphOptions, process: ProcessLaunch, secure: bool = False) -> list[Any]:
     """The launch actions of one process: a node with its parameters on top of the parameter
     file, or several nodes (control_process) with theirs in a temporary file of one section per
     node (launch_ros would give a parameter dictionary to every node of the process), removed
-    when the launch shuts down."""
+    when the launch shuts down. ``secure``: in the process's SROS2 enclave."""
+    enclave = ["--enclave", enclave_of(process.name)] if secure else []
     if not process.shared:
         n = process.nodes[0]
         return [Node(package=PACKAGE, executable=n.name, name=n.name, output="screen",
-                     parameters=[str(opts.parameter_file), n.parameters])]
+                     parameters=[str(opts.parameter_file), n.parameters],
+                     ros_arguments=enclave)]
     handle, path = tempfile.mkstemp(prefix=f"{process.name}_", suffix=".yaml")
     os.close(handle)
     write_parameters(Path(path), process.nodes)
     return [Node(package=PACKAGE, executable=process.name, output="screen",
-                 arguments=process.arguments, parameters=[str(opts.parameter_file), path]),
+                 arguments=process.arguments, parameters=[str(opts.parameter_file), path],
+                 ros_arguments=enclave),
             RegisterEventHandler(OnShutdown(
                 on_shutdown=lambda _event, _context: Path(path).unlink(missing_ok=True)))]
 
@@ -151,7 +170,15 @@ def _process(opts: GraphOptions, process: ProcessLaunch) -> list[Any]:
 def _nodes(context: LaunchContext) -> list[Any]:
     opts = options(context)
     opts.check()  # fail here, naming file and key, not in a node
-    actions: list[Any] = [a for p in graph_processes(opts) for a in _process(opts, p)]
+    actions: list[Any] = []
+    if opts.mock:  # the mock graph (and its RViz) stays on this machine
+        actions += [SetEnvironmentVariable(name, value)
+                    for name, value in localhost_discovery(os.environ).items()]
+    secure = _flag(context, "secure")
+    if secure:
+        actions += [SetEnvironmentVariable(name, value) for name, value in security_environment(
+            LaunchConfiguration("keystore").perform(context), os.environ).items()]
+    actions += [a for p in graph_processes(opts) for a in _process(opts, p, secure)]
     # a URDF as written, or one generated from an MJCF (model/description.py)
     description = robot_description(opts.config_dir)
     publisher = _flag(context, "use_robot_state_publisher")

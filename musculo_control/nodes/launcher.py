@@ -6,10 +6,11 @@ mock arm and one ``control_process`` for the rest) runs as ``python -m
 musculo_control.nodes.<name> [nodes] --ros-args --params-file <file> --params-file
 <overrides>``, the command line ``ros2 launch`` gives it, with the environment of the caller
 (the ROS 2 wheels' bootstrapper sets the library path in it) and, if asked, its own
-``ROS_DOMAIN_ID``. Output goes to one log file per process. Nodes are addressed by node name;
-a node's process is the one that runs it (signals to a node reach every node of its process).
-:meth:`GraphProcesses.stop` interrupts every process (each node sends its last safe messages)
-and kills what does not end in time.
+``ROS_DOMAIN_ID``; the mock graph's discovery stays on this machine
+(:mod:`musculo_control.nodes.discovery`). Output goes to one log file per process. Nodes are
+addressed by node name; a node's process is the one that runs it (signals to a node reach every
+node of its process). :meth:`GraphProcesses.stop` interrupts every process (each node sends its
+last safe messages) and kills what does not end in time.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from musculo_control.errors import InputError
+from musculo_control.nodes.discovery import localhost_discovery
 from musculo_control.nodes.graph import (
     GraphOptions,
     NodeLaunch,
@@ -57,6 +59,8 @@ class GraphProcesses:
                                            for n in p.nodes}
         self.workdir = Path(workdir)
         self.env = dict(os.environ if env is None else env)
+        if options.mock:  # the mock graph stays on this machine
+            self.env.update(localhost_discovery(self.env))
         if domain_id is not None:
             self.env["ROS_DOMAIN_ID"] = str(domain_id)
         self.processes: dict[str, subprocess.Popen[bytes]] = {}

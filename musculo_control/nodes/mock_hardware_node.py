@@ -51,6 +51,8 @@ from musculo_control.nodes.node_config import (
 )
 from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
+from musculo_control.nodes.writers import GraphWriters, fully_qualified
+from musculo_control.safety.authority import WriterWatch
 from musculo_control.stamps import Stamp
 
 GAUGE_TOPIC = "mock/gauge"
@@ -109,6 +111,9 @@ class MockHardwareNode(StageNode):
         self._clock_pub = (self.create_publisher(Clock, "/clock", QOS_STATE_PUB)
                            if p.publish_clock else None)
         self._commands_in = self.inputs.subscribe(JointState, COMMAND_TOPIC, p.command_queue)
+        self.stage.writers = WriterWatch(COMMAND_TOPIC, {fully_qualified(self, p.command_writer)},
+                                         parts.safety.authority)
+        self._writers = GraphWriters(self, COMMAND_TOPIC)
         # lockstep: the newest stamp each node has put out, when it was seen (wall), and how
         # far behind the next clock it may be (nodes/lockstep.py)
         leads = lockstep_leads(parts)
@@ -141,13 +146,18 @@ class MockHardwareNode(StageNode):
 
     # -- inputs ---------------------------------------------------------------------------------
     def _take_command(self) -> None:
-        for msg in self._commands_in.take_all():
+        taken = self._commands_in.take_all_from()
+        stage = self.stage
+        if stage.writers is not None:  # samples first, then the graph (tendon_driver_node)
+            stage.writers.judge(self._writers.writers(stage.writers.verdict.admit),
+                                self.stage.time_s)
+        for msg, writer in taken:
             arrays = cv.read_joint_state(msg, self._cmd_order, required=("effort",),
                                          finite=True)
             if isinstance(arrays, str):
                 self.stage.health.refuse(COMMAND_TOPIC, arrays, self.stage.time_s)
                 continue
-            self.stage.receive_command(arrays.effort, arrays.stamp.seconds)
+            self.stage.receive_command(arrays.effort, arrays.stamp.seconds, writer)
 
     def _on_gauge(self, msg: PoseStamped) -> None:
         pose = cv.read_pose_stamped(msg)

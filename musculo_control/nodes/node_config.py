@@ -105,6 +105,14 @@ class TendonDriverNodeParams(LockstepParams, CommonNodeParams):
 
     input_queue: int = spec(10, ge=1, doc="hw/tendon_states samples kept between two ticks; "
                                           "every one becomes a muscle_states message")
+    commander: str = spec(ACTIVATION_QP_NODE, doc="the one node whose muscle_commands the "
+                                                  "driver obeys (relative to the driver's "
+                                                  "namespace, or absolute)")
+    sample_ids: bool = spec(True, doc="tell the commander's samples from a foreign "
+                                      "publisher's by the publisher id rclpy gives with each "
+                                      "sample, where it does (Kilted on); false: by the "
+                                      "graph's publisher list alone, as on Humble and Jazzy "
+                                      "(a foreign publisher then means minimum tension)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +133,9 @@ class ActivationQPNodeParams(LockstepParams, CommonNodeParams):
     tendon_queue: int = spec(50, ge=1, doc="muscle_states samples and hw/tendon_commands "
                                            "outputs kept between two ticks (each goes through "
                                            "the tendon monitor)")
+    actuator_writer: str = spec(TENDON_DRIVER_NODE, doc="the one node that may publish "
+                                                        "hw/tendon_commands (relative to this "
+                                                        "node's namespace, or absolute)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,6 +157,10 @@ class MockHardwareNodeParams(CommonNodeParams):
                                                   "(counted as overruns) [s]")
     command_queue: int = spec(50, ge=1, doc="hw/tendon_commands kept between two ticks, each "
                                             "applied at its stamp's physics step")
+    command_writer: str = spec(TENDON_DRIVER_NODE, doc="the one node whose hw/tendon_commands "
+                                                       "the mock's actuator modules apply "
+                                                       "(relative to this node's namespace, "
+                                                       "or absolute)")
     truth_rate_hz: float = spec(50.0, gt=0.0, doc="mock/ ground-truth topics rate [Hz]")
     lockstep: bool = spec(False, doc="with publish_clock: publish the next clock only once "
                                      "every node has produced its output of the instants "

@@ -21,6 +21,8 @@ from typing import Any
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from musculo_control.nodes.writers import writer_of
+
 #: Poll period of :meth:`PolledSubscription.await_stamp` [s] (wall): a sample in flight
 #: arrives within a fraction of a millisecond on an idle machine.
 _AWAIT_POLL_S = 0.0002
@@ -39,7 +41,8 @@ class PolledSubscription:
         self._sub = node.create_subscription(msg_type, topic, _never_called, qos)
         self._type = msg_type
         self._stamp_of = stamp_of  # a message's stamp [s] (needed by await_stamp)
-        self._kept: list[Any] = []  # taken while waiting (await_stamp), for the next take
+        # taken while waiting (await_stamp), for the next take: (message, publisher id or None)
+        self._kept: list[tuple[Any, bytes | None]] = []
         self._newest_s = -float("inf")  # stamp of the newest message taken
         self._stalled = False  # the last wait timed out: no more waits until a new message
 
@@ -50,6 +53,11 @@ class PolledSubscription:
 
     def take_all(self) -> list[Any]:
         """Every message queued since the last call (at most the QoS depth), oldest first."""
+        return [msg for msg, _ in self.take_all_from()]
+
+    def take_all_from(self) -> list[tuple[Any, bytes | None]]:
+        """As :meth:`take_all`, each message with its publisher's id where rclpy gives one
+        (:func:`~musculo_control.nodes.writers.writer_of`), else ``None``."""
         out, self._kept = self._kept, []
         return out + self._take()
 
@@ -68,18 +76,18 @@ class PolledSubscription:
                 return False
             time.sleep(_AWAIT_POLL_S)
 
-    def _take(self) -> list[Any]:
-        out: list[Any] = []
+    def _take(self) -> list[tuple[Any, bytes | None]]:
+        out: list[tuple[Any, bytes | None]] = []
         handle = self._sub.handle
         with handle:
             while True:
                 got = handle.take_message(self._type, False)
                 if got is None:
                     break
-                out.append(got[0])
+                out.append((got[0], writer_of(got[1])))
         if out and self._stamp_of is not None:
             self._stalled = False
-            self._newest_s = max(self._newest_s, max(self._stamp_of(m) for m in out))
+            self._newest_s = max(self._newest_s, max(self._stamp_of(m) for m, _ in out))
         return out
 
 

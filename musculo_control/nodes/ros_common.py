@@ -48,6 +48,11 @@ QOS_STATE_SUB = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
 QOS_GOAL = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                       reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
+#: ``operator_stop``: RELIABLE (a stop must not be lost), VOLATILE (any publisher matches,
+#: ``ros2 topic pub`` with its defaults too), depth 10 (none of a quick stop-release is lost).
+QOS_STOP = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
 QOS_DIAGNOSTICS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                              reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.VOLATILE)

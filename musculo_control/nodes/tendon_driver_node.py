@@ -8,6 +8,14 @@ muscle), takes the newest ``muscle_commands`` (tension [N] per muscle), and send
 output (clamped, rate-limited, minimum tension on a bad command, when commands stop, or when
 the arm's tendon states stop) on ``hw/tendon_commands`` in driver units. On shutdown it sends
 minimum tension for a few cycles before the process ends.
+
+It obeys only its ``commander`` (the controller): at each tick it reads the graph's publishers
+of ``muscle_commands`` (:mod:`musculo_control.nodes.writers`); another node publishing there
+is named on /diagnostics and none of its samples is used: where rclpy gives each sample's
+publisher id the controller's samples still pass, otherwise (or with ``sample_ids`` false)
+none does and every tendon is at minimum tension. And the operator: ``true`` on
+``operator_stop`` (std_msgs/Bool) puts every tendon at minimum tension until ``false``
+releases it.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import time
 
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Bool
 
 from musculo_control import messages as cv
 from musculo_control.loop import build
@@ -31,7 +40,10 @@ from musculo_control.nodes.node_config import (
     config_dir_of,
 )
 from musculo_control.nodes.process import run
-from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode, now_stamp
+from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, QOS_STOP, StageNode, now_stamp
+from musculo_control.nodes.writers import GraphWriters, fully_qualified
+from musculo_control.safety.authority import WriterWatch
+from musculo_control.safety.operator_stop import STOP_TOPIC
 
 #: Minimum-tension messages sent on the way out (at the output period).
 _STOP_CYCLES = 5
@@ -55,6 +67,10 @@ class TendonDriverNode(StageNode):
         self._commands_in = self.subscribe_awaited(JointState, COMMAND_IN_TOPIC,
                                                    lockstep_leads(parts)[MUSCLE_COMMANDS])
         self._states_in = self.inputs.subscribe(JointState, STATE_IN_TOPIC, p.input_queue)
+        self._stop_in = self.inputs.subscribe(Bool, STOP_TOPIC, qos=QOS_STOP)
+        self.stage.writers = WriterWatch(COMMAND_IN_TOPIC, {fully_qualified(self, p.commander)},
+                                         parts.safety.authority)
+        self._graph = GraphWriters(self, COMMAND_IN_TOPIC)
         self.watch(self.stage.health, "tendon actuators", self.stage.values)
         self._period_s = 1.0 / parts.drivers.rates.driver_rate_hz
         self.every(self._period_s, self._tick)
@@ -73,13 +89,20 @@ class TendonDriverNode(StageNode):
             if state is not None:
                 self._state_pub.publish(self._state_msg.write(
                     arrays.stamp, state.length_m, state.velocity_m_s, state.tension_n))
-        msg = self._commands_in.take_newest()
-        if msg is not None:
+        for stop in self._stop_in.take_all():
+            stage.operator_stop(bool(stop.data), self.clock_s(), f"operator stop on {STOP_TOPIC}")
+        # the samples first, then the graph: a sample of a writer new since the last tick is
+        # judged with that writer listed (discovery lists a writer before its data can come)
+        taken = self._commands_in.take_all_from()
+        clean = stage.writers is None or stage.writers.verdict.admit
+        stage.judge_writers(self._graph.writers(clean), self.clock_s())
+        for msg, writer in taken:  # oldest first (one, unless a foreign writer crowds in)
             arrays = cv.read_joint_state(msg, self._cmd_order, required=("effort",))
             if isinstance(arrays, str):
                 stage.health.refuse(COMMAND_IN_TOPIC, arrays, self.clock_s())
             else:
-                stage.receive_command(arrays.stamp.seconds, arrays.effort)
+                stage.receive_command(arrays.stamp.seconds, arrays.effort,
+                                      writer if self.params.sample_ids else None)
         stamp = now_stamp(self)
         out = stage.output(stamp.seconds)
         self._hw_pub.publish(self._hw_msg.write(stamp, effort=out.units))

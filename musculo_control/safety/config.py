@@ -9,6 +9,7 @@ from typing import Any
 from musculo_control.config.parser import load_with_overrides, spec
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.tendon_driver import TendonDriverConfig
+from musculo_control.safety.authority import AuthorityConfig
 from musculo_control.streams import InputBounds
 
 
@@ -117,6 +118,8 @@ class SafetyConfig:
     tendons: TendonMonitorConfig = spec(doc="per-tendon checks")
     consistency: ConsistencyConfig = spec(doc="joint angles against muscle lengths")
     log_length: int = spec(256, ge=1, doc="state transitions kept in memory")
+    authority: AuthorityConfig = spec(AuthorityConfig(), doc="who may write the command "
+                                                            "streams (node graph only)")
 
 
 def load_safety_config(config_dir: str | Path, driver: TendonDriverConfig,

@@ -166,6 +166,27 @@ RULES: tuple[Rule, ...] = (
          "tendon state from the arm for `inputs.tendon_state.late_s`",
          "`late_s` after the last one, at a 500 Hz driver tick",
          "reported; the driver keeps sending the last command", "immediate, at the next one"),
+    Rule("foreign_commander", FAULT, False, "tendon driver",
+         "a publisher of `muscle_commands` on another node than the controller the driver "
+         "serves (the middleware graph's list of the topic's publishers), or one the graph has "
+         "not named for `authority.unknown_writer_s`; /diagnostics names its node",
+         "the first driver tick (500 Hz) after the graph lists it",
+         "no sample of the intruder reaches `hw/tendon_commands`: where each sample carries its "
+         "publisher's id (rclpy from Kilted) the controller's still pass; where not (Humble, "
+         "Jazzy) they cannot be told apart and " + _MIN,
+         "when the foreign publisher is gone; the driver ramps at `driver.rate_limit_n_s`"),
+    Rule("foreign_actuator_writer", FAULT, True, "supervisor + mock arm",
+         "a publisher of `hw/tendon_commands` on another node than the tendon driver (a "
+         "second writer to the actuators); /diagnostics names its node",
+         "the first control tick after the graph lists it",
+         _MIN + " from the controller; the mock arm applies no command while it is there (its "
+         "modules' watchdog holds their idle tension)", _ACK),
+    Rule("operator_stop", FAULT, False, "supervisor + tendon driver",
+         "`true` on the `operator_stop` topic (std_msgs/Bool), from anyone",
+         "the next tick of each commanding node (driver 500 Hz, controller 125 Hz)",
+         _MIN + "; goals and `acknowledge` are refused while it is set",
+         "only `false` on `operator_stop` releases it; then " + _HOLD + ", on the resume "
+         "ramp; the driver ramps at `driver.rate_limit_n_s`"),
     Rule("command_watchdog", FAULT, False, "tendon driver",
          "no command for `inputs.muscle_commands.hold_s` (the controller stopped), no tendon "
          "state from the arm for `inputs.tendon_state.hold_s`, a bad command or a clock fault",

@@ -47,6 +47,7 @@ from musculo_control.model.robot import Robot
 from musculo_control.safety.config import SafetyConfig
 from musculo_control.safety.consistency import ConsistencyMonitor
 from musculo_control.safety.goal_gate import GoalGate
+from musculo_control.safety.operator_stop import OperatorStop
 from musculo_control.safety.resume import ResumeRamp
 from musculo_control.safety.rules import WARNING, Finding, rule
 from musculo_control.safety.tendon_monitor import TendonMonitor
@@ -145,6 +146,8 @@ class Supervisor:
                               goal_extrapolation_s)
         self._hand = FreshStateEstimator(robot)  # the hand's state when control resumes
         self.transitions: deque[Transition] = deque(maxlen=config.log_length)
+        #: the operator stop: survives reset(), only its own release clears it
+        self.stop = OperatorStop()
         self.reset()
 
     def reset(self, stamp_s: float = 0.0, tension_n: npt.ArrayLike | None = None) -> None:
@@ -153,6 +156,7 @@ class Supervisor:
         self.report: SafetyReport | None = None
         self._pending: dict[str, Finding] = {}  # sensor-rate findings since the last tick
         self._latched: dict[str, Finding] = {}
+        self._conditions: dict[str, Finding] = {}  # faults standing until cleared (condition())
         self._last_fault_t = -math.inf
         self._saturated_since = np.full(self.m, np.nan)
         self._ramp: ResumeRamp | None = None
@@ -169,7 +173,10 @@ class Supervisor:
         """A goal received at ``now_s`` [s] (see :class:`GoalGate`); whether it was accepted.
 
         A refusal is reported at the next tick (rules ``goal_invalid``,
-        ``goal_outside_workspace``); the last accepted goal stays in force."""
+        ``goal_outside_workspace``); the last accepted goal stays in force. Refused while
+        the operator stop is set (counted in its report)."""
+        if self.stop.refuse("goal"):
+            return False
         finding = self.goals.offer(goal, stamp_s, now_s, frame_id)
         if finding is not None:
             self._pending[finding.rule] = finding
@@ -187,8 +194,19 @@ class Supervisor:
         """The tendon driver sent ``tension_n`` [N] at ``stamp_s`` [s]."""
         self.monitor.sent(stamp_s, tension_n)
 
+    def condition(self, name: str, message: str) -> None:
+        """A fault of rule ``name`` that stands from now on at every tick until the same call
+        with an empty ``message`` (a foreign writer on a command stream, say)."""
+        if message:
+            self._conditions[name] = Finding(name, message)
+        else:
+            self._conditions.pop(name, None)
+
     def acknowledge(self) -> tuple[Finding, ...]:
-        """An operator clears the latched faults (they latch again if their condition stands)."""
+        """An operator clears the latched faults (they latch again if their condition stands);
+        refused (nothing cleared) while the operator stop is set."""
+        if self.stop.refuse("acknowledge"):
+            return ()
         cleared = tuple(self._latched.values())
         self._latched.clear()
         self.consistency.reset()
@@ -254,6 +272,10 @@ class Supervisor:
         for f in self._pending.values():
             add(f)
         self._pending.clear()
+        for f in self._conditions.values():
+            add(f)
+        if self.stop.stopped:
+            add(Finding("operator_stop", self.stop.message()))
         joints_ok = self._check_joints(t, joints, joint_faults, add)
         if self.goals.accepted is None and joints_ok and joints is not None:
             hand = self._hand.hand_state(joints.q_rad, np.zeros_like(joints.q_rad))

@@ -251,6 +251,14 @@ class ClosedLoop:
         self.ticks = dict.fromkeys(TICK_KINDS, 0)
         self._k0 = self.step_count
 
+    def operator_stop(self, on: bool, reason: str = "") -> None:
+        """Set (``on``) or release the operator stop of both commanding stages, the
+        controller's supervisor and the tendon driver, now (what ``operator_stop`` does in the
+        node graph; :mod:`musculo_control.safety.operator_stop`)."""
+        t = self.mock_stage.time_s
+        self.step.operator_stop(on, t, reason)
+        self.tendons.operator_stop(on, t, reason)
+
     @property
     def time_s(self) -> float:
         """Time since the start of the run [s]."""

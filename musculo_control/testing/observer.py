@@ -25,7 +25,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64, Float64MultiArray
+from std_msgs.msg import Bool, Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
@@ -33,7 +33,14 @@ from musculo_control import messages as cv
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.loop.build import LoopParts
 from musculo_control.loop.state_record import controller_state_layout
-from musculo_control.nodes.ros_common import MSGS, QOS_DIAGNOSTICS, QOS_GOAL, QOS_STATE_SUB
+from musculo_control.nodes.ros_common import (
+    MSGS,
+    QOS_DIAGNOSTICS,
+    QOS_GOAL,
+    QOS_STATE_SUB,
+    QOS_STOP,
+)
+from musculo_control.safety.operator_stop import STOP_TOPIC
 from musculo_control.stamps import Stamp
 
 FloatArray = npt.NDArray[np.float64]
@@ -144,7 +151,10 @@ class GraphObserver:
         self._trajectory_pub = n.create_publisher(MultiDOFJointTrajectory,
                                                   "hand_goal/trajectory", QOS_GOAL)
         self._gauge_pub = n.create_publisher(PoseStamped, "mock/gauge", 10)
-        self._commands_pub = n.create_publisher(JointState, "muscle_commands", 10)
+        # a second writer of muscle_commands is a fault of the tendon driver: made when used
+        self._commands_pub: Any = None
+        self._stop_pub = n.create_publisher(Bool, STOP_TOPIC, QOS_STOP)
+        self._foreign: list[Any] = []  # nodes made by foreign_node()
         self._acknowledge = n.create_client(Trigger, "controller/acknowledge")
         self._clear_gauge = n.create_client(Trigger, "mock/clear_gauge")
         self._injectors: dict[str, Any] = {}
@@ -166,6 +176,8 @@ class GraphObserver:
         self._stop.set()
         self._thread.join(timeout=2.0)
         self._executor.shutdown()
+        for node in self._foreign:
+            node.destroy_node()
         self.node.destroy_node()
         if self._own_context:
             rclpy.try_shutdown()
@@ -307,10 +319,24 @@ class GraphObserver:
             velocity_m_s, acceleration_m_s2))
 
     def send_commands(self, tension_n: npt.ArrayLike, stamp: Stamp | None = None) -> None:
-        """Publish a muscle command as if from a (faulty) controller."""
+        """Publish a muscle command as if from a (faulty) controller: the observer's node is
+        then a foreign writer of ``muscle_commands``."""
+        if self._commands_pub is None:
+            self._commands_pub = self.node.create_publisher(JointState, "muscle_commands", 10)
         writer = cv.JointStateWriter(MSGS, self.robot.muscle_names)
         self._commands_pub.publish(writer.write(self._stamp() if stamp is None else stamp,
                                                 effort=np.asarray(tension_n, dtype=float)))
+
+    def send_stop(self, on: bool) -> None:
+        """``true`` (stop) or ``false`` (release) on the operator stop topic."""
+        self._stop_pub.publish(Bool(data=bool(on)))
+
+    def foreign_node(self, name: str) -> Any:
+        """Another node on the observer's domain (never spun: for publishers), e.g. a stray
+        commander; destroyed with the observer."""
+        node = rclpy.create_node(name, context=self.node.context)
+        self._foreign.append(node)
+        return node
 
     def push_gauge(self, tip_m: npt.ArrayLike, axis: npt.ArrayLike) -> None:
         """Hold the mock's force gauge with its tip at ``tip_m``, pushing along ``axis``."""

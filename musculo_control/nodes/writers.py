@@ -1,0 +1,63 @@
+"""The publishers of a topic as the middleware's graph lists them, for a
+:class:`~musculo_control.safety.authority.WriterWatch` (doc/ros.md "Command authority").
+
+``Node.get_publishers_info_by_topic`` gives each publisher's node name, namespace and endpoint
+id on Humble, Jazzy and Kilted alike. Building that list costs tens of microseconds, so a tick
+first asks the cheaper ``count_publishers`` and reads the list only when the count changed or
+the last list was not all authorised and named (then until it is).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rclpy.node import Node
+
+from musculo_control.safety.authority import Writer, node_name
+
+#: The key of a sample's publisher id in the message info of ``take_message``: rclpy of Kilted
+#: gives ``{"implementation_identifier": str, "data": bytes}``; Humble and Jazzy have no such
+#: key (doc/ros.md "Command authority").
+PUBLISHER_GID = "publisher_gid"
+
+
+def writer_of(info: Any) -> bytes | None:
+    """A sample's publisher id from the message info rclpy gave with it, or ``None``."""
+    if not isinstance(info, dict):
+        return None
+    gid = info.get(PUBLISHER_GID)
+    if isinstance(gid, dict):
+        gid = gid.get("data")
+    if isinstance(gid, (bytes, bytearray, list, tuple)):
+        return bytes(gid)
+    return None
+
+
+def fully_qualified(node: Node, name: str) -> str:
+    """A node name relative to ``node``'s namespace, made absolute (an absolute one as is)."""
+    if name.startswith("/"):
+        return name
+    return node_name(node.get_namespace(), name)
+
+
+class GraphWriters:
+    """The publishers of one topic, read from ``node``'s graph (see the module docstring)."""
+
+    def __init__(self, node: Node, topic: str) -> None:
+        self.node = node
+        self.topic = topic
+        self._count = -1
+        self._writers: list[Writer] = []
+        self.reads = 0  # full reads of the list
+
+    def writers(self, clean: bool) -> list[Writer]:
+        """The publishers now; ``clean``: the last list was all authorised and named (so an
+        unchanged count means an unchanged list)."""
+        count = self.node.count_publishers(self.topic)
+        if count != self._count or not clean:
+            self._count = count
+            self.reads += 1
+            self._writers = [Writer(node_name(i.node_namespace, i.node_name),
+                                    bytes(i.endpoint_gid))
+                             for i in self.node.get_publishers_info_by_topic(self.topic)]
+        return self._writers
