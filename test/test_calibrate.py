@@ -222,3 +222,51 @@ def test_cli_refuses_and_writes_nothing(tmp_path, capsys):
     assert code == 1
     assert "refused, nothing written" in err and "joint 'shoulder_r'" in err
     assert not out_file.exists()
+
+
+@pytest.mark.slow
+def test_over_the_node_graph(tmp_path, config_dir, robot, truth):
+    """The same procedure through the raw topics of the mock arm's node, hiding offsets (at
+    half real time: a module whose commands stop for 50 ms holds 5 N on its own, and a loaded
+    2-core machine can starve a process that long)."""
+    pytest.importorskip("rclpy")
+    import os
+    import subprocess
+    import sys
+
+    from graph_harness import config_copy, domain_id
+
+    hidden = {f"sensors.{k}": v for k, v in HIDDEN.items()}
+    folder = config_copy(config_dir, tmp_path / "arm", {"mock_arm.yaml": {**hidden, "seed": 5}})
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain_id())}
+    pose = "[" + ",".join(f"{q:.1f}" for q in truth.calibration_pose_rad) + "]"
+    mock = subprocess.Popen(
+        [sys.executable, "-m", "musculo_control.nodes.mock_hardware_node", "--ros-args",
+         "-p", f"config_dir:={folder}", "-p", f"initial_pose_rad:={pose}",
+         "-p", "real_time_factor:=0.5"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    out_file = tmp_path / "hw.yaml"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "musculo_control", "calibrate", "--config", str(folder),
+             "--yes", "--timeout", "60", "--out", str(out_file)],
+            env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        mock.terminate()
+        mock.wait(timeout=30)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # the oracle: the same seed's draw on the ROS-free mock
+    cfg = load_mock_config(robot, folder / "mock_arm.yaml")
+    drawn = MockArm(robot, truth, cfg).drawn()
+    written = load_calibration(robot, out_file)
+    np.testing.assert_allclose(written.pot_offset_counts,
+                               truth.pot_offset_counts + drawn["potentiometer_offset_error_counts"],
+                               atol=0.5)
+    np.testing.assert_allclose(written.encoder_offset_counts,
+                               truth.encoder_offset_counts + drawn["encoder_offset_error_counts"],
+                               atol=0.6)
+    np.testing.assert_allclose(written.loadcell_offset_counts,
+                               truth.loadcell_offset_counts + drawn["loadcell_offset_error_counts"],
+                               atol=1.0)
+    np.testing.assert_array_equal(written.pot_sign, truth.pot_sign)
+    np.testing.assert_array_equal(written.encoder_sign, truth.encoder_sign)

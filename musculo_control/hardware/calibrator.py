@@ -21,7 +21,9 @@ Phases, in order (``hardware.yaml`` ``calibration_procedure`` gives every durati
    pulled muscle must shorten (a stable equilibrium moves so that ``l_i`` falls when ``f_i``
    grows), which checks the encoder's sign; the joint motions the potentiometers see, through
    the model's muscle Jacobian ``dl = Jm dq``, must explain the length changes the encoders
-   see, which checks each potentiometer's sign (least squares over every pull). A pull that
+   see, which checks each potentiometer's sign (least squares over every pull). Each change
+   is taken less the drift its rest showed (the arm is free and its taut tendons need not
+   balance). A pull that
    moves a joint further than ``max_motion_rad`` stops the procedure.
 
 No command ever exceeds ``max_tension_n``. Load-cell gains are not identified: that needs a
@@ -58,8 +60,8 @@ class CalibrationProcedureConfig:
     pull_tension_n: float = spec(20.0, gt=0.0, doc="extra tension of a sign-check pull [N]")
     pull_s: float = spec(0.2, gt=0.0, doc="duration of each pull [s]")
     rest_s: float = spec(0.4, gt=0.0, doc="taut rest before each pull [s]")
-    average_s: float = spec(0.02, gt=0.0, doc="readings before and after a pull are averaged "
-                                              "over this long [s]")
+    average_s: float = spec(0.02, gt=0.0, doc="readings in the middle and at the end of a "
+                                              "rest are averaged over this long [s]")
     max_tension_n: float = spec(30.0, gt=0.0, doc="no calibration command ever exceeds this "
                                                   "[N]")
     stop_shortening_m: float = spec(0.002, gt=0.0, doc="a pull ends once its tendon has "
@@ -145,8 +147,24 @@ class CalibrationResult:
 
 @dataclass
 class _Pull:
-    before: list[tuple[FloatArray, FloatArray]] = field(default_factory=list)  # (pot, enc)
-    after: list[tuple[FloatArray, FloatArray]] = field(default_factory=list)
+    """Readings (time [s], pot counts, encoder counts) around one pull: in the middle and at
+    the end of its rest (the drift), and where it ended."""
+
+    mid: list[tuple[float, FloatArray, FloatArray]] = field(default_factory=list)
+    before: list[tuple[float, FloatArray, FloatArray]] = field(default_factory=list)
+    after: list[tuple[float, FloatArray, FloatArray]] = field(default_factory=list)
+
+    def change(self, k: int) -> FloatArray:
+        """Change of readings ``k`` (1: pots, 2: encoders) over the pull, less the drift the
+        rest showed (extrapolated over the pull's duration)."""
+        def mean(rows: list[tuple[float, FloatArray, FloatArray]]) -> tuple[float, FloatArray]:
+            return (float(np.mean([r[0] for r in rows])),
+                    np.mean([r[k] for r in rows], axis=0))  # type: ignore[misc]
+        t0, x0 = mean(self.before)
+        t1, x1 = mean(self.after)
+        tm, xm = mean(self.mid)
+        rate = (x0 - xm) / (t0 - tm) if t0 > tm else np.zeros_like(x0)
+        return x1 - x0 - rate * (t1 - t0)
 
 
 class Calibrator:
@@ -166,8 +184,8 @@ class Calibrator:
             raise ConfigError(file, f"{key}.pull_tension_n",
                               f"taut_tension_n + pull_tension_n at most max_tension_n = "
                               f"{config.max_tension_n} N", f"{top} N")
-        if not config.average_s < min(config.rest_s, config.pull_s):
-            raise ConfigError(file, f"{key}.average_s", "less than rest_s and pull_s",
+        if not config.average_s < min(config.rest_s / 2, config.pull_s):
+            raise ConfigError(file, f"{key}.average_s", "less than rest_s / 2 and pull_s",
                               config.average_s)
         if config.max_tension_n > driver_max_tension_n:
             raise ConfigError(file, f"{key}.max_tension_n",
@@ -220,7 +238,7 @@ class Calibrator:
             return
         if self._phase_start_s is None:
             self._phase_start_s = t_s
-        elapsed = t_s - self._phase_start_s
+        elapsed = t_s - self._phase_start_s  # in the present phase [s]
         c = self.config
         if self.phase is Phase.SLACK_SETTLE:
             self._command[:] = 0.0
@@ -243,8 +261,9 @@ class Calibrator:
                     self._command[:] = 0.0
                     self._next(Phase.STOPPED, t_s)
                     self.stop_reason = "the static checks failed"
-                else:
+                else:  # timed from the first sample offered once the arm is let go
                     self._next(Phase.RELEASE, t_s)
+                    self._phase_start_s = None
         elif self.phase is Phase.RELEASE:
             if elapsed >= c.release_s:
                 self._next(Phase.PULLS, t_s)
@@ -274,8 +293,10 @@ class Calibrator:
         if elapsed < c.rest_s:
             self._command[:] = c.taut_tension_n
             if elapsed >= c.rest_s - c.average_s:
-                pull.before.append((pot, enc))
+                pull.before.append((t_s, pot, enc))
                 self._q_start = self._angles(pot)
+            elif c.rest_s / 2 <= elapsed < c.rest_s / 2 + c.average_s:
+                pull.mid.append((t_s, pot, enc))
             return
         assert self._q_start is not None
         moved = np.abs(self._angles(pot) - self._q_start)
@@ -286,14 +307,14 @@ class Calibrator:
                        f"was pulled", t_s)
             return
         i = self._pull
-        base_enc = np.mean([b[1][i] for b in pull.before])
+        base_enc = np.mean([b[2][i] for b in pull.before])
         moved_m = abs(enc[i] - base_enc) / self.cal.encoder_counts_per_m[i]
         enough = moved_m >= c.stop_shortening_m or float(moved.max()) >= c.stop_motion_rad
         if elapsed < period and not enough:
             self._command[:] = c.taut_tension_n
             self._command[i] = c.taut_tension_n + c.pull_tension_n
         else:  # the pull ends here (enough motion, or its time is up): the next tendon's rest
-            pull.after.append((pot, enc))
+            pull.after.append((t_s, pot, enc))
             self._command[:] = c.taut_tension_n
             self._pull += 1
             if self._pull == self.m:
@@ -416,11 +437,11 @@ class Calibrator:
         dpot = np.zeros((self.m, self.n))
         denc = np.zeros((self.m, self.m))
         for i, p in enumerate(self._pulls):
-            if not p.before or not p.after:
+            if not p.mid or not p.before or not p.after:
                 raise CalibrationRefused([f"tendon {self._pull_label(i)}: no samples around "
                                           f"its pull (sensor rate too low for average_s?)"])
-            dpot[i] = np.mean([a[0] for a in p.after], 0) - np.mean([b[0] for b in p.before], 0)
-            denc[i] = np.mean([a[1] for a in p.after], 0) - np.mean([b[1] for b in p.before], 0)
+            dpot[i] = p.change(1)
+            denc[i] = p.change(2)
         return dpot, denc
 
     def _encoder_signs(self, problems: list[str], warnings: list[str]
