@@ -158,8 +158,8 @@ class _Pull:
         """Change of readings ``k`` (1: pots, 2: encoders) over the pull, less the drift the
         rest showed (extrapolated over the pull's duration)."""
         def mean(rows: list[tuple[float, FloatArray, FloatArray]]) -> tuple[float, FloatArray]:
-            return (float(np.mean([r[0] for r in rows])),
-                    np.mean([r[k] for r in rows], axis=0))  # type: ignore[misc]
+            values = np.array([r[k] for r in rows], dtype=float)
+            return float(np.mean([r[0] for r in rows])), values.mean(axis=0)
         t0, x0 = mean(self.before)
         t1, x1 = mean(self.after)
         tm, xm = mean(self.mid)

@@ -18,6 +18,7 @@ import time
 import numpy as np
 import rclpy
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from sensor_msgs.msg import JointState
 
 from musculo_control import messages as cv
@@ -45,7 +46,7 @@ class CalibrationClient(Node):
         self.samples = 0
         self.refused = ""  # why a message was refused (the first)
         self.paused = False  # the operator has not let the arm go yet
-        self._pub = None
+        self._pub: Publisher | None = None
         self.create_subscription(JointState, POT_TOPIC, self._on_pot, QOS_STATE_SUB)
         self.create_subscription(JointState, TENDON_TOPIC, self._on_tendons, QOS_STATE_SUB)
 
