@@ -271,3 +271,14 @@ def test_over_the_node_graph(tmp_path, config_dir, robot, truth):
                                atol=1.0)
     np.testing.assert_array_equal(written.pot_sign, truth.pot_sign)
     np.testing.assert_array_equal(written.encoder_sign, truth.encoder_sign)
+
+
+def test_an_entry_keeps_its_comment(truth, config_dir, calibrated):
+    old = "    - {joint: shoulder_r, offset_counts: 1550, sign: -1}"
+    text = (config_dir / "hardware.yaml").read_text()
+    assert old in text
+    text = text.replace(old, old + "   # mounted mirrored")
+    section = yaml.safe_load(text)["calibration"]
+    new = calibration_text(text, section, truth, calibrated[1].result(), "today", "hw.yaml")
+    line = next(x for x in new.splitlines() if "joint: shoulder_r" in x)
+    assert line.endswith("sign: -1}   # mounted mirrored")

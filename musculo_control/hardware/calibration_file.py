@@ -2,8 +2,8 @@
 
 Only the ``potentiometers`` and ``tendons`` lists of the top-level ``calibration`` block are
 rewritten; every other line, comments included, stays as it was. Each entry keeps every key it
-had (gains, radii, reference lengths) and gets the measured offsets and zeros, and its sign
-where the file gave one or the measured one differs from the default.
+had (gains, radii, reference lengths) and its line's comment, and gets the measured offsets and
+zeros, and its sign where the file gave one or the measured one differs from the default.
 """
 
 from __future__ import annotations
@@ -34,9 +34,27 @@ def _counts(x: float) -> float | int:
     return int(r) if r == int(r) else r
 
 
-def _entries(section: dict[str, Any], calibration: Calibration,
-             result: CalibrationResult) -> tuple[list[str], list[str]]:
-    """The new ``potentiometers`` and ``tendons`` lists, one flow mapping per line."""
+def _comments(lines: list[str], key: str) -> dict[Any, str]:
+    """The trailing comment of each one-line entry ``- {...}  # ...``, by its ``key`` value."""
+    out: dict[Any, str] = {}
+    for line in lines:
+        body = line.strip()
+        close = body.rfind("}")
+        if not body.startswith("- {") or close < 0 or "#" not in body[close:]:
+            continue
+        try:
+            entry = yaml.safe_load(body[2:close + 1])
+        except yaml.YAMLError:
+            continue
+        if isinstance(entry, dict) and key in entry:
+            out[entry[key]] = body[close + 1:].strip()
+    return out
+
+
+def _entries(section: dict[str, Any], calibration: Calibration, result: CalibrationResult,
+             comments: dict[str, dict[Any, str]]) -> tuple[list[str], list[str]]:
+    """The new ``potentiometers`` and ``tendons`` lists, one flow mapping per line, each with
+    the comment its old line had (``comments``: list name -> key value -> comment)."""
     pot_defaults = dict(section.get("potentiometer_defaults") or {})
     ten_defaults = dict(section.get("tendon_defaults") or {})
     pots = []
@@ -48,7 +66,8 @@ def _entries(section: dict[str, Any], calibration: Calibration,
         sign = int(result.pot_sign[j])
         if "sign" in entry or sign != pot_defaults.get("sign", 1):
             entry["sign"] = sign
-        pots.append(f"    - {_flow(entry)}\n")
+        note = comments["potentiometers"].get(joint)
+        pots.append(f"    - {_flow(entry)}" + (f"   {note}" if note else "") + "\n")
     tendons = []
     by_id = {e.get("actuator_id"): e for e in section.get("tendons") or ()
              if isinstance(e, dict)}
@@ -59,7 +78,8 @@ def _entries(section: dict[str, Any], calibration: Calibration,
         sign = int(result.encoder_sign[i])
         if "encoder_sign" in entry or sign != ten_defaults.get("encoder_sign", 1):
             entry["encoder_sign"] = sign
-        tendons.append(f"    - {_flow(entry)}\n")
+        note = comments["tendons"].get(aid)
+        tendons.append(f"    - {_flow(entry)}" + (f"   {note}" if note else "") + "\n")
     return pots, tendons
 
 
@@ -101,11 +121,14 @@ def calibration_text(text: str, section: dict[str, Any], calibration: Calibratio
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     top, top_end = _span(lines, "calibration", 0, 0, len(lines), file, "calibration")
-    pots, tendons = _entries(section, calibration, result)
+    where = {k: _span(lines, k, 2, top + 1, top_end, file, f"calibration.{k}")
+             for k in ("potentiometers", "tendons")}
+    comments = {k: _comments(lines[a + 1:b], ident) for (k, (a, b)), ident in
+                zip(where.items(), ("joint", "actuator_id"))}
+    pots, tendons = _entries(section, calibration, result, comments)
     # the later block first, so that the earlier one's line numbers still hold
-    spans = sorted(((*_span(lines, k, 2, top + 1, top_end, file, f"calibration.{k}"), new)
-                    for k, new in (("potentiometers", pots), ("tendons", tendons))),
-                   reverse=True)
+    spans = sorted(((*where[k], new) for k, new in (("potentiometers", pots),
+                                                    ("tendons", tendons))), reverse=True)
     for start, end, new in spans:
         lines[start + 1:end] = new
     mark = f"  # {HEADER}"
