@@ -29,6 +29,7 @@ COMMANDS = (
     "musculo_control.commands.operating_point",
     "musculo_control.commands.reliability",
     "musculo_control.commands.graph",
+    "musculo_control.commands.calibrate",
     "musculo_control.commands.record_mapping",
     "musculo_control.commands.learn_mapping",
     "musculo_control.commands.mapping_from_bag",

@@ -14,6 +14,7 @@ from musculo_control.hardware.calibration import (
     CalibrationConfig,
     load_calibration_config,
 )
+from musculo_control.hardware.calibrator import CalibrationProcedureConfig
 from musculo_control.hardware.potentiometer import PotentiometerReader, PotentiometerReaderConfig
 from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
 from musculo_control.model.robot import Robot
@@ -21,6 +22,8 @@ from musculo_control.safety.config import LateInputsConfig
 
 #: Top-level sections of hardware.yaml.
 SECTIONS = ("rates", "calibration", "driver", "potentiometer_reader")
+#: ... and those it may leave out (their defaults apply).
+OPTIONAL_SECTIONS = ("calibration_procedure",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +52,7 @@ class HardwareConfig(NamedTuple):
     potentiometer_reader: PotentiometerReaderConfig
     driver: TendonDriverConfig
     rates: HardwareRates
+    calibration_procedure: CalibrationProcedureConfig = CalibrationProcedureConfig()
 
 
 def read_hardware(path: Path, f_min_n: float, robot_file: str = "robot.yaml") -> HardwareConfig:
@@ -60,7 +64,7 @@ def read_hardware(path: Path, f_min_n: float, robot_file: str = "robot.yaml") ->
     try:
         if not isinstance(data, dict):
             raise ConfigError(file, "<top level>", f"a mapping with keys {list(SECTIONS)}", data)
-        errors = unknown_keys(data, SECTIONS, file, "")
+        errors = unknown_keys(data, SECTIONS + OPTIONAL_SECTIONS, file, "")
         errors += [ConfigError(file, key, "a section", "missing")
                    for key in SECTIONS if key not in data]
         parts: dict[str, object] = {}
@@ -87,6 +91,9 @@ def read_hardware(path: Path, f_min_n: float, robot_file: str = "robot.yaml") ->
             PotentiometerReaderConfig, data["potentiometer_reader"], file, "potentiometer_reader"))
         part("driver", lambda: parse(TendonDriverConfig, driver, file, "driver"))
         part("rates", lambda: parse(HardwareRates, data["rates"], file, "rates"))
+        part("calibration_procedure", lambda: parse(
+            CalibrationProcedureConfig, data["calibration_procedure"], file,
+            "calibration_procedure"))
         raise_collected(errors)
     except ConfigError as exc:
         raise located(exc, path) from None

@@ -126,6 +126,13 @@ class SensorConfig:
         0.0, ge=0.0, doc="calibration error: each pot's offset off by U(-e, e), seeded [counts]")
     encoder_noise_counts: float = spec(0.0, ge=0.0, doc="Gaussian noise, std [counts]")
     loadcell_noise_counts: float = spec(2.0, ge=0.0, doc="Gaussian noise, std [counts]")
+    # hidden from hardware.yaml (what `musculo calibrate` must find), drawn from a fourth seed
+    # stream so that the other draws do not change
+    encoder_offset_error_counts: float = spec(
+        0.0, ge=0.0, doc="each encoder reads U(-e, e) more at the calibration pose than "
+                         "hardware.yaml says, seeded [counts]")
+    loadcell_offset_error_counts: float = spec(
+        0.0, ge=0.0, doc="each load cell's zero off hardware.yaml's by U(-e, e), seeded [counts]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,7 +199,7 @@ class MockArm:
         self.calibration = calibration
         self.config = config
         self.seed = config.seed if seed is None else int(seed)
-        error_seq, offset_seq, noise_seq = np.random.SeedSequence(self.seed).spawn(3)
+        error_seq, offset_seq, noise_seq, hidden_seq = np.random.SeedSequence(self.seed).spawn(4)
         error = draw_model_error(robot, config.model_error, np.random.default_rng(error_seq))
         self.arm: MujocoArm = build_mujoco_arm(robot, config.physics, error, file)
         self.model = self.arm.model
@@ -256,12 +263,20 @@ class MockArm:
         e = sens.potentiometer_offset_error_counts
         self._pot_offset_error = np.random.default_rng(offset_seq).uniform(-e, e, self.n)
         self._noise = np.random.default_rng(noise_seq)
+        hidden = np.random.default_rng(hidden_seq)
+        self._encoder_offset_error = hidden.uniform(-1.0, 1.0, self.m) \
+            * sens.encoder_offset_error_counts  # (m,) [counts]
+        self._loadcell_offset_error = hidden.uniform(-1.0, 1.0, self.m) \
+            * sens.loadcell_offset_error_counts  # (m,) [counts]
         self._true_cal_length = self._lengths_at(calibration.calibration_pose_rad)
         if ten.axial_stiffness_n is not None:  # k = EA / free length, at the calibration pose
             self._stiffness = ten.axial_stiffness_n / (ten.routing_length_m
                                                       + self._true_cal_length)
         # tendon length the mock's encoders add to report the model's reference at the pose
         self._encoder_shift = calibration.reference_length_m - self._true_cal_length
+        # ... and the length that moves the reading by the hidden offset error
+        self._encoder_shift -= calibration.encoder_sign * self._encoder_offset_error \
+            / calibration.encoder_counts_per_m
         # per-step scratch
         self._cmd = np.zeros(self.m)
         self._f = np.zeros(self.m)
@@ -282,10 +297,13 @@ class MockArm:
 
     def drawn(self) -> dict[str, object]:
         """What ``seed`` drew for this arm: the model error (a ``ModelError``), the
-        potentiometer offset errors (n,) [counts] (the sensor noise is drawn per sample from a
+        potentiometer offset errors (n,), the hidden encoder and load-cell offset errors (m,)
+        [counts] (the sensor noise is drawn per sample from a
         third stream of the same seed)."""
         return {"seed": self.seed, "model_error": self.arm.error,
-                "potentiometer_offset_error_counts": self._pot_offset_error.copy()}
+                "potentiometer_offset_error_counts": self._pot_offset_error.copy(),
+                "encoder_offset_error_counts": self._encoder_offset_error.copy(),
+                "loadcell_offset_error_counts": self._loadcell_offset_error.copy()}
 
     # -- set-up -----------------------------------------------------------------------------------
     def _lengths_at(self, q: FloatArray) -> FloatArray:
@@ -503,7 +521,7 @@ class MockArm:
         """(encoder counts (m,), load-cell counts (m,)), quantised, with noise."""
         cal = self.calibration
         enc = cal.length_to_encoder(self._tendon_lengths() + self._encoder_shift)
-        cell = cal.n_to_loadcell(self._f)
+        cell = cal.n_to_loadcell(self._f) + self._loadcell_offset_error
         sens = self.config.sensors
         if sens.encoder_noise_counts > 0.0:
             enc += sens.encoder_noise_counts * self._noise.standard_normal(self.m)
