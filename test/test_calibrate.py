@@ -244,7 +244,9 @@ def test_over_the_node_graph(tmp_path, config_dir, robot, truth):
     mock = subprocess.Popen(
         [sys.executable, "-m", "musculo_control.nodes.mock_hardware_node", "--ros-args",
          "-p", f"config_dir:={folder}", "-p", f"initial_pose_rad:={pose}",
-         "-p", "real_time_factor:=0.5"],
+         "-p", "real_time_factor:=0.5",
+         # the mock applies hw/tendon_commands of one writer only: here the calibrator's
+         "-p", "command_writer:=musculo_calibrate"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     out_file = tmp_path / "hw.yaml"
     try:

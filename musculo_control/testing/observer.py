@@ -144,7 +144,7 @@ class GraphObserver:
         n.create_subscription(Float64MultiArray, "controller/state", self._on_state, qos)
         n.create_subscription(PoseStamped, "controller/goal", self._on_goal, QOS_GOAL)
         n.create_subscription(MultiDOFJointTrajectory, "hand_goal/trajectory",
-                              self._on_goal_point, qos)
+                              self._on_goal_point, 50)  # sent on change, reliable
         n.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
                               QOS_DIAGNOSTICS)
         self._goal_pub = n.create_publisher(PoseStamped, "hand_goal", QOS_GOAL)
