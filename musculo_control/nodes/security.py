@@ -126,8 +126,9 @@ INTERFACES: dict[str, NodeInterface] = {n.node: n for n in (
 )}
 
 #: An operator's tools (``ros2 topic pub`` with
-#: ``--ros-args --enclave /musculo_control/operator``): stop and release the arm, send goals, acknowledge, read the diagnostics. Not a node of the
-#: suite: no profile of :data:`INTERFACES`, an enclave of its own.
+#: ``--ros-args --enclave /musculo_control/operator``): stop and release the arm, send goals,
+#: acknowledge, read the diagnostics. Not a node of the suite: no profile of
+#: :data:`INTERFACES`, an enclave of its own.
 OPERATOR = NodeInterface("operator",
                          publishes=(("operator_stop", ""), ("hand_goal", "")),
                          subscribes=(("diagnostics", ""), ("controller/goal", "")),
