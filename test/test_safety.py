@@ -289,6 +289,94 @@ def test_tendon_monitor_restarts_its_expectation_after_a_gap_in_the_driver_outpu
     assert "actuator_tracking" not in rules_after(gap)
 
 
+def _fall(robot, cfg, commands, target, steps, noise_n=0.0, seed=0):
+    """Rules the monitor raises while the driver keeps sending ``commands`` [N] and the load
+    cells instead follow ``target(f)`` (what each module really holds) through the actuators'
+    lag, sampled at 500 Hz with Gaussian load-cell noise; ``(rules, first sample index)``."""
+    m = robot.n_muscles
+    rng = np.random.default_rng(seed)
+    mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)
+    mon.reset(0.0, commands)
+    mon.sent(0.0, commands)
+    f = np.array(commands, dtype=float)
+    for k in range(1, 20):  # tracking first
+        mon.sent(k * DT, commands)
+        assert mon.check(_state(robot, k * DT, f + rng.normal(0.0, noise_n, m))) == ()
+    alpha = 1.0 - math.exp(-DT / cfg.actuator_time_constant_s)
+    for k in range(20, 20 + steps):
+        mon.sent(k * DT, commands)
+        f = f + alpha * (target(f) - f)
+        rules = {x.rule for x in mon.check(_state(robot, k * DT, f + rng.normal(0.0, noise_n, m)))}
+        if rules:
+            return rules, k - 20
+    return set(), steps
+
+
+def test_tendon_monitor_tells_the_modules_watchdog_from_a_weak_actuator(robot, safety_cfg):
+    """Every module falling to its watchdog's tension together (the driver's commands stopped
+    reaching them) is actuator_watchdog, not latched; one module short of its command, or all
+    capped at one tension below their commands (a supply limit), is actuator_tracking."""
+    cfg = safety_cfg.tendons
+    w = cfg.watchdog_tension_n
+    assert w is not None
+    m = robot.n_muscles
+    commands = np.linspace(20.0, 600.0, m)  # loaded and unloaded tendons
+    for seed in range(5):
+        rules, at = _fall(robot, cfg, commands, lambda f: np.full(m, w), 30, 1.0, seed)
+        assert rules == {"actuator_watchdog"}, (seed, rules)
+        assert at <= cfg.tracking_samples + 3, at
+
+    def weak(f):  # one actuator delivers 60 % of its command
+        out = np.array(commands)
+        out[m - 2] *= 0.6
+        return out
+
+    rules, _ = _fall(robot, cfg, commands, weak, 50, 1.0)
+    assert rules == {"actuator_tracking"}
+    rules, _ = _fall(robot, cfg, commands, lambda f: np.minimum(commands, 150.0), 100, 1.0)
+    assert rules == {"actuator_tracking"}
+    rule_of = {r.name: r for r in RULES}
+    assert not rule_of["actuator_watchdog"].latched and rule_of["actuator_tracking"].latched
+
+
+def test_tendon_monitor_watchdog_rule_off_without_a_watchdog(robot, safety_cfg):
+    """A robot whose modules have no watchdog (``watchdog_tension_n`` null): the same fall is
+    actuator_tracking."""
+    import dataclasses
+
+    cfg = dataclasses.replace(safety_cfg.tendons, watchdog_tension_n=None)
+    m = robot.n_muscles
+    commands = np.linspace(20.0, 600.0, m)
+    rules, _ = _fall(robot, cfg, commands, lambda f: np.full(m, 5.0), 30)
+    assert rules == {"actuator_tracking"}
+
+
+def test_tendon_monitor_stands_the_watchdog_fault_while_the_modules_stay_silent(robot,
+                                                                                 safety_cfg):
+    """The band restarts from the load cells after each actuator_watchdog finding; while the
+    commands still do not arrive the fault keeps being found (it stands), never as
+    actuator_tracking; once they arrive again (the modules follow the driver) it stops."""
+    cfg = safety_cfg.tendons
+    w = cfg.watchdog_tension_n
+    m = robot.n_muscles
+    commands = np.linspace(20.0, 600.0, m)
+    mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)
+    mon.reset(0.0, commands)
+    alpha = 1.0 - math.exp(-DT / cfg.actuator_time_constant_s)
+    f = commands.copy()
+    seen = []
+    for k in range(1, 120):
+        mon.sent(k * DT, commands)
+        silent = 10 <= k < 60  # the modules hold w for 100 ms
+        f = f + alpha * ((np.full(m, w) if silent else commands) - f)
+        seen.append({x.rule for x in mon.check(_state(robot, k * DT, f))})
+    assert all(r <= {"actuator_watchdog"} for r in seen), seen
+    assert any(seen[10:60]) and not any(seen[70:])
+    # standing: found again every few samples while the modules are silent
+    hits = [i for i, r in enumerate(seen) if r]
+    assert max(np.diff(hits)) <= cfg.tracking_samples + 2, hits
+
+
 def test_tendon_monitor_runaway(robot, safety_cfg):
     cfg = safety_cfg.tendons
     mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)

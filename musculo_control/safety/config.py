@@ -50,6 +50,16 @@ class TendonMonitorConfig:
         gt=0.0, doc="a gap longer than this between two driver outputs or two tendon samples "
                     "seen by the monitor (lost or late messages): the expectation restarts "
                     "from the load cells [s]")
+    watchdog_tension_n: float | None = spec(
+        None, ge=0.0, doc="the tension an actuator module holds when the driver's commands stop "
+                          "reaching it (its own watchdog); every loaded tendon falling towards "
+                          "it together, by one factor at the actuators' lag, is the rule "
+                          "actuator_watchdog (a lost link, not latched) rather than "
+                          "actuator_tracking; null: modules without a watchdog [N]")
+    watchdog_tolerance_n: float = spec(
+        10.0, gt=0.0, doc="how far each loaded tendon may read from the common fall of "
+                          "actuator_watchdog (load-cell noise; a cap on the tensions leaves the "
+                          "tendons under it unmoved, further than this from the fall) [N]")
     max_length_rate_m_s: float = spec(gt=0.0, doc="largest plausible |muscle length rate| [m/s]")
     length_margin_m: float = spec(0.01, ge=0.0, doc="muscle lengths beyond [l_min, l_max] by "
                                                     "more are faults [m]")

@@ -129,6 +129,12 @@ RULES: tuple[Rule, ...] = (
          "for `tendons.tracking_samples` samples on a tendon "
          "slower than `tendons.tracking_max_rate_m_s` (actuator saturated below its command, "
          "snapped tendon, load-cell fault)", "`tracking_samples` tendon samples", _MIN, _ACK),
+    Rule("actuator_watchdog", FAULT, False, "tendon monitor",
+         "the misses of `actuator_tracking`, but every loaded tendon reads as pulled towards "
+         "`tendons.watchdog_tension_n` by one common factor at the actuators' lag: the "
+         "modules' own watchdog, because the driver's commands stopped reaching them (a late "
+         "or lost link; the modules are healthy)", "`tracking_samples` tendon samples", _MIN,
+         _HOLD + " (the readings follow the commands again: the link is back)"),
     Rule("goal_invalid", WARNING, False, "supervisor (goal gate)",
          "a goal with a non-finite value, a wrong shape or a rotation that is not one",
          "the control tick it arrives at",

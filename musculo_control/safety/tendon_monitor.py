@@ -33,6 +33,19 @@ actuator.)
   that cannot deliver. At a steady command the band is that command's: a saturated actuator
   is seen within ``tracking_samples``, as before the band.
 
+- ``actuator_watchdog``: the tracking misses of ``actuator_tracking``, but every loaded tendon
+  reads as if one common factor ``e`` had pulled it towards ``watchdog_tension_n`` ``w``:
+  ``f - w = e (x - w)``, ``x`` where its band was since the last sample on which every tendon
+  tracked, within ``watchdog_tolerance_n``, and ``e`` no smaller than the actuators' lag allows
+  since that sample. That is what the actuator modules do when the driver's commands stop
+  reaching them for longer than their own watchdog (a late or lost link on a loaded computer;
+  measured: no command delivered to the mock arm for 50 ms while the driver kept sending, and
+  every tension fell at the lag, 0.905 of its distance to 5 N a sample): each module lags from
+  its tension towards ``w``. The modules are healthy, so the fault is not latched; the band
+  restarts from the load cells, and the fault stands while the readings keep falling short.
+  One actuator short of its command, tensions held at a cap (those under it do not fall) or a
+  tension that rises too slowly are ``actuator_tracking``.
+
 The band restarts from the load cells when it cannot be trusted: after a gap longer than
 ``tracking_resync_gap_s`` between two driver outputs or two tendon samples seen (lost or late
 messages). What the actuators were sent in a gap of the outputs is unknown: anything from 0 to
@@ -98,6 +111,11 @@ class TendonMonitor:
         self._slack_count = np.zeros(self.m, dtype=np.int64)  # consecutive slack samples
         self._alpha_dt = math.nan  # the sample interval the lag's factor was computed for [s]
         self._alpha = 0.0
+        self._tracked_s = float(stamp_s)  # the last sample on which every tendon tracked [s]
+        # the least and most of the band since then: where each module's tension was [N]
+        self._since_low = f.copy()
+        self._since_high = f.copy()
+        self._last_f = f.copy()  # the previous sample's tensions [N]
 
     @property
     def expected_tension_n(self) -> tuple[FloatArray, FloatArray]:
@@ -245,6 +263,11 @@ class TendonMonitor:
             np.copyto(self._high, f, where=finite_f)
             self._off_count[:] = 0
             self._resync = False
+            self._tracked_s = state.stamp_s
+            np.copyto(self._since_low, self._low)
+            np.copyto(self._since_high, self._high)
+        falling = f < self._last_f
+        np.copyto(self._last_f, f)
         below = self._low - f  # > 0: short of the least a healthy actuator delivers [N]
         error = f - self._high  # > 0: beyond the most [N]
         # a reading above the band gets its own, wider tolerance: a load pulling the tendon
@@ -266,6 +289,25 @@ class TendonMonitor:
         self._off_count += 1
         self._off_count *= off
         bad = self._off_count >= cfg.tracking_samples
+        if not any_true(off):
+            self._tracked_s = state.stamp_s
+            np.copyto(self._since_low, self._low)
+            np.copyto(self._since_high, self._high)
+        else:
+            np.minimum(self._since_low, self._low, out=self._since_low)
+            np.maximum(self._since_high, self._high, out=self._since_high)
+        if any_true(bad) and not any_true(bad & excess) \
+                and self._watchdog(state.stamp_s, f, slow, bad, falling):
+            findings.append(Finding("actuator_watchdog", f"every loaded tendon falling towards "
+                                    f"{cfg.watchdog_tension_n:g} N together (the actuator "
+                                    f"modules' watchdog): the driver's commands are not "
+                                    f"reaching them; {_names(self.names, bad)} measure "
+                                    f"{np.round(f[bad], 1).tolist()} N, expected "
+                                    f"{np.round(self._low[bad], 1).tolist()} to "
+                                    f"{np.round(self._high[bad], 1).tolist()} N"))
+            self._resync = True  # from the load cells again at the next sample
+            self._off_count[:] = 0
+            return tuple(findings)
         if any_true(bad):
             findings.append(Finding("actuator_tracking", f"actuator not delivering its command: "
                                     f"{_names(self.names, bad)} measure "
@@ -275,3 +317,29 @@ class TendonMonitor:
                                     f"{cfg.tracking_tolerance_n} N below, "
                                     f"{cfg.tracking_excess_tolerance_n} N above)"))
         return tuple(findings)
+
+    def _watchdog(self, stamp_s: float, f: FloatArray, slow: npt.NDArray[np.bool_],
+                  short: npt.NDArray[np.bool_], falling: npt.NDArray[np.bool_]) -> bool:
+        """Whether the tendons ``short`` of their band (each below it and ``falling`` since
+        the previous sample), and every other loaded tendon, read as the modules' watchdog
+        makes them: ``f - w = e (x - w)`` for one factor ``e``, with ``x`` where the band was
+        since the last sample on which every tendon tracked, within
+        ``watchdog_tolerance_n``, and ``e`` at least the lag's decay since that sample (see the
+        module docstring). A tension that rises, only more slowly than its band, is not the
+        watchdog's; nor are tensions held at one cap (the tendons under it do not fall)."""
+        cfg = self.config
+        w = cfg.watchdog_tension_n
+        if w is None:
+            return False
+        tol = cfg.watchdog_tolerance_n
+        loaded = slow & (self._low - w > cfg.tracking_tolerance_n) & np.isfinite(f)
+        held = falling | (f - w < tol)  # falling, or already where the watchdog holds it
+        if not (np.all(loaded[short]) and np.all(held[short])) or int(loaded.sum()) < 2:
+            return False
+        above = f[loaded] - w
+        lowest = (above - tol) / (self._since_high[loaded] - w)  # the least e each allows
+        was = self._since_low[loaded] - w
+        highest = np.divide(above + tol, was, out=np.full(was.shape, np.inf),
+                            where=was > tol)  # the most (none where it was at w already)
+        least = math.exp(-max(stamp_s - self._tracked_s, 0.0) / cfg.actuator_time_constant_s)
+        return max(float(lowest.max()), least) <= min(float(highest.min()), 1.0)
