@@ -213,8 +213,8 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
     with running_graph(parts, tmp_path, extra=extra, stand_ins=stand_in) as (graph, obs):
         wait_running(graph, obs)
         assert obs.wait_until(lambda: obs.now_s() > inject_at + lasts + 0.5, 180.0), logs(graph)
-        tendon_rules = ("tendon_snapped", "tendon_runaway", "tendon_slack", "actuator_tracking",
-                        "consistency")
+        tendon_rules = ("tendon_snapped", "tendon_runaway", "tendon_slack", "actuator_lagging",
+                        "actuator_tracking", "consistency")
         fault = next((d for d in obs.diagnostics_of("activation_qp_node")
                       if d.t >= inject_at and d.level >= 2
                       and any(r in d.message for r in tendon_rules)), None)

@@ -50,6 +50,14 @@ class TendonMonitorConfig:
         gt=0.0, doc="a gap longer than this between two driver outputs or two tendon samples "
                     "seen by the monitor (lost or late messages): the expectation restarts "
                     "from the load cells [s]")
+    tracking_confirm_window_s: float = spec(
+        2.0, gt=0.0, doc="a tracking miss is actuator_lagging (not latched: the commands may "
+                         "have reached the modules late) unless it comes within this of an "
+                         "earlier one, after every tendon tracked again: then "
+                         "actuator_tracking, latched [s]")
+    tracking_clean_s: float = spec(
+        0.05, gt=0.0, doc="every tendon tracking this long after a miss: the actuators work "
+                          "(the next miss confirms a weak one) [s]")
     watchdog_tension_n: float | None = spec(
         None, ge=0.0, doc="the tension an actuator module holds when the driver's commands stop "
                           "reaching it (its own watchdog); every loaded tendon falling towards "

@@ -128,7 +128,15 @@ RULES: tuple[Rule, ...] = (
          "`tendons.tracking_tolerance_n` below or `tendons.tracking_excess_tolerance_n` above "
          "for `tendons.tracking_samples` samples on a tendon "
          "slower than `tendons.tracking_max_rate_m_s` (actuator saturated below its command, "
-         "snapped tendon, load-cell fault)", "`tracking_samples` tendon samples", _MIN, _ACK),
+         "snapped tendon, load-cell fault), a second time after `actuator_lagging` and "
+         "tracking again", "`tracking_samples` tendon samples after the restart", _MIN, _ACK),
+    Rule("actuator_lagging", FAULT, False, "tendon monitor",
+         "the misses of `actuator_tracking`, the first time (within "
+         "`tendons.tracking_confirm_window_s`): commands that reach a module late, or not at "
+         "all for a while (a stalled link on a loaded computer), leave it at its last command, "
+         "which reads exactly like a weak actuator", "`tracking_samples` tendon samples", _MIN,
+         _HOLD + "; a second miss after every tendon tracked again for "
+         "`tendons.tracking_clean_s` is `actuator_tracking` (latched)"),
     Rule("actuator_watchdog", FAULT, False, "tendon monitor",
          "the misses of `actuator_tracking`, but every loaded tendon reads as pulled towards "
          "`tendons.watchdog_tension_n` by one common factor at the actuators' lag: the "

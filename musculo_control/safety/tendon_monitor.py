@@ -33,6 +33,12 @@ actuator.)
   that cannot deliver. At a steady command the band is that command's: a saturated actuator
   is seen within ``tracking_samples``, as before the band.
 
+- ``actuator_lagging``: the first such miss (not latched). A module whose commands reach it
+  late, or not at all for a while, holds its last command and reads exactly like a weak one
+  (measured at wall clock under load: no command delivered for 50 ms while the driver kept
+  sending); the band restarts from the load cells and control restarts. A second miss within
+  ``tracking_confirm_window_s``, after every tendon has tracked again for
+  ``tracking_clean_s`` (at minimum tension, then on the resume ramp), is ``actuator_tracking``.
 - ``actuator_watchdog``: the tracking misses of ``actuator_tracking``, but every loaded tendon
   reads as if one common factor ``e`` had pulled it towards ``watchdog_tension_n`` ``w``:
   ``f - w = e (x - w)``, ``x`` where its band was since the last sample on which every tendon
@@ -115,6 +121,10 @@ class TendonMonitor:
         # the least and most of the band since then: where each module's tension was [N]
         self._since_low = f.copy()
         self._since_high = f.copy()
+        self._tracked_f = f.copy()  # the load cells then [N]
+        self._first_miss_s = -math.inf  # an actuator_lagging miss not yet confirmed [s]
+        self._clean_from_s = float(stamp_s)  # every tendon tracking since [s] (inf: not now)
+        self._proven = False  # ... for tracking_clean_s since the first miss
         self._last_f = f.copy()  # the previous sample's tensions [N]
 
     @property
@@ -264,6 +274,7 @@ class TendonMonitor:
             self._off_count[:] = 0
             self._resync = False
             self._tracked_s = state.stamp_s
+            np.copyto(self._tracked_f, f)
             np.copyto(self._since_low, self._low)
             np.copyto(self._since_high, self._high)
         falling = f < self._last_f
@@ -289,8 +300,15 @@ class TendonMonitor:
         self._off_count += 1
         self._off_count *= off
         bad = self._off_count >= cfg.tracking_samples
+        if any_true(off):
+            self._clean_from_s = math.inf
+        elif self._clean_from_s == math.inf:
+            self._clean_from_s = state.stamp_s
+        elif state.stamp_s - self._clean_from_s >= cfg.tracking_clean_s:
+            self._proven = True
         if not any_true(off):
             self._tracked_s = state.stamp_s
+            np.copyto(self._tracked_f, f)
             np.copyto(self._since_low, self._low)
             np.copyto(self._since_high, self._high)
         else:
@@ -309,13 +327,25 @@ class TendonMonitor:
             self._off_count[:] = 0
             return tuple(findings)
         if any_true(bad):
-            findings.append(Finding("actuator_tracking", f"actuator not delivering its command: "
-                                    f"{_names(self.names, bad)} measure "
-                                    f"{np.round(f[bad], 1).tolist()} N, expected "
-                                    f"{np.round(self._low[bad], 1).tolist()} to "
-                                    f"{np.round(self._high[bad], 1).tolist()} N (tolerance "
-                                    f"{cfg.tracking_tolerance_n} N below, "
-                                    f"{cfg.tracking_excess_tolerance_n} N above)"))
+            what = (f"{_names(self.names, bad)} measure {np.round(f[bad], 1).tolist()} N, "
+                    f"expected {np.round(self._low[bad], 1).tolist()} to "
+                    f"{np.round(self._high[bad], 1).tolist()} N (tolerance "
+                    f"{cfg.tracking_tolerance_n} N below, {cfg.tracking_excess_tolerance_n} N "
+                    f"above)")
+            again = state.stamp_s - self._first_miss_s <= cfg.tracking_confirm_window_s
+            if again and self._proven:
+                findings.append(Finding("actuator_tracking", f"actuator not delivering its "
+                                        f"command, again after it tracked: {what}"))
+            else:
+                # once: commands that reached the modules late look the same; restart
+                findings.append(Finding("actuator_lagging", f"actuator off its command: {what}; "
+                                        f"a second time within "
+                                        f"{cfg.tracking_confirm_window_s:g} s after it tracked "
+                                        f"again is actuator_tracking"))
+                self._first_miss_s = state.stamp_s
+                self._proven = False
+                self._resync = True
+                self._off_count[:] = 0
         return tuple(findings)
 
     def _watchdog(self, stamp_s: float, f: FloatArray, slow: npt.NDArray[np.bool_],
@@ -337,9 +367,20 @@ class TendonMonitor:
         if not (np.all(loaded[short]) and np.all(held[short])) or int(loaded.sum()) < 2:
             return False
         above = f[loaded] - w
-        lowest = (above - tol) / (self._since_high[loaded] - w)  # the least e each allows
-        was = self._since_low[loaded] - w
+        # where each module's tension was when its watchdog fired: on its load cell at the last
+        # sample on which every tendon tracked, or in its band since (the modules hold their
+        # last command while the link is silent, and the band is where that command leads)
+        then = self._tracked_f[loaded]
+        most = np.maximum(then, self._since_high[loaded]) - w
+        was = np.minimum(then, self._since_low[loaded]) - w
+        lowest = (above - tol) / most  # the least e each tendon allows
         highest = np.divide(above + tol, was, out=np.full(was.shape, np.inf),
                             where=was > tol)  # the most (none where it was at w already)
-        least = math.exp(-max(stamp_s - self._tracked_s, 0.0) / cfg.actuator_time_constant_s)
-        return max(float(lowest.max()), least) <= min(float(highest.min()), 1.0)
+        # (one sample interval earlier: the watchdog may have fired just before that sample)
+        step = self._alpha_dt if math.isfinite(self._alpha_dt) else 0.0
+        since = max(stamp_s - self._tracked_s + step, 0.0)
+        least = math.exp(-since / cfg.actuator_time_constant_s)
+        # and the fall must show: the most loaded tendon down by more than twice the tolerance
+        # (a module that merely holds its command while the band moves away has not fallen)
+        fallen = 1.0 - 2.0 * tol / float(most.max())
+        return max(float(lowest.max()), least) <= min(float(highest.min()), fallen)

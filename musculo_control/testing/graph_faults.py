@@ -69,6 +69,8 @@ HANG_OUTPUTS = {"stale_snapshot": "dynamics", "command_dropout": "commands"}
 GOAL_FAULTS = ("goal_outside_workspace", "goal_nan")
 #: Wall-clock bounds of one case [s].
 _START_TIMEOUT_S = 120.0
+#: The observer has caught up when it holds the samples sent this long before the end [s].
+_CAUGHT_UP_S = 0.05
 
 
 class _Case:
@@ -143,9 +145,20 @@ class _Case:
                 if t >= t_ack and not acknowledged and name is not None:
                     acknowledged = obs.acknowledge()[1]
                 time.sleep(0.005)
+            # the observer reads late on a loaded computer (measured: 0.3 s behind its 125 Hz
+            # stream, 2 s behind the 500 Hz one): what was sent by now, before the recording
+            ended = obs.now_s() - _CAUGHT_UP_S
+            if not obs.wait_until(lambda: _newest_stamp(obs) >= ended, _START_TIMEOUT_S):
+                raise RuntimeError(f"the observer did not catch up with the graph ({name})")
             return {"obs": _recordings(obs), "t0": t0, "onset": onset, "x0": x0, "end": end,
                     "acknowledged": acknowledged, "logs": {n: graph.log(n)[-3000:]
                                                            for n in graph.nodes}}
+
+
+def _newest_stamp(obs: GraphObserver) -> float:
+    """The oldest of the newest stamps of the streams the evaluation reads [s]."""
+    streams = [obs.commands, obs.sent] if obs.fast_streams else [obs.commands]
+    return min(obs.newest_stamp(r) for r in streams)
 
 
 def _released(obs: GraphObserver) -> bool:
@@ -183,10 +196,12 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
     nodes = {STAGE_NODES[s] for s in kind.stages} | {"activation_qp_node"}
     detect_t, rule, message = None, "", ""
     refused_before: dict[str, str] = {}
+    # every time from the messages' stamps (when each node acted), not from when the observer
+    # read them: at wall clock on a loaded computer the observer itself is late
     for d in rec["diagnostics"]:
         node = d.name.removeprefix("musculo_control: ")
         refused = {k: v for k, v in d.values.items() if k.startswith("refused")}
-        if d.t < onset:
+        if d.stamp < onset:
             refused_before.update(refused)
             continue
         named = [r for r in kind.expected_rules if r in d.message]
@@ -194,26 +209,27 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
             and node in nodes
         stage_error = node in nodes and node != "activation_qp_node" and d.level >= 1
         if named or new_refusal or stage_error:
-            detect_t = d.t
+            detect_t = d.stamp
             rule = named[0] if named else node
             message = d.message
             break
     commands = rec["commands"]
-    safe = [t for t, f in zip(commands.t, commands.values)
+    safe = [t for t, f in zip(commands.stamp, commands.values)
             if t >= onset and np.all(np.abs(np.asarray(f) - f_min_n) < 1e-6)]
     if safe and (detect_t is None or safe[0] < detect_t):
         detect_t, rule, message = safe[0], rule or "minimum tension", message
     safe_t = safe[0] if safe else None
-    sent = np.asarray([v for t, v in zip(rec["sent"].t, rec["sent"].values) if t >= onset])
+    sent = np.asarray([v for t, v in zip(rec["sent"].stamp, rec["sent"].values)
+                       if t >= onset])
     command_max = float(np.nanmax(sent)) if sent.size else 0.0
     any_nan = bool(sent.size and not np.isfinite(sent).all())
     t0 = run["t0"]
-    before = [f for t, f in zip(commands.t, commands.values)
+    before = [f for t, f in zip(commands.stamp, commands.values)
               if t0 <= t < onset and np.all(np.abs(np.asarray(f) - f_min_n) < 1e-6)]
     t_off = t0 + cfg.inject_at_s + fault_duration(cfg, name)
     states = rec["state"]
     back = None
-    for t, v in zip(states.t, states.values):
+    for t, v in zip(states.t, states.values):  # no stamp in the record: when read
         if t < t_off:
             continue
         if v["supervisor_state"] == 0.0 and back is None:

@@ -10,6 +10,7 @@ faults.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -70,8 +71,11 @@ class Recording:
 class Diagnostic:
     """One DiagnosticStatus as received."""
 
-    def __init__(self, t: float, status: cv.Status) -> None:
-        self.t = t
+    def __init__(self, t: float, status: cv.Status, stamp: float | None = None) -> None:
+        self.t = t  # receive time [s] (observer clock)
+        #: when the node published it [s] (its header; a node publishes at once on a change,
+        #: so this is when it found it, however late the observer reads it)
+        self.stamp = t if stamp is None else stamp
         self.name = status.name
         self.level = status.level
         self.message = status.message
@@ -132,6 +136,7 @@ class GraphObserver:
                          reliability=ReliabilityPolicy.BEST_EFFORT,
                          durability=DurabilityPolicy.VOLATILE)
         n.create_subscription(JointState, "muscle_commands", self._on_commands, qos)
+        self.fast_streams = fast_streams
         if fast_streams:
             n.create_subscription(JointState, "hw/tendon_commands", self._on_sent, qos)
             n.create_subscription(JointState, "joint_states", self._on_joints, qos)
@@ -215,6 +220,11 @@ class GraphObserver:
         with self._lock:
             return Recording(list(recording.t), list(recording.stamp), list(recording.values))
 
+    def newest_stamp(self, recording: Recording) -> float:
+        """The stamp of the newest sample of ``recording`` [s] (-inf: none yet)."""
+        with self._lock:
+            return recording.stamp[-1] if recording.stamp else -math.inf
+
     def diagnostics_of(self, node: str) -> list[Diagnostic]:
         with self._lock:
             return [d for d in self.diagnostics if d.name == f"musculo_control: {node}"]
@@ -297,9 +307,10 @@ class GraphObserver:
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         t = self.now_s()
+        stamp = cv.stamp_of(msg).seconds
         with self._lock:
             for status in cv.read_diagnostic_array(msg):
-                self.diagnostics.append(Diagnostic(t, status))
+                self.diagnostics.append(Diagnostic(t, status, stamp))
 
     # -- acting -----------------------------------------------------------------------------------
     def _stamp(self) -> Stamp:
