@@ -38,6 +38,7 @@ import numpy as np
 
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.loop.build import LoopParts
+from musculo_control.loop.state_record import STATE_CODES
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
 from musculo_control.nodes.node_config import ACTIVATION_QP_NODE, MOCK_HARDWARE_NODE
@@ -69,6 +70,8 @@ HANG_OUTPUTS = {"stale_snapshot": "dynamics", "command_dropout": "commands"}
 GOAL_FAULTS = ("goal_outside_workspace", "goal_nan")
 #: Wall-clock bounds of one case [s].
 _START_TIMEOUT_S = 120.0
+#: An operator acknowledges a latched fault at most this often, this many times in a case.
+_ACKNOWLEDGE_EVERY_S, _ACKNOWLEDGES = 0.2, 3
 #: The observer has caught up when it holds the samples sent this long before the end [s].
 _CAUGHT_UP_S = 0.05
 
@@ -124,6 +127,7 @@ class _Case:
             t_end = t_off + cfg.observe_after_s
             onset = ack = None
             acknowledged = ""
+            acks, last_ack = 0, -math.inf
             while True:
                 t = obs.now_s() - t0
                 if t >= t_end:
@@ -142,8 +146,13 @@ class _Case:
                 if name in HANGS and onset is not None and ack is None and t >= t_off:
                     graph.send(HANGS[name], signal.SIGCONT)
                     ack = t
-                if t >= t_ack and not acknowledged and name is not None:
-                    acknowledged = obs.acknowledge()[1]
+                # an operator acknowledges what they see latched (at wall clock the latch may
+                # come after t_ack), and again if it latches again, up to _ACKNOWLEDGES times
+                if t >= t_ack and name is not None and acks < _ACKNOWLEDGES \
+                        and obs.now_s() - last_ack >= _ACKNOWLEDGE_EVERY_S and _latched(obs):
+                    acknowledged = "; ".join(filter(None, (acknowledged, obs.acknowledge()[1])))
+                    acks += 1
+                    last_ack = obs.now_s()
                 time.sleep(0.005)
             # the observer reads late on a loaded computer (measured: 0.3 s behind its 125 Hz
             # stream, 2 s behind the 500 Hz one): what was sent by now, before the recording
@@ -159,6 +168,12 @@ def _newest_stamp(obs: GraphObserver) -> float:
     """The oldest of the newest stamps of the streams the evaluation reads [s]."""
     streams = [obs.commands, obs.sent] if obs.fast_streams else [obs.commands]
     return min(obs.newest_stamp(r) for r in streams)
+
+
+def _latched(obs: GraphObserver) -> bool:
+    """The controller's newest state record says latched."""
+    states = obs.snapshot(obs.controller_state).values
+    return bool(states) and states[-1]["supervisor_state"] == STATE_CODES["latched"]
 
 
 def _released(obs: GraphObserver) -> bool:
