@@ -112,7 +112,8 @@ class _Case:
         seconds = _START_TIMEOUT_S + cfg.inject_at_s + self.duration + cfg.observe_after_s + 30.0
         with loaded(self.busy_loops, seconds), self.graph as graph, \
                 GraphObserver(self.parts, use_sim_time=not self.wall_clock,
-                              domain_id=self.domain) as obs:
+                              domain_id=self.domain,
+                              fast_streams=("hw/tendon_commands",)) as obs:
             if not obs.wait_until(lambda: _released(obs), _START_TIMEOUT_S):
                 raise RuntimeError(f"the graph did not start ({name}): node logs in "
                                    f"{self.graph.workdir}")
@@ -166,7 +167,8 @@ class _Case:
 
 def _newest_stamp(obs: GraphObserver) -> float:
     """The oldest of the newest stamps of the streams the evaluation reads [s]."""
-    streams = [obs.commands, obs.sent] if obs.fast_streams else [obs.commands]
+    streams = [obs.commands, obs.sent] if "hw/tendon_commands" in obs.fast_streams \
+        else [obs.commands]
     return min(obs.newest_stamp(r) for r in streams)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,6 @@ from musculo_control.loop.build import LoopParts
 from musculo_control.loop.state_record import controller_state_layout
 from musculo_control.nodes.ros_common import (
     MSGS,
-    QOS_DIAGNOSTICS,
     QOS_GOAL,
     QOS_STATE_SUB,
     QOS_STOP,
@@ -90,10 +89,12 @@ class GraphObserver:
 
     def __init__(self, parts: LoopParts, *, use_sim_time: bool = False,
                  name: str = "graph_observer", domain_id: int | None = None,
-                 fast_streams: bool = True) -> None:
+                 fast_streams: bool | Collection[str] = True) -> None:
         """``fast_streams``: also record the 500 Hz streams (``hw/tendon_commands``,
-        ``joint_states``, ``hw/potentiometers``, ``muscle_states``). Off, the observer takes
-        about a tenth of the messages (benchmarks, where its own load would be measured)."""
+        ``joint_states``, ``hw/potentiometers``, ``muscle_states``), or those of them named.
+        Off, the observer takes about a tenth of the messages (benchmarks, where its own load
+        would be measured; a loaded computer, where a Python callback per sample of four 500 Hz
+        streams leaves the observer seconds behind)."""
         robot = self.robot = parts.robot
         self.calibration = parts.drivers.calibration
         self.frame_id = robot.arm.base_frame
@@ -136,12 +137,13 @@ class GraphObserver:
                          reliability=ReliabilityPolicy.BEST_EFFORT,
                          durability=DurabilityPolicy.VOLATILE)
         n.create_subscription(JointState, "muscle_commands", self._on_commands, qos)
-        self.fast_streams = fast_streams
-        if fast_streams:
-            n.create_subscription(JointState, "hw/tendon_commands", self._on_sent, qos)
-            n.create_subscription(JointState, "joint_states", self._on_joints, qos)
-            n.create_subscription(JointState, "hw/potentiometers", self._on_pots, qos)
-            n.create_subscription(JointState, "muscle_states", self._on_muscles, qos)
+        fast = {"hw/tendon_commands": self._on_sent, "joint_states": self._on_joints,
+                "hw/potentiometers": self._on_pots, "muscle_states": self._on_muscles}
+        #: the 500 Hz streams recorded
+        self.fast_streams = frozenset(fast if fast_streams is True
+                                      else () if fast_streams is False else fast_streams)
+        for topic in self.fast_streams:
+            n.create_subscription(JointState, topic, fast[topic], qos)
         n.create_subscription(Float64MultiArray, "dynamics", self._on_dynamics, qos)
         n.create_subscription(PointStamped, "mock/hand", self._on_hand, QOS_STATE_SUB)
         n.create_subscription(PointStamped, "mock/elbow", self._on_elbow, QOS_STATE_SUB)
@@ -150,8 +152,9 @@ class GraphObserver:
         n.create_subscription(PoseStamped, "controller/goal", self._on_goal, QOS_GOAL)
         n.create_subscription(MultiDOFJointTrajectory, "hand_goal/trajectory",
                               self._on_goal_point, 50)  # sent on change, reliable
-        n.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
-                              QOS_DIAGNOSTICS)
+        # best effort and deep too: a reliable reader that reads late stalls the nodes'
+        # publishers, and a shallow one drops the status that named a fault
+        n.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos)
         self._goal_pub = n.create_publisher(PoseStamped, "hand_goal", QOS_GOAL)
         self._trajectory_pub = n.create_publisher(MultiDOFJointTrajectory,
                                                   "hand_goal/trajectory", QOS_GOAL)
