@@ -109,6 +109,9 @@ def test_a_node_killed_under_load_ends_in_minimum_tension_with_its_reason(parts,
             "the controller commanded only minimum tension before the kill:\n" + logs(graph)
         graph.send(node, signal.SIGKILL)
         assert obs.wait_for(1.0, 60.0)
+        # the loaded observer reads late: what the controller sent by now, first
+        caught_up = obs.now_s() - 0.05
+        assert obs.wait_until(lambda: obs.newest_stamp(obs.commands) >= caught_up, 60.0)
         said = first_diagnostic(obs, t_kill, "activation_qp_node", 2, words)
         commands = obs.snapshot(obs.commands)
     assert said is not None, [d for d in obs.diagnostics if d.t >= t_kill][:5]

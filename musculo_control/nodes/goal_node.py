@@ -19,6 +19,7 @@ goal is judged again by the QP node's goal gate.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,7 @@ class GoalNode(StageNode):
                                      self._on_controller_goal, QOS_GOAL)
             if p.mode == "trajectory" else None)
         self._controller_holds = False
+        self._held_s = -math.inf  # the stamp of the controller's first goal [s]
         self._started = False
         self._finished = False
         self._sent = 0
@@ -134,6 +136,9 @@ class GoalNode(StageNode):
 
     def _on_controller_goal(self, msg: PoseStamped) -> None:
         self._controller_holds = True
+        # when the controller took the arm, by its stamp: this node's own clock may not have
+        # caught up yet (on simulated time a loaded node reads /clock late)
+        self._held_s = cv.stamp_of(msg).seconds
         self._start()
 
     def _start(self) -> None:
@@ -161,7 +166,7 @@ class GoalNode(StageNode):
                 self.health.set(ERROR, f"trajectory not played: {why}", now)
                 return
             self._trajectory = traj
-            self._start_s = now + p.start_delay_s
+            self._start_s = max(now, self._held_s) + p.start_delay_s
             self.health.set(OK, f"trajectory of {traj.duration_s:g} s starts in "
                                 f"{p.start_delay_s:g} s", now)
         else:
