@@ -103,17 +103,22 @@ def test_a_node_killed_under_load_ends_in_minimum_tension_with_its_reason(parts,
         wait_running(graph, obs)
         _skip_unless_realtime(graph)
         assert obs.wait_for(2.0, 60.0)
+
+        def caught_up(t: float) -> bool:
+            """The loaded observer reads late: wait until it holds what was sent by ``t``."""
+            return obs.wait_until(lambda: obs.newest_stamp(obs.commands) >= t, 60.0)
+
         t_kill = obs.now_s()
-        before = obs.snapshot(obs.commands).since(t_kill - 1.0).values
+        assert caught_up(t_kill - 0.05)
+        recent = obs.snapshot(obs.commands)
+        before = [f for st, f in zip(recent.stamp, recent.values) if st >= t_kill - 1.0]
         assert any(not minimum_tension(f, f_min) for f in before), \
             "the controller commanded only minimum tension before the kill:\n" + logs(graph)
         graph.send(node, signal.SIGKILL)
         assert obs.wait_for(1.0, 60.0)
-        # the loaded observer reads late: what the controller sent by now, first
-        caught_up = obs.now_s() - 0.05
-        assert obs.wait_until(lambda: obs.newest_stamp(obs.commands) >= caught_up, 60.0)
+        assert caught_up(obs.now_s() - 0.05)
         said = first_diagnostic(obs, t_kill, "activation_qp_node", 2, words)
         commands = obs.snapshot(obs.commands)
     assert said is not None, [d for d in obs.diagnostics if d.t >= t_kill][:5]
     after = [f for st, f in zip(commands.stamp, commands.values) if st >= t_kill + limit]
-    assert after and all(minimum_tension(f, f_min) for f in after), node
+    assert after and all(minimum_tension(f, f_min) for f in after), (node, logs(graph)[-6000:])
