@@ -308,13 +308,20 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
             if t >= onset and np.all(np.abs(np.asarray(f) - f_min_n) < 1e-6)]
     if safe and (detect_t is None or safe[0] < detect_t):
         detect_t, rule, message = safe[0], rule or "minimum tension", message
-    safe_t = safe[0] if safe else None
     # what went to the actuators: the tendon driver's output (a stray writer of
     # hw/tendon_commands is heard on the same topic: its samples are its fixed tension)
     stray_n = (None if stray is None or stray.topic != "hw/tendon_commands"
                else cfg.injection.stray_tension_n)
-    sent = np.asarray([v for t, v in zip(rec["sent"].stamp, rec["sent"].values) if t >= onset
-                       and (stray_n is None or not np.allclose(v, stray_n, atol=1e-6))])
+    driver = [(t, v) for t, v in zip(rec["sent"].stamp, rec["sent"].values) if t >= onset
+              and (stray_n is None or not np.allclose(v, stray_n, atol=1e-6))]
+    sent = np.asarray([v for _, v in driver])
+    # the safe state: minimum tension from the controller, or from the tendon driver on its own
+    # (its watchdog, when the controller's commands stop), whichever comes first (the runner's
+    # matrix counts both too)
+    driver_safe = next((t for t, v in driver if np.all(np.abs(np.asarray(v) - f_min_n) < 1e-6)),
+                       None)
+    safe_t = min((t for t in (safe[0] if safe else None, driver_safe) if t is not None),
+                 default=None)
     command_max = float(np.nanmax(sent)) if sent.size else 0.0
     any_nan = bool(sent.size and not np.isfinite(sent).all())
     t0 = run["t0"]
