@@ -60,7 +60,7 @@ def test_catalogue_names_rules_that_exist():
 
     assert len(set(FAULT_NAMES)) == len(FAULTS) >= 13
     for kind in FAULTS:
-        assert kind.layer in ("mock", "stream", "controller")
+        assert kind.layer in ("mock", "stream", "controller", "authority", "operator")
         assert set(kind.expected_rules) <= set(RULE_NAMES), kind
     with pytest.raises(Exception, match="pot_nan"):
         fault_kind("pot_nann")
@@ -125,6 +125,26 @@ def test_stream_injections(rig):
     assert np.linalg.norm(far.position_m - goal.position_m) > 0.5
 
 
+def test_stray_writers_are_listed_and_send_at_their_rate_while_the_fault_is_on(rig):
+    cfg = load_reliability_section(rig.robot.config_dir, "faults", FaultMatrixConfig)
+    inj = _injector(rig, "foreign_commander", start=0.01, end=0.05)
+    assert inj.stray_writers("muscle_commands", 0.005) == ()
+    (writer,) = inj.stray_writers("muscle_commands", 0.02)
+    assert writer.node == "/stray_commander" and inj.onset_s == 0.02
+    assert inj.stray_writers("hw/tendon_commands", 0.02) == ()  # its own stream only
+    sent = [t for t in np.arange(0.0, 0.06, 0.001)
+            if inj.stray_command("muscle_commands", t) is not None]
+    assert len(sent) == round(0.04 * cfg.injection.stray_rate_hz)  # 200 Hz for 40 ms
+    assert sent[0] == pytest.approx(0.01) and sent[-1] < 0.05
+    tension = _injector(rig, "foreign_commander").stray_command("muscle_commands", 0.02)
+    assert np.all(tension == cfg.injection.stray_tension_n)
+    actuators = _injector(rig, "foreign_actuator_writer")
+    assert actuators.stray_writers("hw/tendon_commands", 0.02)[0].node == \
+        "/stray_actuator_writer"
+    stop = _injector(rig, "operator_stop")
+    assert [stop.operator_stop(t) for t in (0.005, 0.02, 0.06)] == [False, True, False]
+
+
 def test_qp_failure_is_a_real_solver_failure(rig, setup):
     inj = _injector(rig, "qp_failure")
     ctrl = inj.wrap(rig.controller)
@@ -182,10 +202,49 @@ def test_faults_end_at_minimum_tension_and_warnings_do_not(matrix):
     message, a late input within its hold bound, clamped command) never does."""
     results, _ = matrix
     warning_only = {"goal_nan", "goal_outside_workspace", "reordered_stream",
-                    "command_overrange", "delayed_stream"}
+                    "command_overrange", "delayed_stream", "foreign_commander"}
     assert warning_only == {k.name for k in FAULTS if not k.safe_state}
     for r in results:
         assert (r.safe_ticks == 0) == (r.name in warning_only), r
+
+
+def test_stray_writers_and_the_operator_stop_in_the_runners_matrix(matrix):
+    """The rows of command authority and the operator stop: a stray muscle_commands publisher
+    is named by the driver and none of its 900 N samples moves the arm (the controller's pass:
+    no minimum tension, the hand within 1 cm of the fault-free run); a stray writer to the
+    actuators latches the controller at minimum tension and the mock applies none of its
+    commands; the operator stop puts every tendon at minimum tension until it is released."""
+    results, _ = matrix
+    rows = {r.name: r for r in results}
+    commander = rows["foreign_commander"]
+    assert commander.rule == "tendon actuators" and "/stray_commander" in commander.message
+    assert commander.safe_ticks == 0 and commander.max_deviation_m < 0.01, commander
+    actuators = rows["foreign_actuator_writer"]
+    assert "/stray_actuator_writer" in actuators.message, actuators
+    assert actuators.safe_state_ms is not None and actuators.recovered, actuators
+    stop = rows["operator_stop"]
+    assert "operator stop" in stop.message and stop.safe_state_ms is not None, stop
+    assert stop.safe_state_ms <= stop.target_ms and stop.recovered, stop
+
+
+@pytest.mark.parametrize("fault, stage", [("foreign_commander", "tendon driver"),
+                                          ("foreign_actuator_writer", "mock arm")])
+def test_the_runner_refuses_every_sample_of_a_stray_writer(setup, matrix_cfg, fault, stage):
+    """The matrix's stray-writer runs, looked into: the stage the stray writes to refused
+    every one of its samples (900 N on every muscle or actuator at 200 Hz for 100 ms: 20), and
+    a stray commander left the driver's output where the fault-free run had it."""
+    import dataclasses
+
+    from musculo_control.sim.fault_matrix import run_case
+
+    cfg = dataclasses.replace(matrix_cfg, cases=(fault,))
+    _, extra = run_case(setup, cfg, fault)
+    stray_samples = round(cfg.duration_s * cfg.injection.stray_rate_hz)
+    assert extra["foreign_refused"][stage] == stray_samples, extra["foreign_refused"]
+    assert sum(extra["foreign_refused"].values()) == stray_samples
+    if fault == "foreign_commander":
+        _, base = run_case(setup, cfg, None)
+        assert extra["sent_max_n"] == pytest.approx(base["sent_max_n"], abs=1e-9)
 
 
 # -- the runner's accounting --------------------------------------------------------------------

@@ -349,24 +349,29 @@ def test_trajectory_b_from_pose_a_tracks_like_the_runner(parts, tmp_path):
 
 
 # -- the fault matrix on the graph ------------------------------------------------------------------
+@pytest.mark.timeout(1200)
 def test_the_graph_fault_matrix_detects_injected_faults_and_writes_the_runners_json(tmp_path):
     """``musculo simulate faults --graph`` on two faults, one the mock arm injects and one the
     controller node does, both started over the ``~/inject_fault`` services of their test-side
-    stand-ins."""
+    stand-ins; and on the rows of command authority and the operator stop: a stray publisher of
+    ``muscle_commands`` and one of ``hw/tendon_commands`` (nodes of the observer's), the
+    operator stop set and released."""
     import json
     import subprocess
     import sys
 
     out = tmp_path / "out"
+    cases = ["pot_dropout", "command_nan", "foreign_commander", "foreign_actuator_writer",
+             "operator_stop"]
     done = subprocess.run(
         [sys.executable, "-m", "musculo_control.cli", "simulate", "faults", "--graph",
-         "--out", str(out), "--set", "reliability.faults.cases=[pot_dropout, command_nan]"],
-        capture_output=True, text=True, timeout=500)
+         "--out", str(out), "--set", f"reliability.faults.cases=[{', '.join(cases)}]"],
+        capture_output=True, text=True, timeout=1100)
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads((out / "faults.json").read_text())
     assert doc["loop"] == "node graph"
     rows = {r["name"]: r for r in doc["faults"]}
-    assert set(rows) == {"pot_dropout", "command_nan"}
+    assert set(rows) == set(cases)
     limit = doc["target"]["max_command_N"]
     for row in rows.values():
         assert row["detected"] and row["detection_time_ms"] is not None, row
@@ -379,6 +384,23 @@ def test_the_graph_fault_matrix_detects_injected_faults_and_writes_the_runners_j
     # named it reached the observer: seen on a fresh CI machine) the command topic going to
     # minimum tension, which is the rule's action
     assert rows["command_nan"]["rule"] in ("command_invalid", "minimum tension"), rows
+    # the stray commander named by the driver (only a status naming its node counts), its 900 N
+    # never obeyed: the controller's samples pass (each sample's publisher id), no minimum
+    # tension, the hand where the fault-free run had it
+    commander = rows["foreign_commander"]
+    assert commander["rule"] == "tendon_driver_node" and "/stray_commander" in \
+        commander["message"], commander
+    assert commander["safe_state_ms"] is None and commander["max_deviation_m"] < 0.01, commander
+    # a second writer to the actuators: named, the controller at minimum tension (latched,
+    # acknowledged after the stray is gone)
+    actuators = rows["foreign_actuator_writer"]
+    assert "/stray_actuator_writer" in actuators["message"], actuators
+    assert actuators["safe_state_ms"] is not None
+    assert actuators["safe_state_ms"] <= doc["target"]["detection_time_ms"], actuators
+    # the operator stop: every tendon at minimum tension, back after the release
+    stop = rows["operator_stop"]
+    assert stop["safe_state_ms"] is not None
+    assert stop["safe_state_ms"] <= doc["target"]["detection_time_ms"], stop
     assert doc["fault_free_run"]["alarms"] == 0, doc["fault_free_run"]
     assert doc["fault_free_run"]["alarm_messages"] == [], doc["fault_free_run"]
 

@@ -82,14 +82,12 @@ from musculo_control.nodes.ros_common import (
     now_stamp,
 )
 from musculo_control.nodes.writers import GraphWriters, fully_qualified
-from musculo_control.safety.authority import WriterWatch
+from musculo_control.safety.authority import FOREIGN_ACTUATOR_WRITER, WriterWatch
 from musculo_control.safety.goal_gate import GoalRequest
 from musculo_control.safety.operator_stop import STOP_TOPIC
 
 GOAL_TOPIC = "hand_goal"
 GOAL_TRAJECTORY_TOPIC = "hand_goal/trajectory"
-#: The rule of a second writer to the actuators.
-_FOREIGN_WRITER = "foreign_actuator_writer"
 
 
 class ActivationQPNode(StageNode):
@@ -139,7 +137,7 @@ class ActivationQPNode(StageNode):
         self._trajectory_in = self.inputs.subscribe(MultiDOFJointTrajectory,
                                                     GOAL_TRAJECTORY_TOPIC, qos=QOS_GOAL)
         self._stop_in = self.inputs.subscribe(Bool, STOP_TOPIC, qos=QOS_STOP)
-        self.step.writer_watches[_FOREIGN_WRITER] = WriterWatch(
+        self.step.writer_watches[FOREIGN_ACTUATOR_WRITER] = WriterWatch(
             SENT_TOPIC, {fully_qualified(self, p.actuator_writer)}, parts.safety.authority)
         self._sent_writers = GraphWriters(self, SENT_TOPIC)
         self.create_service(Trigger, "controller/acknowledge", self._on_acknowledge)
@@ -180,9 +178,9 @@ class ActivationQPNode(StageNode):
             else:
                 step.receive_tendons(TendonState(arrays.stamp.seconds, arrays.position,
                                                  arrays.velocity, arrays.effort, ()))
-        watch = step.writer_watches[_FOREIGN_WRITER]
-        step.judge_writers(_FOREIGN_WRITER, self._sent_writers.writers(watch.verdict.admit),
-                           now_s)
+        watch = step.writer_watches[FOREIGN_ACTUATOR_WRITER]
+        step.judge_writers(FOREIGN_ACTUATOR_WRITER,
+                           self._sent_writers.writers(watch.verdict.admit), now_s)
         for msg in self._sent_in.take_all():
             arrays = cv.read_joint_state(msg, self._sent_order, required=("effort",),
                                          finite=True)

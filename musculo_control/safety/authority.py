@@ -28,6 +28,11 @@ from typing import NamedTuple
 
 from musculo_control.config.parser import spec
 
+#: The rules of a foreign writer (:mod:`musculo_control.safety.rules`): of ``muscle_commands``,
+#: at the tendon driver; of ``hw/tendon_commands``, at the controller's supervisor.
+FOREIGN_COMMANDER = "foreign_commander"
+FOREIGN_ACTUATOR_WRITER = "foreign_actuator_writer"
+
 
 @dataclass(frozen=True, kw_only=True)
 class AuthorityConfig:

@@ -222,6 +222,8 @@ def run_case(setup: Setup, cfg: FaultMatrixConfig, name: str | None,
         controller = injector.wrap(rig.controller)
         rig.mock.fault_hook = injector
     loop = rig.loop(controller, injector)
+    if injector is not None and injector.kind.layer == "authority":
+        loop.watch_writers(rig.parts.safety.authority)  # the graph's publisher lists
     loop.reset(q0, goal_at(0.0))
     supervisor = rig.supervisor
     trace = _Trace()
@@ -250,6 +252,10 @@ def run_case(setup: Setup, cfg: FaultMatrixConfig, name: str | None,
             extra["watchdog_rule"] = "command_watchdog" if out.faults else "command_late"
         if out is not None and not out.ok and extra.get("driver_safe_t") is None and t >= t_on:
             extra["driver_safe_t"] = t
+        if injector is not None and injector.kind.layer == "operator":
+            stop = injector.operator_stop(injector.origin_s + t)
+            if stop != loop.step.stopped:  # set, then released, as an operator's two calls
+                loop.operator_stop(stop, "operator stop (fault matrix)")
         if name is not None and extra["acknowledged"] == () and t >= t_ack:
             extra["acknowledged"] = supervisor.acknowledge() or ("nothing latched",)
 
@@ -257,6 +263,9 @@ def run_case(setup: Setup, cfg: FaultMatrixConfig, name: str | None,
     extra["health_log"] = list(loop.health_log)
     extra["sent_max_n"] = loop.sent_max_n
     extra["sent_nonfinite"] = loop.sent_nonfinite
+    # samples of a stray writer refused by their stage (watch_writers)
+    extra["foreign_refused"] = {"tendon driver": loop.tendons.foreign_refused,
+                                "mock arm": loop.mock_stage.foreign_refused}
     return trace, extra
 
 

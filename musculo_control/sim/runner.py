@@ -15,6 +15,11 @@ step counter; every rate must divide the physics rate.
 Start-up is the node graph's too: the mock arm is held still until the controller's commands
 hold it (:class:`~musculo_control.loop.mock_stage.MockStage`); :meth:`ClosedLoop.reset` runs
 the loop until then, and that moment is time 0 of the run.
+
+Who writes the two command streams is watched as the nodes watch it only after
+:meth:`ClosedLoop.watch_writers` (the fault matrix's stray writers): the loop's own writers
+then stand for the controller and the tendon driver in a graph's publisher lists, besides any
+writer the stream faults add, and every command carries its writer's id.
 """
 
 from __future__ import annotations
@@ -42,15 +47,29 @@ from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.hardware.tendon_driver import DriverOutput, TendonState
 from musculo_control.loop.control_step import ControlStep
 from musculo_control.loop.dynamics_stage import DynamicsStage
+from musculo_control.loop.mock_stage import COMMAND_TOPIC as TENDON_COMMANDS
 from musculo_control.loop.mock_stage import MockStage, SensorFaults, SensorMessage
 from musculo_control.loop.potentiometer_stage import PotentiometerStage
+from musculo_control.loop.tendon_stage import COMMAND_IN_TOPIC as MUSCLE_COMMANDS
 from musculo_control.loop.tendon_stage import TendonStage
 from musculo_control.loop.timing import divisor
+from musculo_control.safety.authority import (
+    FOREIGN_ACTUATOR_WRITER,
+    AuthorityConfig,
+    Writer,
+    WriterWatch,
+)
 from musculo_control.safety.episodes import EpisodeLog
 from musculo_control.safety.supervisor import SafetyReport
 
 FloatArray = npt.NDArray[np.float64]
 T = TypeVar("T")
+
+#: The loop's own writers of its command streams as a graph's publisher list would name them
+#: (:meth:`ClosedLoop.watch_writers`): the controller's ``muscle_commands``, the tendon
+#: driver's ``hw/tendon_commands``.
+CONTROLLER_WRITER = Writer("/controller", b"controller")
+DRIVER_WRITER = Writer("/tendon_driver", b"tendon_driver")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,6 +164,14 @@ class StreamFaults(SensorFaults, Protocol):
 
     def command_passes(self, t_s: float) -> bool: ...
 
+    def stray_writers(self, topic: str, t_s: float) -> tuple[Writer, ...]:
+        """Publishers of a command stream besides the loop's own writer at ``t_s``."""
+        ...
+
+    def stray_command(self, topic: str, t_s: float) -> FloatArray | None:
+        """What such a publisher sends at ``t_s``, in newtons per muscle (``None``: nothing)."""
+        ...
+
 
 TICK_KINDS = ("physics", "sensor", "dynamics", "control", "driver")
 
@@ -188,6 +215,9 @@ class ClosedLoop:
         self._commands: DelayLine[tuple[float, FloatArray]] = DelayLine(d)
         self._to_arm: DelayLine[FloatArray] = DelayLine(d)
         self._sent: DelayLine[tuple[float, FloatArray]] = DelayLine(d)  # driver -> controller
+        # stray writers' samples (watch_writers): (topic, stamp [s], tension [N], writer id)
+        self._stray: DelayLine[tuple[str, float, FloatArray, bytes]] = DelayLine(d)
+        self._watched = False  # watch_writers() was called
         self.health_log: list[HealthEvent] = []
         for stage in (mock, pots, tendons, dynamics, step):
             name = stage.health.name
@@ -207,7 +237,7 @@ class ClosedLoop:
 
     def _clear(self) -> None:
         for line in (self._raw, self._joints, self._muscles, self._snapshots, self._commands,
-                     self._to_arm, self._sent):
+                     self._to_arm, self._sent, self._stray):
             line.clear()
         self.step_count = 0
         self.t0_s = 0.0  # the stamp of time 0 of the run (the release) [s]
@@ -259,6 +289,51 @@ class ClosedLoop:
         self.step.operator_stop(on, t, reason)
         self.tendons.operator_stop(on, t, reason)
 
+    def watch_writers(self, config: AuthorityConfig) -> None:
+        """Watch the writers of the command streams as the nodes do
+        (:mod:`musculo_control.safety.authority`): the tendon driver those of
+        ``muscle_commands`` (only :data:`CONTROLLER_WRITER` may), the controller's supervisor
+        (rule ``foreign_actuator_writer``) and the mock arm those of ``hw/tendon_commands``
+        (only :data:`DRIVER_WRITER`). At every physics step the writers listed are the loop's
+        own and the stream faults' strays (:meth:`StreamFaults.stray_writers`), whose samples
+        go through the same hops with their writer's id."""
+        self.tendons.writers = WriterWatch(MUSCLE_COMMANDS, {CONTROLLER_WRITER.node}, config)
+        self.mock_stage.writers = WriterWatch(TENDON_COMMANDS, {DRIVER_WRITER.node}, config)
+        self.step.writer_watches[FOREIGN_ACTUATOR_WRITER] = WriterWatch(
+            TENDON_COMMANDS, {DRIVER_WRITER.node}, config)
+        self._watched = True
+
+    def _judge_writers(self, k: int, t: float) -> None:
+        """The writers of both command streams at stamp ``t`` [s] judged by the stages'
+        watches, and the strays' samples sent (:meth:`watch_writers`)."""
+        injected = self.stream_faults
+        strays = {topic: () if injected is None else injected.stray_writers(topic, t)
+                  for topic in (MUSCLE_COMMANDS, TENDON_COMMANDS)}
+        self.tendons.judge_writers([CONTROLLER_WRITER, *strays[MUSCLE_COMMANDS]], t)
+        actuators = [DRIVER_WRITER, *strays[TENDON_COMMANDS]]
+        if self.mock_stage.writers is not None:
+            self.mock_stage.writers.judge(actuators, t)
+        self.step.judge_writers(FOREIGN_ACTUATOR_WRITER, actuators, t)
+        if injected is None:
+            return
+        for topic, writers in strays.items():
+            tension = injected.stray_command(topic, t) if writers else None
+            if tension is not None:
+                for writer in writers:
+                    self._stray.send(k, (topic, t, tension, writer.gid))
+
+    def _receive_strays(self, k: int) -> None:
+        """The strays' samples due at step ``k``, where the graph's subscribers take them: the
+        tendon driver (``muscle_commands``); the mock arm and the controller's tendon monitor
+        (``hw/tendon_commands``, in driver units on the wire)."""
+        for topic, stamp, tension, gid in self._stray.receive(k):
+            if topic == MUSCLE_COMMANDS:
+                self.tendons.receive_command(stamp, tension, gid)
+            else:
+                self.mock_stage.receive_command(
+                    self.tendons.driver.calibration.n_to_driver(tension), stamp, gid)
+                self.step.receive_sent(stamp, tension)
+
     @property
     def time_s(self) -> float:
         """Time since the start of the run [s]."""
@@ -303,6 +378,9 @@ class ClosedLoop:
         t_run = 0.0 if startup else t - self.t0_s
         if hook is not None:
             hook(t_run, self.mock)
+        if self._watched:
+            self._judge_writers(k, t)
+            self._receive_strays(k)
         sensing = k % div.sensor == 0
         if sensing:
             ticks["sensor"] += 1
@@ -363,7 +441,7 @@ class ClosedLoop:
         commands_due = self._commands._queue
         if commands_due and commands_due[0][0] <= k:
             for stamp, tension in self._commands.receive(k):
-                self.tendons.receive_command(stamp, tension)
+                self.tendons.receive_command(stamp, tension, CONTROLLER_WRITER.gid)
         if k % div.driver == 0:
             ticks["driver"] += 1
             sent = self.tendons.output(t)
@@ -379,7 +457,7 @@ class ClosedLoop:
         to_arm_due = self._to_arm._queue
         if to_arm_due and to_arm_due[0][0] <= k:
             for units in self._to_arm.receive(k):
-                stage.receive_command(units)
+                stage.receive_command(units, None, DRIVER_WRITER.gid)
         stage.step()
         self.step_count += 1
         ticks["physics"] += 1

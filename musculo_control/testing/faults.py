@@ -12,7 +12,13 @@ One :class:`FaultInjector` carries one fault (a name of :data:`FAULTS`) active i
   a delayed or reordered sensor stream, dynamics snapshots that stop, commands that stop, a hand
   goal outside the workspace or with NaN;
 - the controller (:meth:`FaultInjector.wrap`): a QP held to one iteration (a real OSQP failure),
-  a command with NaN or far above the actuator's limit.
+  a command with NaN or far above the actuator's limit;
+- the writers of the command streams (the runner's
+  :meth:`~musculo_control.sim.runner.ClosedLoop.watch_writers`): a stray node that publishes
+  ``muscle_commands`` or ``hw/tendon_commands`` besides the loop's own writer
+  (:meth:`FaultInjector.stray_writers`, :meth:`FaultInjector.stray_command`);
+- the operator: the operator stop set, and released when the fault ends
+  (:meth:`FaultInjector.operator_stop`).
 
 It records the fault's *onset*: the instant the fault first touched the data, which is
 ``start_s`` for a physical fault (the tendon snaps then) and, for a message stream, the moment
@@ -39,7 +45,10 @@ from musculo_control.control.tick_base import Controller
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.estimation.snapshot import DynamicsSnapshot
 from musculo_control.hardware.calibration import Calibration
+from musculo_control.loop.mock_stage import COMMAND_TOPIC as TENDON_COMMANDS
+from musculo_control.loop.tendon_stage import COMMAND_IN_TOPIC as MUSCLE_COMMANDS
 from musculo_control.model.robot import Robot
+from musculo_control.safety.authority import Writer
 from musculo_control.safety.goal_gate import GoalRequest
 from musculo_control.sim.runner import SensorMessage
 
@@ -50,7 +59,7 @@ class FaultKind(NamedTuple):
     """One injectable fault."""
 
     name: str
-    layer: str  # mock | stream | controller
+    layer: str  # mock | stream | controller | authority (a stray writer) | operator
     expected_rules: tuple[str, ...]  # safety rules that should report it (warnings included)
     description: str
     #: stages whose health (their node's /diagnostics) also reports it, by
@@ -64,7 +73,7 @@ class FaultKind(NamedTuple):
     hold: str = ""
 
 
-_POTS, _TENDONS, _DYNAMICS = "potentiometers", "tendon actuators", "dynamics"
+_POTS, _TENDONS, _DYNAMICS, _MOCK = "potentiometers", "tendon actuators", "dynamics", "mock arm"
 
 #: Every fault the injector knows, in the order of the fault matrix.
 FAULTS: tuple[FaultKind, ...] = (
@@ -107,6 +116,18 @@ FAULTS: tuple[FaultKind, ...] = (
     FaultKind("command_overrange", "controller", ("command_saturated",),
               "the controller commands the most loaded tendon far above the actuator's limit",
               safe_state=False),
+    # where each sample carries its writer's id (rclpy from Kilted, the runner) the driver
+    # passes the controller's samples only and control goes on; without ids (Humble, Jazzy)
+    # it sends minimum tension while the stray is there (doc/ros.md "Command authority")
+    FaultKind("foreign_commander", "authority", ("foreign_commander",),
+              "a stray node publishes muscle_commands (stray_tension_n on every muscle at "
+              "stray_rate_hz)", (_TENDONS,), safe_state=False),
+    FaultKind("foreign_actuator_writer", "authority", ("foreign_actuator_writer",),
+              "a stray node publishes hw/tendon_commands (stray_tension_n on every actuator at "
+              "stray_rate_hz)", (_MOCK,)),
+    FaultKind("operator_stop", "operator", ("operator_stop",),
+              "an operator sets the operator stop, and releases it when the fault ends",
+              (_TENDONS,)),
 )
 FAULT_NAMES = tuple(f.name for f in FAULTS)
 #: Faults the mock arm injects by itself (its sensors, actuators, raw message streams): what
@@ -115,6 +136,23 @@ MOCK_FAULTS = ("pot_dropout", "pot_stuck", "pot_nan", "pot_out_of_range", "tendo
                "tendon_snap", "actuator_saturation", "delayed_stream", "reordered_stream")
 #: Faults injected around the controller: what ``activation_qp_node`` can inject.
 CONTROLLER_FAULTS = ("qp_failure", "command_nan", "command_overrange")
+
+
+class Stray(NamedTuple):
+    """A stray publisher of a command stream."""
+
+    topic: str
+    node: str  # its node's name (root namespace)
+
+    @property
+    def writer(self) -> Writer:
+        """As a graph lists it (in the runner, its name stands for its endpoint id)."""
+        return Writer("/" + self.node, self.node.encode())
+
+
+#: The stray writer of each authority fault.
+STRAYS = {"foreign_commander": Stray(MUSCLE_COMMANDS, "stray_commander"),
+          "foreign_actuator_writer": Stray(TENDON_COMMANDS, "stray_actuator_writer")}
 _BY_NAME = {f.name: f for f in FAULTS}
 
 
@@ -141,6 +179,10 @@ class InjectionConfig:
                                                           "workspace [m]")
     overrange_factor: float = spec(gt=1.0, doc="the overrange command is the actuator's limit "
                                                "times this [-]")
+    stray_tension_n: float = spec(900.0, gt=0.0, doc="a stray writer's command on every muscle "
+                                                     "(foreign_commander) or actuator "
+                                                     "(foreign_actuator_writer) [N]")
+    stray_rate_hz: float = spec(200.0, gt=0.0, doc="a stray writer's rate [Hz]")
 
     def check_robot(self, robot: Robot, file: str, key: str) -> None:
         for field in ("stuck_joint", "nan_joint", "out_of_range_joint"):
@@ -184,6 +226,9 @@ class FaultInjector:
         self._held: SensorMessage | None = None  # reordering: the message held back
         self._extra_steps = round(config.extra_delay_s / physics_dt_s)
         self._qp_limited = False
+        self.stray = STRAYS.get(name)
+        self._stray_due_s = -math.inf  # the stray's next sample [s] (run time)
+        self._stray_n = np.full(robot.n_muscles, config.stray_tension_n)  # (n_muscles,) [N]
 
     def start_now(self, t_s: float, duration_s: float) -> None:
         """Move the fault's window to start at stamp ``t_s`` [s] and last ``duration_s``."""
@@ -315,6 +360,39 @@ class FaultInjector:
             return GoalRequest(position, goal.velocity_m_s, goal.acceleration_m_s2,
                                goal.rotation)
         return goal
+
+    # -- the writers of the command streams (ClosedLoop.watch_writers) -----------------------
+    def stray_writers(self, topic: str, t_s: float) -> tuple[Writer, ...]:
+        """The publishers of ``topic`` besides the loop's own that a graph lists at stamp
+        ``t_s`` [s]: the stray, while the fault is on."""
+        stray = self.stray
+        if stray is None or stray.topic != topic or not self.active(t_s):
+            return ()
+        self._mark(t_s)  # listed: the watches see it from now
+        return (stray.writer,)
+
+    def stray_command(self, topic: str, t_s: float) -> FloatArray | None:
+        """The stray's sample on ``topic`` at stamp ``t_s`` [s], ``None`` when it sends none
+        then: ``stray_tension_n`` on every muscle [N], at ``stray_rate_hz`` while the fault
+        is on."""
+        stray = self.stray
+        if stray is None or stray.topic != topic or not self.active(t_s):
+            self._stray_due_s = -math.inf
+            return None
+        t = t_s - self.origin_s
+        if t < self._stray_due_s - 1e-9:
+            return None
+        self._stray_due_s = max(self._stray_due_s, t) + 1.0 / self.config.stray_rate_hz
+        return self._stray_n.copy()
+
+    # -- the operator ---------------------------------------------------------------------------
+    def operator_stop(self, t_s: float) -> bool:
+        """Whether the operator stop is set at stamp ``t_s`` [s] (``operator_stop``: while the
+        fault is on)."""
+        if self.name != "operator_stop" or not self.active(t_s):
+            return False
+        self._mark(t_s)
+        return True
 
     # -- the controller ------------------------------------------------------------------------
     def wrap(self, controller: Controller) -> Controller:

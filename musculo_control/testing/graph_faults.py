@@ -14,12 +14,19 @@ gets in:
   node, started over its ``~/inject_fault`` service;
 - a hanging dynamics node (``stale_snapshot``) or controller (``command_dropout``): the process
   is stopped (SIGSTOP) for the fault's duration;
-- bad goals: the observer sends them on ``hand_goal/trajectory`` instead of the good ones.
+- bad goals: the observer sends them on ``hand_goal/trajectory`` instead of the good ones;
+- a stray writer (``foreign_commander``, ``foreign_actuator_writer``): a node of the observer's
+  (never spun) publishes ``muscle_commands`` or ``hw/tendon_commands`` for the fault's duration,
+  ``stray_tension_n`` on every muscle or actuator at ``stray_rate_hz`` of simulated time, then
+  its publisher is destroyed;
+- the operator stop: the observer sends ``true`` on ``operator_stop``, and ``false`` when the
+  fault ends.
 
 A fault is detected at the first ``/diagnostics`` status that names one of its rules (or comes
-from a node whose stage reports it, or counts a refused message of it), or at the first
-minimum-tension command, whichever is first; its safe state at the first minimum-tension
-command; the times are simulated time from the injection.
+from a node whose stage reports it, or counts a refused message of it; for a stray writer, only
+a status that names the stray's node counts), or at the first minimum-tension command,
+whichever is first; its safe state at the first minimum-tension command; the times are
+simulated time from the injection.
 
 ``wall_clock``: the same on the wall clock, as a lab runs it (the real-time profile of
 ``realtime.yaml``, a process per node so that one can hang), optionally with ``busy_loops``
@@ -35,13 +42,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sensor_msgs.msg import JointState
 
+from musculo_control import messages as cv
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.loop.build import LoopParts
 from musculo_control.loop.state_record import STATE_CODES
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
 from musculo_control.nodes.node_config import ACTIVATION_QP_NODE, MOCK_HARDWARE_NODE
+from musculo_control.nodes.ros_common import MSGS
 from musculo_control.sim.fault_matrix import (
     FaultMatrixConfig,
     FaultResult,
@@ -50,7 +60,14 @@ from musculo_control.sim.fault_matrix import (
     safe_target_ms,
 )
 from musculo_control.sim.setup import start_pose
-from musculo_control.testing.faults import CONTROLLER_FAULTS, MOCK_FAULTS, fault_kind
+from musculo_control.stamps import Stamp
+from musculo_control.testing.faults import (
+    CONTROLLER_FAULTS,
+    MOCK_FAULTS,
+    STRAYS,
+    Stray,
+    fault_kind,
+)
 from musculo_control.testing.machine_load import busy_loops as loaded
 from musculo_control.testing.node_injection import STAND_INS
 from musculo_control.testing.observer import GraphObserver
@@ -68,6 +85,8 @@ HANGS = {"stale_snapshot": "dynamics_node", "command_dropout": "activation_qp_no
 HANG_OUTPUTS = {"stale_snapshot": "dynamics", "command_dropout": "commands"}
 #: Faults the observer sends as goals.
 GOAL_FAULTS = ("goal_outside_workspace", "goal_nan")
+#: The operator's fault: the observer sets the operator stop, and releases it.
+OPERATOR_FAULTS = ("operator_stop",)
 #: Wall-clock bounds of one case [s].
 _START_TIMEOUT_S = 120.0
 #: An operator acknowledges a latched fault at most this often, this many times in a case.
@@ -129,6 +148,7 @@ class _Case:
             onset = ack = None
             acknowledged = ""
             acks, last_ack = 0, -math.inf
+            stray = _StrayWriter(obs, self.parts, cfg, STRAYS[name]) if name in STRAYS else None
             while True:
                 t = obs.now_s() - t0
                 if t >= t_end:
@@ -144,9 +164,20 @@ class _Case:
                         obs.inject(INJECTING_NODE[name])
                     elif name in HANGS:
                         graph.send(HANGS[name], signal.SIGSTOP)
-                if name in HANGS and onset is not None and ack is None and t >= t_off:
-                    graph.send(HANGS[name], signal.SIGCONT)
+                    elif stray is not None:
+                        stray.start()
+                    elif name in OPERATOR_FAULTS:
+                        obs.send_stop(True)
+                if onset is not None and ack is None and t >= t_off:
+                    if name in HANGS:
+                        graph.send(HANGS[name], signal.SIGCONT)
+                    elif stray is not None:
+                        stray.stop()
+                    elif name in OPERATOR_FAULTS:
+                        obs.send_stop(False)
                     ack = t
+                if stray is not None:
+                    stray.publish()
                 # an operator acknowledges what they see latched (at wall clock the latch may
                 # come after t_ack), and again if it latches again, up to _ACKNOWLEDGES times
                 if t >= t_ack and name is not None and acks < _ACKNOWLEDGES \
@@ -176,6 +207,45 @@ def _latched(obs: GraphObserver) -> bool:
     """The controller's newest state record says latched."""
     states = obs.snapshot(obs.controller_state).values
     return bool(states) and states[-1]["supervisor_state"] == STATE_CODES["latched"]
+
+
+class _StrayWriter:
+    """A stray publisher of a command stream on a node of the observer's (never spun, so its
+    publisher is made and destroyed from the scenario's thread), paced on the observer's
+    clock."""
+
+    def __init__(self, obs: GraphObserver, parts: LoopParts, cfg: FaultMatrixConfig,
+                 stray: Stray) -> None:
+        self.obs, self.stray = obs, stray
+        robot = parts.robot
+        tension = np.full(robot.n_muscles, cfg.injection.stray_tension_n)  # (n_muscles,) [N]
+        if stray.topic == "muscle_commands":
+            self._writer = cv.JointStateWriter(MSGS, robot.muscle_names)
+            self._values = tension
+        else:  # hw/tendon_commands: driver units per actuator id
+            self._writer = cv.JointStateWriter(MSGS, tuple(str(a) for a in robot.actuator_ids))
+            self._values = parts.drivers.calibration.n_to_driver(tension)
+        self._period_s = 1.0 / cfg.injection.stray_rate_hz
+        self._node = obs.foreign_node(stray.node)
+        self._pub: Any = None
+        self._due = math.inf
+
+    def start(self) -> None:
+        self._pub = self._node.create_publisher(JointState, self.stray.topic, 10)
+        self._due = self.obs.now_s()
+
+    def publish(self) -> None:
+        now = self.obs.now_s()
+        if self._pub is None or now < self._due:
+            return
+        self._pub.publish(self._writer.write(Stamp.from_seconds(now), effort=self._values))
+        # at the rate of simulated time; a late scenario thread sends one, not a burst
+        self._due = max(self._due + self._period_s, now)
+
+    def stop(self) -> None:
+        if self._pub is not None:
+            self._node.destroy_publisher(self._pub)
+            self._pub = None
 
 
 def _released(obs: GraphObserver) -> bool:
@@ -211,6 +281,7 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
     else:
         onset = injected
     nodes = {STAGE_NODES[s] for s in kind.stages} | {"activation_qp_node"}
+    stray = STRAYS.get(name)
     detect_t, rule, message = None, "", ""
     refused_before: dict[str, str] = {}
     # every time from the messages' stamps (when each node acted), not from when the observer
@@ -221,6 +292,8 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
         if d.stamp < onset:
             refused_before.update(refused)
             continue
+        if stray is not None and f"/{stray.node}" not in d.message:
+            continue  # a stray writer is detected when a node names it
         named = [r for r in kind.expected_rules if r in d.message]
         new_refusal = any(refused_before.get(k) != v for k, v in refused.items()) \
             and node in nodes
@@ -235,9 +308,20 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
             if t >= onset and np.all(np.abs(np.asarray(f) - f_min_n) < 1e-6)]
     if safe and (detect_t is None or safe[0] < detect_t):
         detect_t, rule, message = safe[0], rule or "minimum tension", message
-    safe_t = safe[0] if safe else None
-    sent = np.asarray([v for t, v in zip(rec["sent"].stamp, rec["sent"].values)
-                       if t >= onset])
+    # what went to the actuators: the tendon driver's output (a stray writer of
+    # hw/tendon_commands is heard on the same topic: its samples are its fixed tension)
+    stray_n = (None if stray is None or stray.topic != "hw/tendon_commands"
+               else cfg.injection.stray_tension_n)
+    driver = [(t, v) for t, v in zip(rec["sent"].stamp, rec["sent"].values) if t >= onset
+              and (stray_n is None or not np.allclose(v, stray_n, atol=1e-6))]
+    sent = np.asarray([v for _, v in driver])
+    # the safe state: minimum tension from the controller, or from the tendon driver on its own
+    # (its watchdog, when the controller's commands stop), whichever comes first (the runner's
+    # matrix counts both too)
+    driver_safe = next((t for t, v in driver if np.all(np.abs(np.asarray(v) - f_min_n) < 1e-6)),
+                       None)
+    safe_t = min((t for t in (safe[0] if safe else None, driver_safe) if t is not None),
+                 default=None)
     command_max = float(np.nanmax(sent)) if sent.size else 0.0
     any_nan = bool(sent.size and not np.isfinite(sent).all())
     t0 = run["t0"]

@@ -6,16 +6,24 @@ stream, /diagnostics, the mock's ground truth, the controller's state) with the 
 received on the observer's clock (the simulated one when the graph runs on ``/clock``), and
 that can act like an operator: send goals, push with the force gauge, acknowledge latched
 faults.
+
+Its node is spun by a thread of its own, and an rclpy executor must not find an entity of the
+node it waits on destroyed under it (it raises ``InvalidHandle`` and stops spinning): so
+publishers and clients the tests add or remove go through :meth:`GraphObserver.between_spins`,
+and an error that stops the spinning is raised by :meth:`GraphObserver.wait_until` rather than
+left to look like a stalled clock.
 """
 
 from __future__ import annotations
 
 import math
+import queue
 import threading
 import time
 from collections.abc import Callable, Collection
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +52,9 @@ from musculo_control.safety.operator_stop import STOP_TOPIC
 from musculo_control.stamps import Stamp
 
 FloatArray = npt.NDArray[np.float64]
+T = TypeVar("T")
+#: Wall time an action waits for the spinning thread to run it [s].
+_BETWEEN_SPINS_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -166,6 +177,12 @@ class GraphObserver:
         self._acknowledge = n.create_client(Trigger, "controller/acknowledge")
         self._clear_gauge = n.create_client(Trigger, "mock/clear_gauge")
         self._injectors: dict[str, Any] = {}
+        # actions on the node's entities, run by the spinning thread between two spins; the
+        # guard condition wakes the executor for them
+        self._actions: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = \
+            queue.SimpleQueue()
+        self._wake = n.create_guard_condition(lambda: None)
+        self.spin_error: BaseException | None = None  # what stopped the spinning, if not close()
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(n)
         self._stop = threading.Event()
@@ -175,10 +192,58 @@ class GraphObserver:
     # -- life -------------------------------------------------------------------------------------
     def _spin(self) -> None:
         while not self._stop.is_set():
+            self._run_actions()
             try:
                 self._executor.spin_once(timeout_sec=0.05)
-            except Exception:  # noqa: BLE001 - the context is going down
+            except Exception as exc:  # noqa: BLE001 - kept for wait_until unless closing
+                if not self._stop.is_set() and self.node.context.ok():
+                    self.spin_error = exc
                 return
+
+    def _run_actions(self) -> None:
+        while True:
+            try:
+                action, done = self._actions.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.set_result(action())
+            except Exception as exc:  # noqa: BLE001 - handed to the caller
+                done.set_exception(exc)
+
+    def between_spins(self, action: Callable[[], T]) -> T:
+        """``action()`` run by the spinning thread between two spins (to create or destroy a
+        publisher or client of :attr:`node`); its result."""
+        if threading.current_thread() is self._thread or not self._thread.is_alive():
+            self._check_spinning()
+            return action()
+        done: Future[T] = Future()
+        self._actions.put((action, done))
+        self._wake.trigger()
+        end = time.monotonic() + _BETWEEN_SPINS_TIMEOUT_S
+        while time.monotonic() < end:
+            try:
+                return done.result(timeout=0.1)
+            except TimeoutError:
+                if not self._thread.is_alive():  # closed meanwhile: nothing spins any more
+                    self._check_spinning()
+                    return done.result() if done.done() else action()
+        raise RuntimeError(f"the observer's thread did not run an action within "
+                           f"{_BETWEEN_SPINS_TIMEOUT_S:g} s")
+
+    def create_publisher(self, msg_type: Any, topic: str, qos: Any) -> Any:
+        """A publisher of :attr:`node` (made between two spins)."""
+        return self.between_spins(lambda: self.node.create_publisher(msg_type, topic, qos))
+
+    def destroy_publisher(self, publisher: Any) -> None:
+        """Destroy a publisher of :attr:`node` (between two spins)."""
+        self.between_spins(lambda: self.node.destroy_publisher(publisher))
+
+    def _check_spinning(self) -> None:
+        """Raise the error that stopped the spinning thread, if one did."""
+        if self.spin_error is not None:
+            raise RuntimeError(f"the observer stopped spinning: {self.spin_error!r}") \
+                from self.spin_error
 
     def close(self) -> None:
         self._stop.set()
@@ -206,10 +271,12 @@ class GraphObserver:
         """Wait (wall time) until ``condition()``; whether it came true in time."""
         end = time.monotonic() + timeout_s
         while time.monotonic() < end:
+            self._check_spinning()  # a dead thread would freeze the clock and every recording
             with self._lock:
                 if condition():
                     return True
             time.sleep(poll_s)
+        self._check_spinning()
         with self._lock:
             return condition()
 
@@ -336,7 +403,7 @@ class GraphObserver:
         """Publish a muscle command as if from a (faulty) controller: the observer's node is
         then a foreign writer of ``muscle_commands``."""
         if self._commands_pub is None:
-            self._commands_pub = self.node.create_publisher(JointState, "muscle_commands", 10)
+            self._commands_pub = self.create_publisher(JointState, "muscle_commands", 10)
         writer = cv.JointStateWriter(MSGS, self.robot.muscle_names)
         self._commands_pub.publish(writer.write(self._stamp() if stamp is None else stamp,
                                                 effort=np.asarray(tension_n, dtype=float)))
@@ -383,8 +450,8 @@ class GraphObserver:
         """Start the fault node ``node`` was launched to inject (``inject_fault``) now."""
         client = self._injectors.get(node)
         if client is None:
-            client = self._injectors[node] = self.node.create_client(Trigger,
-                                                                     f"/{node}/inject_fault")
+            client = self._injectors[node] = self.between_spins(
+                lambda: self.node.create_client(Trigger, f"/{node}/inject_fault"))
         return self.call(client, timeout_s)
 
     def clear_gauge(self, timeout_s: float = 5.0) -> tuple[bool, str]:
