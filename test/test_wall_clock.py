@@ -108,12 +108,13 @@ def test_a_node_killed_under_load_ends_in_minimum_tension_with_its_reason(parts,
             """The loaded observer reads late: wait until it holds what was sent by ``t``."""
             return obs.wait_until(lambda: obs.newest_stamp(obs.commands) >= t, 60.0)
 
-        t_kill = obs.now_s()
-        assert caught_up(t_kill - 0.05)
+        looked = obs.now_s()
+        assert caught_up(looked - 0.05)
         recent = obs.snapshot(obs.commands)
-        before = [f for st, f in zip(recent.stamp, recent.values) if st >= t_kill - 1.0]
+        before = [f for st, f in zip(recent.stamp, recent.values) if st >= looked - 1.0]
         assert any(not minimum_tension(f, f_min) for f in before), \
             "the controller commanded only minimum tension before the kill:\n" + logs(graph)
+        t_kill = obs.now_s()
         graph.send(node, signal.SIGKILL)
         assert obs.wait_for(1.0, 60.0)
         assert caught_up(obs.now_s() - 0.05)
