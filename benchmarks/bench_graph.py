@@ -26,7 +26,8 @@ Baseline, measured in the same run before the graphs start: a bare Python loop s
 a timer with nothing else of ours running. The QP tick period p99 is reported against it.
 
     python benchmarks/bench_graph.py [--config DIR] [--duration S] [--process-per-node]
-                                     [--realtime] [--busy-loops N] [--out DIR]
+                                     [--realtime] [--busy-loops N] [--domain-id N]
+                                     [--out DIR]
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
     loop, rates = parts.controller.loop, parts.drivers.rates
     options = GraphOptions(args.config, use_sim_time=False, goal_mode="none",
                            one_process=not args.process_per_node, realtime=args.realtime)
-    domain = private_domain_id()
+    domain = args.domain_id if args.domain_id is not None else private_domain_id()
     seconds = duration + 200.0
     with busy_loops(busy, seconds), \
             tempfile.TemporaryDirectory(prefix="bench_graph_") as work, \
@@ -192,6 +193,11 @@ def main() -> int:
     parser.add_argument("--busy-loops", type=int, default=-1, metavar="N",
                         help="the loaded case: N spinning processes (default -1: one per "
                              "core; 0: measure the quiet case only)")
+    parser.add_argument("--domain-id", type=int,
+                        default=int(os.environ["ROS_DOMAIN_ID"])
+                        if os.environ.get("ROS_DOMAIN_ID", "").isdigit() else None,
+                        help="the graph's ROS_DOMAIN_ID (default: the environment's, else one "
+                             "derived from this process's id)")
     parser.add_argument("--loaded-only", action="store_true",
                         help="measure the loaded case only (a long hold under load)")
     args = parser.parse_args()
