@@ -29,6 +29,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.arrays import finite as finite_values
 from musculo_control.records import Dim
 from musculo_control.stamps import Stamp
 
@@ -81,6 +82,18 @@ class RclpyMessages:
 
     def byte(self, value: int) -> bytes:
         return bytes((int(value),))
+
+    def serialize(self, msg: Any, type_name: str) -> bytes:
+        """The middleware's bytes (CDR) of ``msg``, as a publisher sends them."""
+        from rclpy.serialization import serialize_message
+
+        return serialize_message(msg)
+
+    def deserialize(self, data: bytes, type_name: str) -> Any:
+        """The message of type ``type_name`` that ``data`` (CDR) holds."""
+        from rclpy.serialization import deserialize_message
+
+        return deserialize_message(data, self.cls(type_name))
 
 
 def float_array(values: Any) -> FloatArray:
@@ -198,6 +211,10 @@ class NameOrder:
         return idx
 
 
+#: The value fields of a ``JointState``, in message order.
+JOINT_STATE_FIELDS = ("position", "velocity", "effort")
+
+
 class JointArrays(NamedTuple):
     """The value arrays of one JointState, in the consumer's name order."""
 
@@ -217,22 +234,34 @@ def read_joint_state(msg: Any, order: NameOrder, required: Sequence[str] = ("pos
     idx = order.index(msg.name)
     if isinstance(idx, str):
         return idx
+    return joint_arrays(order, stamp_of(msg), (float_array(msg.position),
+                                               float_array(msg.velocity),
+                                               float_array(msg.effort)), required, finite, idx)
+
+
+def joint_arrays(order: NameOrder, stamp: Stamp,
+                 fields: tuple[FloatArray, FloatArray, FloatArray],
+                 required: Sequence[str] = ("position",), finite: bool = False,
+                 idx: IntArray | None = None) -> JointArrays | str:
+    """The checks of :func:`read_joint_state` on a message's position, velocity and effort
+    arrays (in the message's name order; ``idx`` puts them in ``order``'s, None: they are in
+    it), or why they are refused."""
     n = len(order.expected)
-    out: dict[str, FloatArray] = {}
-    for field in ("position", "velocity", "effort"):
-        values = float_array(getattr(msg, field))
+    out: list[FloatArray] = []
+    for field, values in zip(JOINT_STATE_FIELDS, fields):
         if values.shape[0] == 0 and field not in required:
-            out[field] = values
+            out.append(values)
             continue
         if values.shape[0] != n:
             return (f"{order.topic}: {values.shape[0]} {field} values for {n} "
                     f"{order.what}s")
-        values = values[idx]
-        if finite and field in required and not np.all(np.isfinite(values)):
+        if idx is not None:
+            values = values[idx]
+        if finite and field in required and not finite_values(values):
             bad = [order.expected[i] for i in np.flatnonzero(~np.isfinite(values))]
             return f"{order.topic}: non-finite {field} for {bad}"
-        out[field] = values
-    return JointArrays(stamp_of(msg), out["position"], out["velocity"], out["effort"])
+        out.append(values)
+    return JointArrays(stamp, out[0], out[1], out[2])
 
 
 # -- poses and points -----------------------------------------------------------------------------

@@ -35,7 +35,11 @@ def test_a_bug_in_the_tick_sends_minimum_tension_and_logs_its_traceback(robot, m
         monkeypatch.setattr(node.step, "tick", broken)
         sent = node._cmd_pub = _Published()
         node._tick()
-        effort = np.asarray(sent.messages[-1].effort)
+        # the node publishes the serialized message (musculo_control.serialized)
+        from rclpy.serialization import deserialize_message
+        from sensor_msgs.msg import JointState
+
+        effort = np.asarray(deserialize_message(sent.messages[-1], JointState).effort)
         np.testing.assert_array_equal(effort, np.full(robot.n_muscles, robot.hill.f_min_n))
         err = capfd.readouterr().err
         assert "internal error in a control tick, minimum tension: AttributeError" in err

@@ -85,6 +85,7 @@ from musculo_control.nodes.writers import GraphWriters, fully_qualified
 from musculo_control.safety.authority import FOREIGN_ACTUATOR_WRITER, WriterWatch
 from musculo_control.safety.goal_gate import GoalRequest
 from musculo_control.safety.operator_stop import STOP_TOPIC
+from musculo_control.serialized import SerializedJointStateWriter
 
 GOAL_TOPIC = "hand_goal"
 GOAL_TRAJECTORY_TOPIC = "hand_goal/trajectory"
@@ -105,14 +106,10 @@ class ActivationQPNode(StageNode):
         muscles = robot.muscle_names
         controlled = tuple(muscles[i] for i in robot.controlled_idx)
         self._state_layout = controller_state_layout(robot.arm.n_joints)
-        self._cmd_msg = cv.JointStateWriter(MSGS, muscles)
-        self._act_msg = cv.JointStateWriter(MSGS, controlled)
+        self._cmd_msg = SerializedJointStateWriter(MSGS, muscles)
+        self._act_msg = SerializedJointStateWriter(MSGS, controlled)
         self._state_msg = cv.RecordWriter(MSGS, self._state_layout.dims())
         self._timing_msg = cv.RecordWriter(MSGS, TIMING_LAYOUT.dims())
-        self._joint_order = cv.NameOrder(JOINTS_TOPIC, robot.arm.joint_names, "joint name")
-        self._muscle_order = cv.NameOrder(TENDONS_TOPIC, muscles, "muscle name")
-        self._sent_order = cv.NameOrder(SENT_TOPIC, tuple(str(a) for a in robot.actuator_ids),
-                                        "actuator id")
         self._calibration = parts.drivers.calibration
         # outputs
         self._cmd_pub = self.create_publisher(JointState, COMMAND_TOPIC, QOS_STATE_PUB)
@@ -126,9 +123,16 @@ class ActivationQPNode(StageNode):
                                                  QOS_STATE_PUB)
         # inputs, polled at the tick
         leads = lockstep_leads(parts)
-        self._joints_in = self.subscribe_awaited(JointState, JOINTS_TOPIC, leads[JOINT_STATES])
-        self._muscles_in = self.inputs.subscribe(JointState, TENDONS_TOPIC, p.tendon_queue)
-        self._sent_in = self.inputs.subscribe(JointState, SENT_TOPIC, p.tendon_queue)
+        self._joints_in = self.joint_states_in(JOINTS_TOPIC, robot.arm.joint_names, "joint name",
+                                               required=("position", "velocity"), finite=True,
+                                               lead_s=leads[JOINT_STATES])
+        self._muscles_in = self.joint_states_in(TENDONS_TOPIC, muscles, "muscle name",
+                                                required=("position", "velocity", "effort"),
+                                                finite=True, depth=p.tendon_queue)
+        self._sent_in = self.joint_states_in(SENT_TOPIC,
+                                             tuple(str(a) for a in robot.actuator_ids),
+                                             "actuator id", required=("effort",), finite=True,
+                                             depth=p.tendon_queue)
         self._dynamics_in = (None if self.step.fused else
                              self.subscribe_awaited(Float64MultiArray, DYNAMICS_TOPIC,
                                                     leads[DYNAMICS],
@@ -161,18 +165,14 @@ class ActivationQPNode(StageNode):
         for stop in self._stop_in.take_all():
             step.operator_stop(bool(stop.data), now_s, f"operator stop on {STOP_TOPIC}")
         self.await_lockstep(now_s)
-        msg = self._joints_in.take_newest()
-        if msg is not None:
-            arrays = cv.read_joint_state(msg, self._joint_order, required=("position", "velocity"),
-                                         finite=True)
+        arrays = self._joints_in.take_newest()
+        if arrays is not None:
             if isinstance(arrays, str):
                 health.refuse(JOINTS_TOPIC, arrays, now_s)
             else:
                 step.receive_joints(PotentiometerReading(arrays.stamp.seconds, arrays.position,
                                                          arrays.velocity, ()))
-        for msg in self._muscles_in.take_all():
-            arrays = cv.read_joint_state(msg, self._muscle_order,
-                                         required=("position", "velocity", "effort"), finite=True)
+        for arrays in self._muscles_in.take_all():
             if isinstance(arrays, str):
                 health.refuse(TENDONS_TOPIC, arrays, now_s)
             else:
@@ -181,9 +181,7 @@ class ActivationQPNode(StageNode):
         watch = step.writer_watches[FOREIGN_ACTUATOR_WRITER]
         step.judge_writers(FOREIGN_ACTUATOR_WRITER,
                            self._sent_writers.writers(watch.verdict.admit), now_s)
-        for msg in self._sent_in.take_all():
-            arrays = cv.read_joint_state(msg, self._sent_order, required=("effort",),
-                                         finite=True)
+        for arrays in self._sent_in.take_all():
             if isinstance(arrays, str):
                 health.refuse(SENT_TOPIC, arrays, now_s)
             else:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 
-from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from musculo_control import messages as cv
@@ -38,11 +37,11 @@ class DynamicsNode(StageNode):
         robot, task = parts.robot, parts.controller.task
         self.codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles, len(task.rows))
         self._out = cv.RecordWriter(MSGS, self.codec.dims())
-        self._order = cv.NameOrder(IN_TOPIC, robot.arm.joint_names, "joint name")
         self._stamps: dict[float, Stamp] = {}  # the newest joint state's exact stamp
         self._pub = self.create_publisher(Float64MultiArray, OUT_TOPIC, QOS_STATE_PUB)
-        self._joints_in = self.subscribe_awaited(JointState, IN_TOPIC,
-                                                 lockstep_leads(parts)[JOINT_STATES])
+        self._joints_in = self.joint_states_in(IN_TOPIC, robot.arm.joint_names, "joint name",
+                                               required=("position", "velocity"), finite=True,
+                                               lead_s=lockstep_leads(parts)[JOINT_STATES])
         rate = parts.controller.loop.dynamics_rate_hz
         self.timer = TickTimer(1.0 / rate)
         self.watch(self.stage.health, "dynamics", self._values)
@@ -53,10 +52,8 @@ class DynamicsNode(StageNode):
         self.timer.start(time.perf_counter())
         stage = self.stage
         self.await_lockstep(self.clock_s())
-        msg = self._joints_in.take_newest()
-        if msg is not None:
-            arrays = cv.read_joint_state(msg, self._order, required=("position", "velocity"),
-                                         finite=True)
+        arrays = self._joints_in.take_newest()
+        if arrays is not None:
             if isinstance(arrays, str):
                 stage.health.refuse(IN_TOPIC, arrays, self.clock_s())
             else:

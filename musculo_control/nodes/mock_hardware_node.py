@@ -26,6 +26,9 @@ controller.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PointStamped, PoseStamped
@@ -43,7 +46,14 @@ from musculo_control.hardware.mock_arm import load_mock_config
 from musculo_control.loop import build
 from musculo_control.loop.mock_stage import COMMAND_TOPIC
 from musculo_control.loop.timing import divisor
-from musculo_control.nodes.lockstep import DYNAMICS, lockstep_leads, snapshot_stamp_s
+from musculo_control.nodes.lockstep import (
+    DYNAMICS,
+    JOINT_STATES,
+    MUSCLE_COMMANDS,
+    TENDON_COMMANDS,
+    lockstep_leads,
+    snapshot_stamp_s,
+)
 from musculo_control.nodes.node_config import (
     MOCK_HARDWARE_NODE,
     MockHardwareNodeParams,
@@ -53,6 +63,7 @@ from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
 from musculo_control.nodes.writers import GraphWriters, fully_qualified
 from musculo_control.safety.authority import WriterWatch
+from musculo_control.serialized import SerializedJointStateReader, SerializedJointStateWriter
 from musculo_control.stamps import Stamp
 
 GAUGE_TOPIC = "mock/gauge"
@@ -96,10 +107,9 @@ class MockHardwareNode(StageNode):
         self.frame_id = robot.arm.base_frame
         joints = robot.arm.joint_names
         actuators = tuple(str(a) for a in robot.actuator_ids)
-        self._cmd_order = cv.NameOrder(COMMAND_TOPIC, actuators, "actuator id")
-        self._pot_msg = cv.JointStateWriter(MSGS, joints)
-        self._ten_msg = cv.JointStateWriter(MSGS, actuators)
-        self._truth_msg = cv.JointStateWriter(MSGS, joints)
+        self._pot_msg = SerializedJointStateWriter(MSGS, joints)
+        self._ten_msg = SerializedJointStateWriter(MSGS, actuators)
+        self._truth_msg = SerializedJointStateWriter(MSGS, joints)
         self.steps = 0  # physics steps since start (held or not)
         self._overrun_steps = 0
         self._pot_pub = self.create_publisher(JointState, "hw/potentiometers", QOS_STATE_PUB)
@@ -110,7 +120,9 @@ class MockHardwareNode(StageNode):
         self._force_pub = self.create_publisher(Float64, "mock/gauge_force", QOS_STATE_PUB)
         self._clock_pub = (self.create_publisher(Clock, "/clock", QOS_STATE_PUB)
                            if p.publish_clock else None)
-        self._commands_in = self.inputs.subscribe(JointState, COMMAND_TOPIC, p.command_queue)
+        self._commands_in = self.joint_states_in(COMMAND_TOPIC, actuators, "actuator id",
+                                                 required=("effort",), finite=True,
+                                                 depth=p.command_queue)
         self.stage.writers = WriterWatch(COMMAND_TOPIC, {fully_qualified(self, p.command_writer)},
                                          parts.safety.authority)
         self._writers = GraphWriters(self, COMMAND_TOPIC)
@@ -121,15 +133,23 @@ class MockHardwareNode(StageNode):
         # topic -> [stamp, wall time seen, lead, wall time it fell behind (-inf: it is not)]
         self._progress: dict[str, list[float]] = {}
         self._progress_in = {}
+        self._progress_stamp: dict[str, Callable[[Any], float]] = {}  # a message's stamp [s]
         self._given_up: set[str] = set()
         if self._lockstep:
+            codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles,
+                                  len(parts.controller.task.rows))
+            # a malformed snapshot keeps the last good stamp (-inf); the joint states and
+            # commands are taken as bytes and only their stamps read
+            names = {JOINT_STATES: joints, MUSCLE_COMMANDS: robot.muscle_names,
+                     TENDON_COMMANDS: actuators}
             for topic, lead in leads.items():
-                msg_type = Float64MultiArray if topic == DYNAMICS else JointState
-                self._progress_in[topic] = self.inputs.subscribe(msg_type, topic,
-                                                                 qos=QOS_PROGRESS)
+                raw = topic in names
+                self._progress_in[topic] = self.inputs.subscribe(
+                    JointState if raw else Float64MultiArray, topic, qos=QOS_PROGRESS, raw=raw)
+                self._progress_stamp[topic] = (
+                    SerializedJointStateReader(MSGS, cv.NameOrder(topic, names[topic])).stamp_s
+                    if raw else partial(snapshot_stamp_s, codec))
                 self._progress[topic] = [-np.inf, -np.inf, lead, -np.inf]
-            self._dynamics_codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles,
-                                                 len(parts.controller.task.rows))
         self.lockstep_waits = 0  # ticks that waited for a lagging node
         self.create_subscription(PoseStamped, GAUGE_TOPIC, self._on_gauge, 10)
         self.create_service(Trigger, "mock/clear_gauge", self._on_clear_gauge)
@@ -151,9 +171,7 @@ class MockHardwareNode(StageNode):
         if stage.writers is not None:  # samples first, then the graph (tendon_driver_node)
             stage.writers.judge(self._writers.writers(stage.writers.verdict.admit),
                                 self.stage.time_s)
-        for msg, writer in taken:
-            arrays = cv.read_joint_state(msg, self._cmd_order, required=("effort",),
-                                         finite=True)
+        for arrays, writer in taken:
             if isinstance(arrays, str):
                 self.stage.health.refuse(COMMAND_TOPIC, arrays, self.stage.time_s)
                 continue
@@ -191,10 +209,8 @@ class MockHardwareNode(StageNode):
             entry = self._progress[topic]
             msg = sub.take_newest()
             if msg is not None:
-                if topic == DYNAMICS:  # a malformed one keeps the last good stamp
-                    entry[0] = max(entry[0], snapshot_stamp_s(self._dynamics_codec, msg))
-                else:
-                    entry[0] = cv.stamp_of(msg).seconds
+                stamp_s = self._progress_stamp[topic](msg)
+                entry[0] = max(entry[0], stamp_s) if topic == DYNAMICS else stamp_s
                 entry[1] = wall
                 self._given_up.discard(topic)
             stamp, seen, lead, behind = entry

@@ -21,7 +21,9 @@ from typing import Any
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from musculo_control.messages import JointArrays
 from musculo_control.nodes.writers import writer_of
+from musculo_control.serialized import SerializedJointStateReader
 
 #: Poll period of :meth:`PolledSubscription.await_stamp` [s] (wall): a sample in flight
 #: arrives within a fraction of a millisecond on an idle machine.
@@ -36,10 +38,11 @@ class PolledSubscription:
     """The newest message of one topic, taken when asked (see :class:`PolledInputs`)."""
 
     def __init__(self, node: Node, msg_type: Any, topic: str, qos: QoSProfile,
-                 stamp_of: Callable[[Any], float] | None = None) -> None:
+                 stamp_of: Callable[[Any], float] | None = None, raw: bool = False) -> None:
         self.topic = topic
-        self._sub = node.create_subscription(msg_type, topic, _never_called, qos)
+        self._sub = node.create_subscription(msg_type, topic, _never_called, qos, raw=raw)
         self._type = msg_type
+        self._raw = raw  # take the serialized bytes (musculo_control.serialized)
         self._stamp_of = stamp_of  # a message's stamp [s] (needed by await_stamp)
         # taken while waiting (await_stamp), for the next take: (message, publisher id or None)
         self._kept: list[tuple[Any, bytes | None]] = []
@@ -81,7 +84,7 @@ class PolledSubscription:
         handle = self._sub.handle
         with handle:
             while True:
-                got = handle.take_message(self._type, False)
+                got = handle.take_message(self._type, self._raw)
                 if got is None:
                     break
                 out.append((got[0], writer_of(got[1])))
@@ -101,14 +104,43 @@ class PolledInputs:
 
     def subscribe(self, msg_type: Any, topic: str, depth: int = 1,
                   qos: QoSProfile | None = None,
-                  stamp_of: Callable[[Any], float] | None = None) -> PolledSubscription:
+                  stamp_of: Callable[[Any], float] | None = None,
+                  raw: bool = False) -> PolledSubscription:
         """Best-effort, keep-last ``depth`` (1: only the newest matters), unless ``qos``;
-        ``stamp_of`` (a message's stamp [s], -inf if it has none) enables ``await_stamp``."""
+        ``stamp_of`` (a message's stamp [s], -inf if it has none) enables ``await_stamp``;
+        ``raw``: messages are taken as their serialized bytes."""
         if qos is None:
             qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
                              reliability=ReliabilityPolicy.BEST_EFFORT,
                              durability=DurabilityPolicy.VOLATILE)
-        return PolledSubscription(self.node, msg_type, topic, qos, stamp_of)
+        return PolledSubscription(self.node, msg_type, topic, qos, stamp_of, raw)
 
     def destroy(self) -> None:
         self.node.destroy_node()
+
+
+class JointStateInput:
+    """A polled ``JointState`` stream taken as bytes and read by a
+    :class:`~musculo_control.serialized.SerializedJointStateReader`: each take gives the
+    messages' arrays in the consumer's name order, or why a message is refused (a sentence
+    naming the topic), without building rclpy's message objects."""
+
+    def __init__(self, sub: PolledSubscription, reader: SerializedJointStateReader) -> None:
+        self.sub = sub
+        self.reader = reader
+        self.topic = sub.topic
+
+    def take_all(self) -> list[JointArrays | str]:
+        """Every message queued since the last take, oldest first."""
+        read = self.reader.read
+        return [read(data) for data, _ in self.sub.take_all_from()]
+
+    def take_newest(self) -> JointArrays | str | None:
+        """The newest message queued since the last take, or None."""
+        taken = self.sub.take_all_from()
+        return self.reader.read(taken[-1][0]) if taken else None
+
+    def take_all_from(self) -> list[tuple[JointArrays | str, bytes | None]]:
+        """As :meth:`take_all`, each with its publisher's id where rclpy gives one."""
+        read = self.reader.read
+        return [(read(data), writer) for data, writer in self.sub.take_all_from()]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from sensor_msgs.msg import JointState
 
-from musculo_control import messages as cv
 from musculo_control.loop import build
 from musculo_control.loop.potentiometer_stage import IN_TOPIC, OUT_TOPIC
 from musculo_control.nodes.node_config import (
@@ -21,6 +20,7 @@ from musculo_control.nodes.node_config import (
 )
 from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
+from musculo_control.serialized import SerializedJointStateWriter
 
 
 class PotentiometerNode(StageNode):
@@ -33,18 +33,16 @@ class PotentiometerNode(StageNode):
         parts = build.load_parts(config_dir_of(p.config_dir))
         self.stage = build.potentiometer_stage(parts, p.warn_throttle_s)
         names = parts.robot.arm.joint_names
-        self._order = cv.NameOrder(IN_TOPIC, names, "joint name")
-        self._out = cv.JointStateWriter(MSGS, names)
+        self._out = SerializedJointStateWriter(MSGS, names)
         self._pub = self.create_publisher(JointState, OUT_TOPIC, QOS_STATE_PUB)
-        self._counts_in = self.inputs.subscribe(JointState, IN_TOPIC, p.input_queue)
+        self._counts_in = self.joint_states_in(IN_TOPIC, names, "joint name", depth=p.input_queue)
         self.watch(self.stage.health, "potentiometers", self.stage.values)
         self.every(1.0 / p.poll_rate_hz, self._poll)
         self.get_logger().info(f"reading {IN_TOPIC} for joints {list(names)}")
 
     def _poll(self) -> None:
         stage = self.stage
-        for msg in self._counts_in.take_all():
-            arrays = cv.read_joint_state(msg, self._order)
+        for arrays in self._counts_in.take_all():
             if isinstance(arrays, str):
                 stage.health.refuse(IN_TOPIC, arrays, self.clock_s())
                 continue

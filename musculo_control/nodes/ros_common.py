@@ -18,13 +18,14 @@ The tick loop and a process's main() are in :mod:`musculo_control.nodes.tick_loo
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
 
 from musculo_control import messages as cv
 from musculo_control.loop.health import ERROR, WARN, Health
@@ -33,8 +34,9 @@ from musculo_control.nodes.node_config import (
     parameter_defaults,
     parse_parameters,
 )
-from musculo_control.nodes.polled import PolledInputs, PolledSubscription
+from musculo_control.nodes.polled import JointStateInput, PolledInputs, PolledSubscription
 from musculo_control.nodes.tick_loop import TickLoop
+from musculo_control.serialized import SerializedJointStateReader
 from musculo_control.stamps import Stamp
 
 T = TypeVar("T")
@@ -166,6 +168,21 @@ class StageNode(Node):
                                     stamp_of=stamp_of or (lambda m: cv.stamp_of(m).seconds))
         self._awaited.append((sub, lead_s))
         return sub
+
+    def joint_states_in(self, topic: str, names: Sequence[str], what: str, *,
+                        required: Sequence[str] = ("position",), finite: bool = False,
+                        depth: int = 1, lead_s: float | None = None) -> JointStateInput:
+        """A polled ``JointState`` input taken as bytes and read in ``names``' order
+        (:class:`~musculo_control.nodes.polled.JointStateInput`; ``what``: what a name is, for
+        refusals); with ``lead_s``, awaited as :meth:`subscribe_awaited` says."""
+        reader = SerializedJointStateReader(MSGS, cv.NameOrder(topic, names, what), required,
+                                            finite)
+        awaited = lead_s is not None and self._lockstep_wait_s is not None
+        sub = self.inputs.subscribe(JointState, topic, depth, raw=True,
+                                    stamp_of=reader.stamp_s if awaited else None)
+        if awaited:
+            self._awaited.append((sub, float(lead_s)))  # type: ignore[arg-type]
+        return JointStateInput(sub, reader)
 
     def await_lockstep(self, now_s: float) -> None:
         """On simulated time in lockstep (``lockstep`` parameter): wait until each input of

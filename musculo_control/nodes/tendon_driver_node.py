@@ -25,7 +25,6 @@ import time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
-from musculo_control import messages as cv
 from musculo_control.loop import build
 from musculo_control.loop.tendon_stage import (
     COMMAND_IN_TOPIC,
@@ -44,6 +43,7 @@ from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, QOS_STOP, Stag
 from musculo_control.nodes.writers import GraphWriters, fully_qualified
 from musculo_control.safety.authority import WriterWatch
 from musculo_control.safety.operator_stop import STOP_TOPIC
+from musculo_control.serialized import SerializedJointStateWriter
 
 #: Minimum-tension messages sent on the way out (at the output period).
 _STOP_CYCLES = 5
@@ -58,15 +58,16 @@ class TendonDriverNode(StageNode):
         robot = parts.robot
         muscles = robot.muscle_names
         actuators = tuple(str(a) for a in robot.actuator_ids)
-        self._cmd_order = cv.NameOrder(COMMAND_IN_TOPIC, muscles, "muscle name")
-        self._state_order = cv.NameOrder(STATE_IN_TOPIC, actuators, "actuator id")
-        self._hw_msg = cv.JointStateWriter(MSGS, actuators)
-        self._state_msg = cv.JointStateWriter(MSGS, muscles)
+        self._hw_msg = SerializedJointStateWriter(MSGS, actuators)
+        self._state_msg = SerializedJointStateWriter(MSGS, muscles)
         self._hw_pub = self.create_publisher(JointState, COMMAND_OUT_TOPIC, QOS_STATE_PUB)
         self._state_pub = self.create_publisher(JointState, STATE_OUT_TOPIC, QOS_STATE_PUB)
-        self._commands_in = self.subscribe_awaited(JointState, COMMAND_IN_TOPIC,
-                                                   lockstep_leads(parts)[MUSCLE_COMMANDS])
-        self._states_in = self.inputs.subscribe(JointState, STATE_IN_TOPIC, p.input_queue)
+        self._commands_in = self.joint_states_in(
+            COMMAND_IN_TOPIC, muscles, "muscle name", required=("effort",),
+            lead_s=lockstep_leads(parts)[MUSCLE_COMMANDS])
+        self._states_in = self.joint_states_in(STATE_IN_TOPIC, actuators, "actuator id",
+                                               required=("position", "effort"),
+                                               depth=p.input_queue)
         self._stop_in = self.inputs.subscribe(Bool, STOP_TOPIC, qos=QOS_STOP)
         self.stage.writers = WriterWatch(COMMAND_IN_TOPIC, {fully_qualified(self, p.commander)},
                                          parts.safety.authority)
@@ -80,8 +81,7 @@ class TendonDriverNode(StageNode):
     def _tick(self) -> None:
         stage = self.stage
         self.await_lockstep(self.clock_s())
-        for msg in self._states_in.take_all():
-            arrays = cv.read_joint_state(msg, self._state_order, required=("position", "effort"))
+        for arrays in self._states_in.take_all():
             if isinstance(arrays, str):
                 stage.health.refuse(STATE_IN_TOPIC, arrays, self.clock_s())
                 continue
@@ -96,8 +96,7 @@ class TendonDriverNode(StageNode):
         taken = self._commands_in.take_all_from()
         clean = stage.writers is None or stage.writers.verdict.admit
         stage.judge_writers(self._graph.writers(clean), self.clock_s())
-        for msg, writer in taken:  # oldest first (one, unless a foreign writer crowds in)
-            arrays = cv.read_joint_state(msg, self._cmd_order, required=("effort",))
+        for arrays, writer in taken:  # oldest first (one, unless a foreign writer crowds in)
             if isinstance(arrays, str):
                 stage.health.refuse(COMMAND_IN_TOPIC, arrays, self.clock_s())
             else:

@@ -99,6 +99,9 @@ class RosbagsMessages:
     def serialize(self, msg: Any, type_name: str) -> bytes:
         return bytes(self.typestore.serialize_cdr(msg, type_name))
 
+    def deserialize(self, data: bytes, type_name: str) -> Any:
+        return self.typestore.deserialize_cdr(data, type_name)
+
     def round_trip(self, msg: Any, type_name: str) -> Any:
         """Serialise to CDR and back (fails on any field of the wrong type or shape)."""
         return self.typestore.deserialize_cdr(self.serialize(msg, type_name), type_name)
