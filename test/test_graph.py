@@ -27,6 +27,7 @@ from graph_harness import (
 )
 
 from musculo_control.loop.build import load_parts
+from musculo_control.nodes.node_config import NODE_PARAMS
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.fault_matrix import FaultMatrixConfig
 from musculo_control.sim.reliability import load_reliability_section
@@ -41,10 +42,15 @@ def parts():
     return load_parts(default_config_dir())
 
 
+@pytest.mark.parametrize("executor", ["auto", "single_threaded"])
 def test_nominal_run_never_goes_to_the_safe_state_and_every_stream_keeps_its_rate(parts,
-                                                                                tmp_path):
+                                                                                tmp_path,
+                                                                                executor):
+    """Under each executor the nodes can spin (nodes/executors.py: auto is the EventsExecutor
+    where rclpy has it; the single-threaded one is Humble's)."""
     f_min = parts.robot.hill.f_min_n
-    with running_graph(parts, tmp_path) as (graph, obs):
+    extra = {node: {"executor": executor} for node in NODE_PARAMS}
+    with running_graph(parts, tmp_path, extra=extra) as (graph, obs):
         t0 = wait_running(graph, obs)
         assert obs.wait_for(4.0, 120.0), logs(graph)
         t1 = obs.now_s()

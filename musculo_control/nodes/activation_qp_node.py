@@ -91,7 +91,7 @@ GOAL_TOPIC = "hand_goal"
 GOAL_TRAJECTORY_TOPIC = "hand_goal/trajectory"
 
 
-class ActivationQPNode(StageNode):
+class ActivationQPNode(StageNode[ActivationQPNodeParams]):
     def __init__(self) -> None:
         super().__init__(ACTIVATION_QP_NODE, ActivationQPNodeParams)
         p = self.params

@@ -28,7 +28,7 @@ from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
 from musculo_control.stamps import Stamp
 
 
-class DynamicsNode(StageNode):
+class DynamicsNode(StageNode[DynamicsNodeParams]):
     def __init__(self) -> None:
         super().__init__(DYNAMICS_NODE, DynamicsNodeParams)
         p = self.params

@@ -68,7 +68,7 @@ def _interactive_markers() -> Any:
     return interactive_markers
 
 
-class GoalNode(StageNode):
+class GoalNode(StageNode[GoalNodeParams]):
     def __init__(self) -> None:
         super().__init__(GOAL_NODE, GoalNodeParams)
         p = self.params

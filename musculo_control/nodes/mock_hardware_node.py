@@ -73,7 +73,7 @@ QOS_PROGRESS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                           durability=DurabilityPolicy.VOLATILE)
 
 
-class MockHardwareNode(StageNode):
+class MockHardwareNode(StageNode[MockHardwareNodeParams]):
     def __init__(self) -> None:
         # always on the wall clock: in simulated time this node is the clock
         super().__init__(MOCK_HARDWARE_NODE, MockHardwareNodeParams, wall_clock=True)

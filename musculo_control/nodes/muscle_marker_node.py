@@ -29,7 +29,7 @@ JOINTS_TOPIC = "joint_states"
 OUT_TOPIC = "muscle_markers"
 
 
-class MuscleMarkerNode(StageNode):
+class MuscleMarkerNode(StageNode[MuscleMarkerNodeParams]):
     def __init__(self) -> None:
         super().__init__(MUSCLE_MARKER_NODE, MuscleMarkerNodeParams)
         p = self.params

@@ -27,6 +27,9 @@ from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import ConfigError, raise_collected
 from musculo_control.paths import default_config_dir
 
+#: The ``executor`` parameter's choices (musculo_control.nodes.executors, which needs rclpy).
+EXECUTOR_CHOICES = ("auto", "events", "single_threaded")
+
 T = TypeVar("T")
 
 #: Node names (also the executables' names and the keys of ros_params.yaml).
@@ -72,6 +75,11 @@ class CommonNodeParams:
                                      "tens of ms)")
     lock_memory: bool = spec(False, doc="lock the process's memory (mlockall): no page fault "
                                         "in a tick. Needs CAP_IPC_LOCK or a memlock limit")
+    executor: str = spec("auto", choices=EXECUTOR_CHOICES,
+                         doc="rclpy executor of the node's process: auto (the EventsExecutor "
+                             "where rclpy has it, Jazzy 7.1.4 and Kilted; else the "
+                             "single-threaded one), events, single_threaded. The nodes of one "
+                             "process must agree (musculo_control.nodes.executors)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,10 +99,15 @@ class LockstepParams:
 class PotentiometerNodeParams(CommonNodeParams):
     """``potentiometer_node``: hw/potentiometers (ADC counts) -> joint_states (rad, rad/s)."""
 
-    poll_rate_hz: float = spec(1000.0, gt=0.0, doc="how often hw/potentiometers is read; "
-                                                   "every queued sample is converted (twice "
-                                                   "the sensor rate: a sample waits at most "
-                                                   "half a sensor period) [Hz]")
+    poll_rate_hz: float = spec(1000.0, gt=0.0, doc="with the single-threaded executor: how "
+                                                   "often hw/potentiometers is read; every "
+                                                   "queued sample is converted (twice the "
+                                                   "sensor rate: a sample waits at most half a "
+                                                   "sensor period) [Hz]")
+    check_rate_hz: float = spec(100.0, gt=0.0, doc="with the EventsExecutor, which hands each "
+                                                   "sample over as it arrives: how often the "
+                                                   "newest sample's age is checked (late, "
+                                                   "stale) between samples [Hz]")
     input_queue: int = spec(10, ge=1, doc="hw/potentiometers samples kept between two reads")
 
 

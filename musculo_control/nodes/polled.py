@@ -109,11 +109,16 @@ class PolledInputs:
         """Best-effort, keep-last ``depth`` (1: only the newest matters), unless ``qos``;
         ``stamp_of`` (a message's stamp [s], -inf if it has none) enables ``await_stamp``;
         ``raw``: messages are taken as their serialized bytes."""
-        if qos is None:
-            qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
-                             reliability=ReliabilityPolicy.BEST_EFFORT,
-                             durability=DurabilityPolicy.VOLATILE)
-        return PolledSubscription(self.node, msg_type, topic, qos, stamp_of, raw)
+        return PolledSubscription(self.node, msg_type, topic, qos or self.qos(depth), stamp_of,
+                                  raw)
+
+    @staticmethod
+    def qos(depth: int = 1) -> QoSProfile:
+        """An input's QoS: best effort (a lost sample is one the next makes obsolete), keep
+        the last ``depth``, volatile."""
+        return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                          reliability=ReliabilityPolicy.BEST_EFFORT,
+                          durability=DurabilityPolicy.VOLATILE)
 
     def destroy(self) -> None:
         self.node.destroy_node()

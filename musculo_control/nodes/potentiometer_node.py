@@ -13,6 +13,8 @@ from sensor_msgs.msg import JointState
 
 from musculo_control.loop import build
 from musculo_control.loop.potentiometer_stage import IN_TOPIC, OUT_TOPIC
+from musculo_control.messages import JointArrays, NameOrder
+from musculo_control.nodes.executors import EVENTS
 from musculo_control.nodes.node_config import (
     POTENTIOMETER_NODE,
     PotentiometerNodeParams,
@@ -20,10 +22,10 @@ from musculo_control.nodes.node_config import (
 )
 from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
-from musculo_control.serialized import SerializedJointStateWriter
+from musculo_control.serialized import SerializedJointStateReader, SerializedJointStateWriter
 
 
-class PotentiometerNode(StageNode):
+class PotentiometerNode(StageNode[PotentiometerNodeParams]):
     def __init__(self) -> None:
         # it works on what arrives, stamped by the arm, not on the clock: it polls on the wall
         # clock even on simulated time (a /clock-driven poll would wait for the next clock,
@@ -35,21 +37,42 @@ class PotentiometerNode(StageNode):
         names = parts.robot.arm.joint_names
         self._out = SerializedJointStateWriter(MSGS, names)
         self._pub = self.create_publisher(JointState, OUT_TOPIC, QOS_STATE_PUB)
-        self._counts_in = self.joint_states_in(IN_TOPIC, names, "joint name", depth=p.input_queue)
         self.watch(self.stage.health, "potentiometers", self.stage.values)
-        self.every(1.0 / p.poll_rate_hz, self._poll)
+        if self.executor_kind == EVENTS:
+            # each sample as it arrives (the tick loop waits in the EventsExecutor): no poll
+            self._reader = SerializedJointStateReader(MSGS, NameOrder(IN_TOPIC, names,
+                                                                      "joint name"))
+            self.create_subscription(JointState, IN_TOPIC, self._on_counts,
+                                     self.inputs.qos(p.input_queue), raw=True)
+            self.tick_loop.takes_events = True
+            self.every(1.0 / p.check_rate_hz, self._check)
+        else:
+            self._counts_in = self.joint_states_in(IN_TOPIC, names, "joint name",
+                                                   depth=p.input_queue)
+            self.every(1.0 / p.poll_rate_hz, self._poll)
         self.get_logger().info(f"reading {IN_TOPIC} for joints {list(names)}")
 
-    def _poll(self) -> None:
+    def _receive(self, arrays: JointArrays | str) -> None:
         stage = self.stage
+        if isinstance(arrays, str):
+            stage.health.refuse(IN_TOPIC, arrays, self.clock_s())
+            return
+        reading = stage.receive(arrays.stamp.seconds, arrays.position)
+        if reading is not None:
+            self._pub.publish(self._out.write(arrays.stamp, reading.q_rad, reading.qd_rad_s))
+
+    def _poll(self) -> None:
         for arrays in self._counts_in.take_all():
-            if isinstance(arrays, str):
-                stage.health.refuse(IN_TOPIC, arrays, self.clock_s())
-                continue
-            reading = stage.receive(arrays.stamp.seconds, arrays.position)
-            if reading is not None:
-                self._pub.publish(self._out.write(arrays.stamp, reading.q_rad, reading.qd_rad_s))
-        stage.check(self.clock_s())
+            self._receive(arrays)
+        self.stage.check(self.clock_s())
+
+    def _on_counts(self, data: bytes) -> None:
+        self._receive(self._reader.read(data))
+        if self.diag is not None:
+            self.diag.log_warnings()
+
+    def _check(self) -> None:
+        self.stage.check(self.clock_s())
 
 
 def main() -> None:

@@ -9,13 +9,15 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from musculo_control.errors import MusculoError
+from musculo_control.errors import InputError, MusculoError
+from musculo_control.nodes.executors import SINGLE_THREADED, make_executor
 from musculo_control.nodes.node_config import check_params_file, params_files_from_argv
 from musculo_control.nodes.polled import PolledInputs
 from musculo_control.nodes.ros_common import StageNode
@@ -42,6 +44,16 @@ def _realtime(nodes: Sequence[Node]) -> None:
         logger.info("real-time profile: " + "; ".join(done))
     for what in refused:
         logger.warning(f"real-time profile: not permitted, running without: {what}")
+
+
+def _executor_kind(nodes: Sequence[Node]) -> str:
+    """The executor the nodes' ``executor`` parameters resolved to: one for all of them."""
+    kinds = {n.executor_kind for n in nodes if isinstance(n, StageNode)}
+    if len(kinds) > 1:
+        asked = {n.get_name(): n.executor_kind for n in nodes if isinstance(n, StageNode)}
+        raise InputError("executor parameters of one process", "one executor for all its nodes",
+                         asked)
+    return kinds.pop() if kinds else SINGLE_THREADED
 
 
 #: One node of a process: its name, its parameter dataclass, what builds it.
@@ -76,15 +88,23 @@ def run_nodes(process_name: str, specs: Sequence[NodeSpec],
         return 2
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda signum, frame: stop.set())
+        signal.signal(signum, on_signal)
     nodes: list[Node] = []
     code = 0
     try:
-        executor = SingleThreadedExecutor()
         for _, _, factory in specs:
             nodes.append(factory())
-            executor.add_node(nodes[-1])
+        executor = make_executor(_executor_kind(nodes))
+        # the EventsExecutor took SIGINT and SIGTERM for itself when it was made: ours again
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, on_signal)
+        for node in nodes:
+            executor.add_node(node)
         if any(getattr(getattr(n, "params", None), "gc_freeze", False) for n in nodes):
             gc.collect()
             gc.freeze()

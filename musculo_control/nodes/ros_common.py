@@ -19,7 +19,7 @@ The tick loop and a process's main() are in :mod:`musculo_control.nodes.tick_loo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import ParameterDescriptor
@@ -30,7 +30,9 @@ from sensor_msgs.msg import JointState
 from musculo_control import messages as cv
 from musculo_control.loop.health import ERROR, WARN, Health
 from musculo_control.loop.timing import Schedule
+from musculo_control.nodes.executors import resolve as resolve_executor
 from musculo_control.nodes.node_config import (
+    CommonNodeParams,
     parameter_defaults,
     parse_parameters,
 )
@@ -40,6 +42,8 @@ from musculo_control.serialized import SerializedJointStateReader
 from musculo_control.stamps import Stamp
 
 T = TypeVar("T")
+#: A node's parameter dataclass.
+P = TypeVar("P", bound=CommonNodeParams)
 
 QOS_STATE_PUB = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                            reliability=ReliabilityPolicy.RELIABLE,
@@ -133,17 +137,21 @@ class Diagnostics:
             self.publish()
 
 
-class StageNode(Node):
+class StageNode(Node, Generic[P]):
     """What every node of the suite repeats: parameters from its dataclass, the tick loop,
     polled inputs, the diagnostics of its stage, the clock. A subclass builds its stage,
     its publishers and subscriptions, and registers its jobs with :meth:`every`."""
 
-    def __init__(self, node_name: str, params_cls: type[T], *,
+    def __init__(self, node_name: str, params_cls: type[P], *,
                  wall_clock: bool | None = None) -> None:
         super().__init__(node_name)
-        self.params = declare_parameters(self, params_cls)
+        self.params: P = declare_parameters(self, params_cls)
+        #: the executor its process spins (nodes/executors.py): ``events`` or ``single_threaded``
+        self.executor_kind, warning = resolve_executor(self.params.executor)
+        if warning:
+            self.get_logger().warning(warning)
         self.inputs = PolledInputs(self)
-        self.tick_loop = TickLoop(self, self.params.housekeeping_period_s,  # type: ignore[attr-defined]
+        self.tick_loop = TickLoop(self, self.params.housekeeping_period_s,
                                   wall_clock)
         self.diag: Diagnostics | None = None
         # a consumer of other nodes' outputs, on simulated time with the mock's lockstep
@@ -199,7 +207,7 @@ class StageNode(Node):
         def all_values() -> dict[str, str]:
             return {**(values() if values is not None else {}), **self.tick_loop.values()}
 
-        self.diag = Diagnostics(self, health, self.params.diagnostics_period_s,  # type: ignore[attr-defined]
+        self.diag = Diagnostics(self, health, self.params.diagnostics_period_s,
                                 hardware_id, all_values)
         return self.diag
 

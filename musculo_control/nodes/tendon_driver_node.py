@@ -49,7 +49,7 @@ from musculo_control.serialized import SerializedJointStateWriter
 _STOP_CYCLES = 5
 
 
-class TendonDriverNode(StageNode):
+class TendonDriverNode(StageNode[TendonDriverNodeParams]):
     def __init__(self) -> None:
         super().__init__(TENDON_DRIVER_NODE, TendonDriverNodeParams)
         p = self.params
