@@ -27,8 +27,6 @@ memlock limit) falls back to the normal behaviour with a warning naming what was
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +124,9 @@ def threading_native_id() -> int:
 
 
 def _mlockall() -> None:
+    import ctypes  # only when memory is to be locked (ctypes.util loads subprocess)
+    import ctypes.util
+
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     if libc.mlockall(_MCL_CURRENT | _MCL_FUTURE) != 0:
         err = ctypes.get_errno()

@@ -153,7 +153,6 @@ def test_on_the_wall_clock_jobs_services_and_callbacks_run(ros, kind):
     ticker.every(0.01, lambda: ticks.append(time.monotonic()))
     got: list[bool] = []
     ticker.create_subscription(Bool, "events", lambda m: got.append(m.data), 10)
-    ticker.tick_loop.takes_events = True  # the loop waits in an EventsExecutor
     other = rclpy.create_node("other")
     pub = other.create_publisher(Bool, "events", 10)
     client = other.create_client(GetParameters, "/ticker/get_parameters")
@@ -201,12 +200,12 @@ def test_a_node_process_stopped_by_sigint_sends_its_last_messages(kind, tmp_path
 
         own = SingleThreadedExecutor(context=context)
         own.add_node(node)
-        deadline = time.monotonic() + 60.0
+        deadline = time.monotonic() + 180.0  # a loaded machine starts a process slowly
         while len(stamps) < 50 and time.monotonic() < deadline:
             own.spin_once(timeout_sec=0.05)
         assert len(stamps) >= 50, (tmp_path / "driver.log").read_text()
         proc.send_signal(signal.SIGINT)
-        code = proc.wait(20.0)
+        code = proc.wait(60.0)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -186,8 +186,9 @@ def test_a_malformed_parameter_file_stops_the_node_naming_file_and_key(tmp_path,
     assert code != 0 and str(path) in out and key in out, out
 
 
-def test_a_bad_config_folder_stops_the_node_naming_the_file(tmp_path):
-    code, out = _start_alone("dynamics_node", "-p", f"config_dir:={tmp_path}")
+@pytest.mark.parametrize("node", ["dynamics_node", "tendon_driver_node"])  # the driver: its
+def test_a_bad_config_folder_stops_the_node_naming_the_file(tmp_path, node):  # helper process
+    code, out = _start_alone(node, "-p", f"config_dir:={tmp_path}")
     assert code != 0 and str(tmp_path / "robot.yaml") in out, out
 
 

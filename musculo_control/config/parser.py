@@ -15,7 +15,6 @@ Field constraints live in the field's metadata (see :func:`spec`); a dataclass m
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import re
 import types
@@ -293,6 +292,8 @@ def unknown_keys(data: dict[Any, Any], known: Any, file: str, key: str) -> list[
         if entry is not None:
             errors.append(ConfigError(file, dotted, moved_expectation(entry), _received(value)))
             continue
+        import difflib  # only for a message (not loaded by every node)
+
         close = difflib.get_close_matches(str(name), names, n=1, cutoff=0.8)
         hint = f" (closest: '{close[0]}')" if close else ""
         errors.append(ConfigError(file, dotted, f"one of the known keys {names}{hint}",

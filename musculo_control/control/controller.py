@@ -28,6 +28,7 @@ from musculo_control.control.baseline_controllers import (
     MuscleStiffnessController,
 )
 from musculo_control.control.controller_config import ControllerConfig
+from musculo_control.control.controller_names import CONTROLLER_NAMES
 from musculo_control.control.fresh_state import FreshState
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.joint_limits import predictive_limit_rows
@@ -51,9 +52,6 @@ from musculo_control.estimation.snapshot import DynamicsSnapshot
 from musculo_control.model.robot import Robot
 
 FloatArray = npt.NDArray[np.float64]
-
-#: Controller names accepted by :func:`make_controller`.
-CONTROLLER_NAMES = ("osc", "osc-no-nullspace", "joint-stiffness", "muscle-stiffness")
 
 
 class OSCController(TickBase):

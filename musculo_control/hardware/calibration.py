@@ -25,14 +25,16 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from musculo_control.config.parser import check_known_keys, parse, read_yaml, spec
 from musculo_control.errors import ConfigError
-from musculo_control.model.robot import Robot
+
+if TYPE_CHECKING:  # only a type here: the driver nodes load no rigid-body model
+    from musculo_control.model.robot import Robot
 
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = npt.ArrayLike

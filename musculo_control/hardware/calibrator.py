@@ -35,6 +35,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -42,7 +43,9 @@ import numpy.typing as npt
 from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError, InputError, MusculoError
 from musculo_control.hardware.calibration import Calibration
-from musculo_control.model.robot import Robot
+
+if TYPE_CHECKING:  # only a type here: the driver nodes load no rigid-body model
+    from musculo_control.model.robot import Robot
 
 FloatArray = npt.NDArray[np.float64]
 

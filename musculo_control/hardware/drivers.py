@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from musculo_control.config.parser import load, located, parse, read_yaml, spec, unknown_keys
 from musculo_control.errors import ConfigError, raise_collected
@@ -17,8 +17,10 @@ from musculo_control.hardware.calibration import (
 from musculo_control.hardware.calibrator import CalibrationProcedureConfig
 from musculo_control.hardware.potentiometer import PotentiometerReader, PotentiometerReaderConfig
 from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
-from musculo_control.model.robot import Robot
 from musculo_control.safety.config import LateInputsConfig
+
+if TYPE_CHECKING:  # only a type here: the driver nodes load no rigid-body model
+    from musculo_control.model.robot import Robot
 
 #: Top-level sections of hardware.yaml.
 SECTIONS = ("rates", "calibration", "driver", "potentiometer_reader")

@@ -17,13 +17,15 @@ from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.hardware.drivers import Drivers, load_drivers
 from musculo_control.hardware.mock_arm import MockArm, MockArmConfig
 from musculo_control.loop.control_step import ControlStep
+from musculo_control.loop.driver_parts import potentiometer_stage, tendon_stage
 from musculo_control.loop.dynamics_stage import DynamicsStage
 from musculo_control.loop.mock_stage import MockStage
-from musculo_control.loop.potentiometer_stage import PotentiometerStage
-from musculo_control.loop.tendon_stage import TendonStage
 from musculo_control.model.robot import Robot, load_robot
 from musculo_control.safety.config import SafetyConfig, load_safety_config
 from musculo_control.safety.supervisor import Supervisor
+
+__all__ = ["LoopParts", "control_step", "controller", "dynamics_stage", "load_parts", "mock_stage",
+           "potentiometer_stage", "tendon_stage"]
 
 
 @dataclass
@@ -55,17 +57,6 @@ def load_parts(config_dir: str | Path, *, robot: Robot | None = None,
     if safety_overrides:  # the driver's bounds on late inputs are safety.yaml's, overridden
         drivers = load_drivers(robot, inputs=safety.inputs)
     return LoopParts(robot, ctrl, drivers, safety)
-
-
-def potentiometer_stage(parts: LoopParts, warn_throttle_s: float = 1.0) -> PotentiometerStage:
-    return PotentiometerStage(parts.drivers.potentiometers, parts.safety.inputs.joint_state,
-                              warn_throttle_s)
-
-
-def tendon_stage(parts: LoopParts, warn_throttle_s: float = 1.0) -> TendonStage:
-    driver = parts.drivers.tendons
-    driver.states = parts.safety.inputs.tendon_state  # the arm's tendon states stop: minimum
-    return TendonStage(driver, warn_throttle_s)
 
 
 def dynamics_stage(parts: LoopParts, warn_throttle_s: float = 1.0) -> DynamicsStage:

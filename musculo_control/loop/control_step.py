@@ -39,6 +39,7 @@ from musculo_control.errors import InputError
 from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnapshot
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.hardware.tendon_driver import TendonState
+from musculo_control.loop import topics
 from musculo_control.loop.health import Health
 from musculo_control.safety.authority import Writer, WriterVerdict, WriterWatch
 from musculo_control.safety.episodes import EpisodeLog
@@ -47,11 +48,11 @@ from musculo_control.streams import Latest
 
 FloatArray = npt.NDArray[np.float64]
 
-JOINTS_TOPIC = "joint_states"
-TENDONS_TOPIC = "muscle_states"
-DYNAMICS_TOPIC = "dynamics"
-COMMAND_TOPIC = "muscle_commands"
-SENT_TOPIC = "hw/tendon_commands"
+JOINTS_TOPIC = topics.JOINT_STATES
+TENDONS_TOPIC = topics.MUSCLE_STATES
+DYNAMICS_TOPIC = topics.DYNAMICS
+COMMAND_TOPIC = topics.MUSCLE_COMMANDS
+SENT_TOPIC = topics.TENDON_COMMANDS
 
 
 class StepResult(NamedTuple):

@@ -14,11 +14,12 @@ from __future__ import annotations
 from musculo_control.errors import InputError
 from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnapshot
 from musculo_control.hardware.potentiometer import PotentiometerReading
+from musculo_control.loop import topics
 from musculo_control.loop.health import ERROR, OK, WARN, Health
 from musculo_control.streams import LATE, STALE, InputBounds, Latest
 
-IN_TOPIC = "joint_states"
-OUT_TOPIC = "dynamics"
+IN_TOPIC = topics.JOINT_STATES
+OUT_TOPIC = topics.DYNAMICS
 
 
 class DynamicsStage:

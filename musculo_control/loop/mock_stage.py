@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from musculo_control.errors import InputError
 from musculo_control.hardware.mock_arm import MockArm, StartupConfig
+from musculo_control.loop import topics
 from musculo_control.loop.health import ERROR, OK, WARN, Health
 from musculo_control.safety.authority import WriterWatch
 
@@ -36,7 +37,7 @@ FloatArray = npt.NDArray[np.float64]
 #: an injected fault may blank a part (None: that sensor's message never came).
 SensorMessage = tuple[float, "FloatArray | None", "FloatArray | None", "FloatArray | None"]
 
-COMMAND_TOPIC = "hw/tendon_commands"
+COMMAND_TOPIC = topics.TENDON_COMMANDS
 
 
 class SensorFaults(Protocol):

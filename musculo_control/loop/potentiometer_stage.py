@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy.typing as npt
 
 from musculo_control.hardware.potentiometer import PotentiometerReader, PotentiometerReading
+from musculo_control.loop import topics
 from musculo_control.loop.health import ERROR, OK, WARN, Health
 from musculo_control.streams import LATE, InputBounds, StampOrder
 
-IN_TOPIC = "hw/potentiometers"
-OUT_TOPIC = "joint_states"
+IN_TOPIC = topics.POTENTIOMETERS
+OUT_TOPIC = topics.JOINT_STATES
 
 
 class PotentiometerStage:

@@ -20,15 +20,16 @@ import numpy.typing as npt
 
 from musculo_control.arrays import any_true, largest
 from musculo_control.hardware.tendon_driver import DriverOutput, TendonDriver, TendonState
+from musculo_control.loop import topics
 from musculo_control.loop.health import ERROR, OK, WARN, Health
 from musculo_control.safety.authority import Writer, WriterVerdict, WriterWatch
 from musculo_control.safety.operator_stop import OperatorStop
 from musculo_control.streams import StampOrder
 
-STATE_IN_TOPIC = "hw/tendon_states"
-COMMAND_IN_TOPIC = "muscle_commands"
-COMMAND_OUT_TOPIC = "hw/tendon_commands"
-STATE_OUT_TOPIC = "muscle_states"
+STATE_IN_TOPIC = topics.TENDON_STATES
+COMMAND_IN_TOPIC = topics.MUSCLE_COMMANDS
+COMMAND_OUT_TOPIC = topics.TENDON_COMMANDS
+STATE_OUT_TOPIC = topics.MUSCLE_STATES
 
 
 class TendonStage:

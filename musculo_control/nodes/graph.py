@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from musculo_control.config.folder import LOOP_FILES, check_folder
-from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.control.controller_names import CONTROLLER_NAMES
 from musculo_control.errors import ConfigError, InputError, raise_collected
 from musculo_control.nodes.node_config import (
     ACTIVATION_QP_NODE,

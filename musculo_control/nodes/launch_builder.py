@@ -33,7 +33,7 @@ from launch.launch_description import LaunchDescription
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.control.controller_names import CONTROLLER_NAMES
 from musculo_control.model.description import base_frame, robot_description
 from musculo_control.nodes.discovery import localhost_discovery
 from musculo_control.nodes.graph import (

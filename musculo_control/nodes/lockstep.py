@@ -14,31 +14,26 @@ state), and simulated-time results would depend on the machine's load.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from musculo_control import messages as cv
 from musculo_control.errors import InputError
-from musculo_control.estimation.snapshot_codec import SnapshotCodec
-from musculo_control.loop.build import LoopParts
-from musculo_control.loop.control_step import COMMAND_TOPIC as MUSCLE_COMMANDS
-from musculo_control.loop.dynamics_stage import IN_TOPIC as JOINT_STATES
-from musculo_control.loop.dynamics_stage import OUT_TOPIC as DYNAMICS
-from musculo_control.loop.mock_stage import COMMAND_TOPIC as TENDON_COMMANDS
+from musculo_control.loop.lockstep import lockstep_leads as leads
+from musculo_control.loop.topics import DYNAMICS, JOINT_STATES, MUSCLE_COMMANDS, TENDON_COMMANDS
+
+if TYPE_CHECKING:  # the nodes that only import the topics load no model (loop/driver_parts.py)
+    from musculo_control.estimation.snapshot_codec import SnapshotCodec
+    from musculo_control.loop.build import LoopParts
+
+__all__ = ["DYNAMICS", "JOINT_STATES", "MUSCLE_COMMANDS", "TENDON_COMMANDS", "lockstep_leads",
+           "snapshot_stamp_s"]
 
 
 def lockstep_leads(parts: LoopParts) -> dict[str, float]:
-    """Per stream, how far behind the next clock its newest stamp may be [s].
-
-    Nodes ticking on the clock (QP, driver) stamp their tick, so they must have ticked at
-    every deadline before the next sensor instant; joint_states carry the sample's stamp, which
-    the potentiometer node may only see one sensor step later; dynamics snapshots carry the
-    stamp of the joint state they were computed from."""
-    step = 1.0 / parts.drivers.rates.sensor_rate_hz  # the clock's step: one sensor instant
+    """Per stream, how far behind the next clock its newest stamp may be [s]
+    (:func:`musculo_control.loop.lockstep.lockstep_leads` of the folder's rates)."""
     loop = parts.controller.loop
-    return {MUSCLE_COMMANDS: 1.0 / loop.control_rate_hz + step,
-            TENDON_COMMANDS: 1.0 / parts.drivers.rates.driver_rate_hz + step,
-            JOINT_STATES: 2.0 * step,
-            DYNAMICS: 1.0 / loop.dynamics_rate_hz + 3.0 * step}
+    return leads(parts.drivers.rates, loop.control_rate_hz, loop.dynamics_rate_hz)
 
 
 def snapshot_stamp_s(codec: SnapshotCodec, msg: Any) -> float:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from musculo_control.config.parser import located, parse, read_yaml, spec, unknown_keys
-from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.control.controller_names import CONTROLLER_NAMES
 from musculo_control.errors import ConfigError, raise_collected
 from musculo_control.paths import default_config_dir
 
@@ -58,8 +58,9 @@ class CommonNodeParams:
     warn_throttle_s: float = spec(1.0, gt=0.0, doc="shortest interval between two warnings "
                                                    "about one input topic [s]")
     housekeeping_period_s: float = spec(
-        0.02, gt=0.0, doc="in the real-time tick loop, how often the executor runs what is "
-                          "ready (parameter services, goals, diagnostics timer) [s]")
+        0.02, gt=0.0, doc="in the real-time tick loop, how often the single-threaded executor "
+                          "runs what is ready (parameter services, goals, diagnostics timer); "
+                          "the EventsExecutor runs each as it comes [s]")
     realtime_priority: int = spec(
         0, ge=0, le=99, doc="SCHED_FIFO priority of the node's tick thread; 0: the normal "
                             "scheduler. Needs CAP_SYS_NICE or an rtprio limit; without, the "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sensor_msgs.msg import JointState
 
-from musculo_control.loop import build
+from musculo_control.loop.driver_parts import load_driver_parts, potentiometer_stage
 from musculo_control.loop.potentiometer_stage import IN_TOPIC, OUT_TOPIC
 from musculo_control.messages import JointArrays, NameOrder
 from musculo_control.nodes.executors import EVENTS
@@ -32,19 +32,18 @@ class PotentiometerNode(StageNode[PotentiometerNodeParams]):
         # which a lockstepped simulation publishes only after this node's output)
         super().__init__(POTENTIOMETER_NODE, PotentiometerNodeParams, wall_clock=True)
         p = self.params
-        parts = build.load_parts(config_dir_of(p.config_dir))
-        self.stage = build.potentiometer_stage(parts, p.warn_throttle_s)
-        names = parts.robot.arm.joint_names
+        parts = load_driver_parts(config_dir_of(p.config_dir))
+        self.stage = potentiometer_stage(parts, p.warn_throttle_s)
+        names = parts.joint_names
         self._out = SerializedJointStateWriter(MSGS, names)
         self._pub = self.create_publisher(JointState, OUT_TOPIC, QOS_STATE_PUB)
         self.watch(self.stage.health, "potentiometers", self.stage.values)
         if self.executor_kind == EVENTS:
-            # each sample as it arrives (the tick loop waits in the EventsExecutor): no poll
+            # each sample as it arrives (the tick loop waits in the EventsExecutor): no polling
             self._reader = SerializedJointStateReader(MSGS, NameOrder(IN_TOPIC, names,
                                                                       "joint name"))
             self.create_subscription(JointState, IN_TOPIC, self._on_counts,
                                      self.inputs.qos(p.input_queue), raw=True)
-            self.tick_loop.takes_events = True
             self.every(1.0 / p.check_rate_hz, self._check)
         else:
             self._counts_in = self.joint_states_in(IN_TOPIC, names, "joint name",

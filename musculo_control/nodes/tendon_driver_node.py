@@ -25,14 +25,14 @@ import time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 
-from musculo_control.loop import build
+from musculo_control.loop.driver_parts import load_driver_parts, tendon_stage
 from musculo_control.loop.tendon_stage import (
     COMMAND_IN_TOPIC,
     COMMAND_OUT_TOPIC,
     STATE_IN_TOPIC,
     STATE_OUT_TOPIC,
 )
-from musculo_control.nodes.lockstep import MUSCLE_COMMANDS, lockstep_leads
+from musculo_control.loop.topics import MUSCLE_COMMANDS
 from musculo_control.nodes.node_config import (
     TENDON_DRIVER_NODE,
     TendonDriverNodeParams,
@@ -53,18 +53,17 @@ class TendonDriverNode(StageNode[TendonDriverNodeParams]):
     def __init__(self) -> None:
         super().__init__(TENDON_DRIVER_NODE, TendonDriverNodeParams)
         p = self.params
-        parts = build.load_parts(config_dir_of(p.config_dir))
-        self.stage = build.tendon_stage(parts, p.warn_throttle_s)
-        robot = parts.robot
-        muscles = robot.muscle_names
-        actuators = tuple(str(a) for a in robot.actuator_ids)
+        parts = load_driver_parts(config_dir_of(p.config_dir))
+        self.stage = tendon_stage(parts, p.warn_throttle_s)
+        muscles = parts.muscle_names
+        actuators = tuple(str(a) for a in parts.actuator_ids)
         self._hw_msg = SerializedJointStateWriter(MSGS, actuators)
         self._state_msg = SerializedJointStateWriter(MSGS, muscles)
         self._hw_pub = self.create_publisher(JointState, COMMAND_OUT_TOPIC, QOS_STATE_PUB)
         self._state_pub = self.create_publisher(JointState, STATE_OUT_TOPIC, QOS_STATE_PUB)
         self._commands_in = self.joint_states_in(
             COMMAND_IN_TOPIC, muscles, "muscle name", required=("effort",),
-            lead_s=lockstep_leads(parts)[MUSCLE_COMMANDS])
+            lead_s=parts.lockstep_leads[MUSCLE_COMMANDS])
         self._states_in = self.joint_states_in(STATE_IN_TOPIC, actuators, "actuator id",
                                                required=("position", "effort"),
                                                depth=p.input_queue)

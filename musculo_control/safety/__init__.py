@@ -7,12 +7,26 @@
 - :mod:`~musculo_control.safety.goal_gate`: which hand goals are used;
 - :mod:`~musculo_control.safety.supervisor`: all of them around a controller, with a state
   machine and a report.
+
+The names below are loaded on first use: the tendon driver takes only its rules (authority,
+operator stop) and must not load the supervisor's controller stack with them.
 """
 
-from musculo_control.safety.config import SafetyConfig, load_safety_config
-from musculo_control.safety.goal_gate import GoalGate, GoalRequest
-from musculo_control.safety.rules import RULES, Finding, rules_markdown
-from musculo_control.safety.supervisor import SafetyReport, SupervisedOutput, Supervisor
+from __future__ import annotations
 
-__all__ = ["RULES", "Finding", "GoalGate", "GoalRequest", "SafetyConfig", "SafetyReport",
-           "SupervisedOutput", "Supervisor", "load_safety_config", "rules_markdown"]
+import importlib
+from typing import Any
+
+#: name -> the module that defines it
+_FROM = {"SafetyConfig": "config", "load_safety_config": "config", "GoalGate": "goal_gate",
+         "GoalRequest": "goal_gate", "RULES": "rules", "Finding": "rules",
+         "rules_markdown": "rules", "SafetyReport": "supervisor",
+         "SupervisedOutput": "supervisor", "Supervisor": "supervisor"}
+
+__all__ = sorted(_FROM)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FROM:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_FROM[name]}"), name)
