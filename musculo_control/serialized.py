@@ -23,13 +23,14 @@ alignment padding (serializers fill them with whatever was in the buffer) are no
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from musculo_control import messages as cv
+from musculo_control.records import Dim
 from musculo_control.stamps import Stamp
 
 FloatArray = npt.NDArray[np.float64]
@@ -160,6 +161,10 @@ class JointStateLayout:
                 fixed[at:at + 8 * n] = False
         self._fixed = np.flatnonzero(fixed)
         self._fixed_bytes = np.frombuffer(self.template, np.uint8)[self._fixed].tobytes()
+        # what write() fills: one buffer, a view of each value field in it
+        self._buf = bytearray(self.template)
+        self._views = [None if at is None else np.frombuffer(self._buf, self._dtype, n, at)
+                       for at, n in zip(self._values_at, shape.lengths)]
 
     @classmethod
     def of(cls, types: Serializer, shape: Shape) -> JointStateLayout | None:
@@ -204,15 +209,11 @@ class JointStateLayout:
     def write(self, stamp: Stamp, position: npt.ArrayLike, velocity: npt.ArrayLike,
               effort: npt.ArrayLike) -> bytes:
         """The serialized message of this shape with ``stamp`` and these values."""
-        buf = bytearray(self.template)
+        buf = self._buf
         self._stamp.pack_into(buf, self._stamp_at, int(stamp.sec), int(stamp.nanosec))
-        for at, n, values in zip(self._values_at, self.shape.lengths,
-                                 (position, velocity, effort)):
-            if at is not None:
-                raw = np.asarray(values, dtype=self._dtype).tobytes()
-                if len(raw) != 8 * n:
-                    raise ValueError(f"{len(raw) // 8} values for a field of {n}")
-                buf[at:at + 8 * n] = raw
+        for view, values in zip(self._views, (position, velocity, effort)):
+            if view is not None:
+                view[:] = values  # a wrong length raises ValueError
         return bytes(buf)
 
 
@@ -315,3 +316,124 @@ class SerializedJointStateReader:
         if shape.names == self.order.expected:
             self._layout = self._layouts.get(shape) or self._layout
         return msg
+
+
+class ValueLayout:
+    """A message of fixed structure whose only variable parts are float64 values (and, maybe,
+    a header stamp): their byte offsets found by serializing a message with distinct marker
+    values and looking for the markers' bytes, checked by reading a second one back through
+    the library. For the writers below; nothing is read this way."""
+
+    def __init__(self, template: bytes, stamp_at: int | None, values_at: Sequence[int],
+                 little: bool) -> None:
+        self._buf = bytearray(template)
+        self._stamp_at = stamp_at
+        order = "<" if little else ">"
+        self._stamp = struct.Struct(order + "iI")
+        dtype = np.dtype(order + "f8")
+        # the values in runs of consecutive offsets (an array field is one run)
+        self._runs: list[tuple[int, int, Any]] = []  # (first value, count, view)
+        start = 0
+        for i in range(1, len(values_at) + 1):
+            if i == len(values_at) or values_at[i] != values_at[i - 1] + 8:
+                n = i - start
+                self._runs.append((start, n, np.frombuffer(self._buf, dtype, n,
+                                                           values_at[start])))
+                start = i
+        self.n_values = len(values_at)
+
+    @classmethod
+    def of(cls, types: Serializer, type_name: str, n_values: int, stamped: bool,
+           build: Callable[[Stamp, FloatArray], Any],
+           read_back: Callable[[Any], tuple[Stamp | None, FloatArray] | None]
+           ) -> ValueLayout | None:
+        """The layout of the messages ``build(stamp, values)`` makes (``n_values`` values),
+        or None if the library's bytes do not show one; ``read_back``: a message's stamp
+        (None if unstamped) and values, or None when its fixed parts are not the ones built."""
+        stamp = Stamp(1_234_567, 987_654_321)
+        marks = 1000.0 + np.arange(n_values, dtype=np.float64) * 1.0625 + 0.0001220703125
+        template = bytes(types.serialize(build(stamp, marks), type_name))
+        little = template[:2] == _CDR_LE
+        if not little and template[:2] != _CDR_BE:
+            return None
+        order = "<" if little else ">"
+        values_at = [template.find(struct.pack(order + "d", v)) for v in marks]
+        stamp_at = template.find(struct.pack(order + "iI", *stamp)) if stamped else None
+        if min(values_at, default=0) < 0 or (stamped and stamp_at is not None and stamp_at < 0):
+            return None
+        layout = cls(template, stamp_at, values_at, little)
+        check_stamp = Stamp(7_654_321, 123_456_789)
+        check = np.linspace(-3.5, 2.25, n_values)
+        try:
+            back = read_back(types.deserialize(layout.write(check, check_stamp), type_name))
+        except Exception:  # noqa: BLE001 - any failure of the library means: not this layout
+            return None
+        if back is None or not np.array_equal(back[1], check):
+            return None
+        return layout if back[0] == (check_stamp if stamped else None) else None
+
+    def write(self, values: npt.ArrayLike, stamp: Stamp | None = None) -> bytes:
+        flat = np.asarray(values, dtype=np.float64).reshape(-1)
+        if flat.shape[0] != self.n_values:
+            raise ValueError(f"{flat.shape[0]} values for a message of {self.n_values}")
+        buf = self._buf
+        if self._stamp_at is not None and stamp is not None:
+            self._stamp.pack_into(buf, self._stamp_at, int(stamp.sec), int(stamp.nanosec))
+        for first, n, view in self._runs:
+            view[:] = flat[first:first + n]
+        return bytes(buf)
+
+
+FLOAT64_MULTIARRAY = "std_msgs/msg/Float64MultiArray"
+POINT_STAMPED = "geometry_msgs/msg/PointStamped"
+
+
+class SerializedRecordWriter:
+    """:class:`~musculo_control.messages.RecordWriter` for a publisher of serialized messages:
+    a ``Float64MultiArray`` of a fixed labelled layout, answering the message's bytes."""
+
+    def __init__(self, types: Serializer, dims: Sequence[Dim]) -> None:
+        self.dims = list(dims)
+        self._types = types
+        self._layouts: dict[int, ValueLayout | None] = {}  # by the number of values
+
+    def write(self, data: npt.ArrayLike) -> bytes:
+        flat = np.asarray(data, dtype=np.float64).reshape(-1)
+        n = flat.shape[0]
+        if n not in self._layouts:
+            def read_back(msg: Any) -> tuple[None, FloatArray] | None:
+                dims, values, offset = cv.read_float64_multiarray(msg)
+                return (None, values) if dims == self.dims and offset == 0 else None
+
+            self._layouts[n] = ValueLayout.of(
+                self._types, FLOAT64_MULTIARRAY, n, False,
+                lambda stamp, values: cv.float64_multiarray_msg(self._types, self.dims, values),
+                read_back)
+        layout = self._layouts[n]
+        if layout is not None:
+            return layout.write(flat)
+        return bytes(self._types.serialize(
+            cv.float64_multiarray_msg(self._types, self.dims, flat), FLOAT64_MULTIARRAY))
+
+
+class SerializedPointWriter:
+    """``geometry_msgs/PointStamped`` in one frame, as serialized bytes."""
+
+    def __init__(self, types: Serializer, frame_id: str) -> None:
+        self.frame_id = frame_id
+        self._types = types
+
+        def read_back(msg: Any) -> tuple[Stamp, FloatArray] | None:
+            if str(msg.header.frame_id) != frame_id:
+                return None
+            return cv.stamp_of(msg), cv.read_point(msg.point)
+
+        self._layout = ValueLayout.of(types, POINT_STAMPED, 3, True, self._message, read_back)
+
+    def _message(self, stamp: Stamp, point_m: npt.ArrayLike) -> Any:
+        return cv.point_stamped_msg(self._types, stamp, self.frame_id, point_m)
+
+    def write(self, stamp: Stamp, point_m: npt.ArrayLike) -> bytes:
+        if self._layout is not None:
+            return self._layout.write(point_m, stamp)
+        return bytes(self._types.serialize(self._message(stamp, point_m), POINT_STAMPED))

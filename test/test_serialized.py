@@ -176,3 +176,35 @@ def test_the_writer_writes_what_joint_state_writer_would(types):
                                           cv.float_array(getattr(want, f)))
     with pytest.raises(ValueError):
         writer.write(Stamp(0, 0), x[:3])
+
+
+@pytest.mark.parametrize("types", FACTORIES, ids=IDS)
+def test_the_record_writer_writes_the_labelled_record_meant(types):
+    from musculo_control.loop.state_record import controller_state_layout
+    from musculo_control.serialized import SerializedRecordWriter
+
+    layout = controller_state_layout(7)
+    writer = SerializedRecordWriter(types, layout.dims())
+    rng = np.random.default_rng(5)
+    for n in (40, 40, 3):  # the same length again (its layout kept), and another one
+        data = rng.normal(size=n)
+        back = types.deserialize(writer.write(data), "std_msgs/msg/Float64MultiArray")
+        dims, values, offset = cv.read_float64_multiarray(back)
+        assert dims == layout.dims() and offset == 0
+        np.testing.assert_array_equal(values, data)
+    assert writer._layouts[40] is not None  # the fast path, not the library's
+
+
+@pytest.mark.parametrize("types", FACTORIES, ids=IDS)
+def test_the_point_writer_writes_the_stamped_point_meant(types):
+    from musculo_control.serialized import SerializedPointWriter
+
+    writer = SerializedPointWriter(types, "base_link")
+    assert writer._layout is not None
+    for stamp, point in ((Stamp(1, 2), [0.1, -0.2, 0.3]), (Stamp(2**31 - 1, 999_999_999),
+                                                           [1e9, -0.0, np.pi])):
+        back = types.deserialize(writer.write(stamp, point), "geometry_msgs/msg/PointStamped")
+        assert cv.stamp_of(back) == stamp and back.header.frame_id == "base_link"
+        np.testing.assert_array_equal(cv.read_point(back.point), point)
+    with pytest.raises(ValueError):
+        writer.write(Stamp(0, 0), [1.0, 2.0])

@@ -85,7 +85,11 @@ from musculo_control.nodes.writers import GraphWriters, fully_qualified
 from musculo_control.safety.authority import FOREIGN_ACTUATOR_WRITER, WriterWatch
 from musculo_control.safety.goal_gate import GoalRequest
 from musculo_control.safety.operator_stop import STOP_TOPIC
-from musculo_control.serialized import SerializedJointStateWriter
+from musculo_control.serialized import (
+    SerializedJointStateWriter,
+    SerializedPointWriter,
+    SerializedRecordWriter,
+)
 
 GOAL_TOPIC = "hand_goal"
 GOAL_TRAJECTORY_TOPIC = "hand_goal/trajectory"
@@ -108,8 +112,9 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         self._state_layout = controller_state_layout(robot.arm.n_joints)
         self._cmd_msg = SerializedJointStateWriter(MSGS, muscles)
         self._act_msg = SerializedJointStateWriter(MSGS, controlled)
-        self._state_msg = cv.RecordWriter(MSGS, self._state_layout.dims())
-        self._timing_msg = cv.RecordWriter(MSGS, TIMING_LAYOUT.dims())
+        self._state_msg = SerializedRecordWriter(MSGS, self._state_layout.dims())
+        self._timing_msg = SerializedRecordWriter(MSGS, TIMING_LAYOUT.dims())
+        self._hand_msg = SerializedPointWriter(MSGS, self.frame_id)
         self._calibration = parts.drivers.calibration
         # outputs
         self._cmd_pub = self.create_publisher(JointState, COMMAND_TOPIC, QOS_STATE_PUB)
@@ -248,8 +253,7 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
             self._state_pub.publish(self._state_msg.write(self._state_layout.pack(
                 controller_state_values(out, report, self.timer.last_period_s, joint_age))))
         if out.ok:
-            self._hand_pub.publish(cv.point_stamped_msg(MSGS, stamp, self.frame_id,
-                                                        out.hand_position_m))
+            self._hand_pub.publish(self._hand_msg.write(stamp, out.hand_position_m))
         goal = self.step.supervisor.goals.accepted
         if goal is not None and goal is not self._goal_shown:
             self._goal_shown = goal

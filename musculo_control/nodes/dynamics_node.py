@@ -15,7 +15,6 @@ import time
 
 from std_msgs.msg import Float64MultiArray
 
-from musculo_control import messages as cv
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.loop import build
@@ -25,6 +24,7 @@ from musculo_control.nodes.lockstep import JOINT_STATES, lockstep_leads
 from musculo_control.nodes.node_config import DYNAMICS_NODE, DynamicsNodeParams, config_dir_of
 from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
+from musculo_control.serialized import SerializedRecordWriter
 from musculo_control.stamps import Stamp
 
 
@@ -36,7 +36,7 @@ class DynamicsNode(StageNode[DynamicsNodeParams]):
         self.stage = build.dynamics_stage(parts, p.warn_throttle_s)
         robot, task = parts.robot, parts.controller.task
         self.codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles, len(task.rows))
-        self._out = cv.RecordWriter(MSGS, self.codec.dims())
+        self._out = SerializedRecordWriter(MSGS, self.codec.dims())
         self._stamps: dict[float, Stamp] = {}  # the newest joint state's exact stamp
         self._pub = self.create_publisher(Float64MultiArray, OUT_TOPIC, QOS_STATE_PUB)
         self._joints_in = self.joint_states_in(IN_TOPIC, robot.arm.joint_names, "joint name",

@@ -63,7 +63,11 @@ from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
 from musculo_control.nodes.writers import GraphWriters, fully_qualified
 from musculo_control.safety.authority import WriterWatch
-from musculo_control.serialized import SerializedJointStateReader, SerializedJointStateWriter
+from musculo_control.serialized import (
+    SerializedJointStateReader,
+    SerializedJointStateWriter,
+    SerializedPointWriter,
+)
 from musculo_control.stamps import Stamp
 
 GAUGE_TOPIC = "mock/gauge"
@@ -110,6 +114,7 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
         self._pot_msg = SerializedJointStateWriter(MSGS, joints)
         self._ten_msg = SerializedJointStateWriter(MSGS, actuators)
         self._truth_msg = SerializedJointStateWriter(MSGS, joints)
+        self._point_msg = SerializedPointWriter(MSGS, self.frame_id)
         self.steps = 0  # physics steps since start (held or not)
         self._overrun_steps = 0
         self._pot_pub = self.create_publisher(JointState, "hw/potentiometers", QOS_STATE_PUB)
@@ -280,10 +285,8 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
         stamp = Stamp.from_seconds(self.stage.time_s)
         mock = self.mock
         self._truth_pub.publish(self._truth_msg.write(stamp, mock.q_rad, mock.qd_rad_s))
-        self._hand_pub.publish(cv.point_stamped_msg(MSGS, stamp, self.frame_id,
-                                                    mock.hand_position_m))
-        self._elbow_pub.publish(cv.point_stamped_msg(MSGS, stamp, self.frame_id,
-                                                     mock.elbow_position_m))
+        self._hand_pub.publish(self._point_msg.write(stamp, mock.hand_position_m))
+        self._elbow_pub.publish(self._point_msg.write(stamp, mock.elbow_position_m))
         self._force_pub.publish(Float64(data=float(mock.gauge_force_n)))
 
     def _values(self) -> dict[str, str]:
