@@ -17,7 +17,11 @@ RViz, a recorder and cameras. Per case:
   age of the newest joint sample at the tick (sensing to command), p50 / p99 / max;
 - per process: CPU share of one core (``/proc/<pid>/stat`` over the window) and RSS, against
   bench.yaml ``targets.node_cpu_share`` (judged only when the load average before the graph
-  started was quiet: the graph itself is this benchmark's load);
+  started was quiet: the graph itself is this benchmark's load); for a process of one
+  controller node, its work in the window (potentiometer samples converted, driver ticks, QP
+  ticks, snapshots) against the nominal rate and its CPU scaled to the nominal work (on a busy
+  machine a node that skips ticks spends less: the scaled figure compares runs under different
+  loads), and the controller's processes together;
 - "held the arm" only when the mock let the arm go, no fault latched and at most 0.1 % of the
   QP's ticks were at minimum tension; otherwise the ticks and the episodes with their rules.
 
@@ -95,6 +99,12 @@ def _tick_counts(obs: Any, node: str, t0: float, t1: float) -> tuple[int, int, i
     return tuple(int(x) for x in last - first)  # type: ignore[return-value]
 
 
+def _value_count(obs: Any, node: str, key: str, t0: float, t1: float) -> int:
+    """How much the count ``key`` of ``node``'s /diagnostics grew between ``t0`` and ``t1``."""
+    inside = [d for d in obs.diagnostics_of(node) if t0 <= d.t <= t1 and key in d.values]
+    return int(inside[-1].values[key]) - int(inside[0].values[key]) if len(inside) > 1 else 0
+
+
 def _row(case: str, samples_s: Any, extra: str = "") -> dict[str, Any]:
     s = summary_ms(samples_s)
     return {"case": case, "p50_ms": round(s["p50_ms"], 3), "p99_ms": round(s["p99_ms"], 3),
@@ -143,6 +153,7 @@ def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
             ("muscle_commands", obs.commands), ("dynamics", obs.dynamics),
             ("controller/state", obs.controller_state))}
         ticks = {node: _tick_counts(obs, node, t0, t1) for node in _TICKING}
+        published = _value_count(obs, "potentiometer_node", "published", t0, t1)
         qp = [d for d in obs.diagnostics_of("activation_qp_node") if t0 <= d.t <= t1]
         latched = sorted({d.message.split(":", 2)[1].strip() for d in qp
                           if d.message.startswith("latched")})
@@ -174,9 +185,45 @@ def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
                   f"{unsafe} ticks not running")]
     # held: let go by the mock, no latched fault, at most 0.1 % of the ticks at minimum tension
     held = released and not latched and unsafe <= 0.001 * max(len(states), 1)
+    # each controller node's work in the window against its nominal rate: on a busy machine a
+    # node that skips ticks also spends less, so its CPU share is scaled to the nominal work
+    dynamics = np.asarray(records["dynamics"].stamp)
+    work = {"potentiometer_node": (published, rates.sensor_rate_hz),
+            "tendon_driver_node": (ticks["tendon_driver_node"][0], rates.driver_rate_hz),
+            "activation_qp_node": (len(states), loop.control_rate_hz),
+            "dynamics_node": (int(np.sum(dynamics < t1)), loop.dynamics_rate_hz)}
     return {"rows": rows, "cpu": cpu, "rss": rss, "unsafe": unsafe, "ticks": len(states),
+            "work": {n: (done / wall, hz) for n, (done, hz) in work.items()},
             "released": released, "latched": latched, "held": held, "episodes": episodes,
             "refused": refused, "busy_loops": busy, "wall_s": wall}
+
+
+def _process_row(case: dict[str, Any], name: str, target: str) -> dict[str, Any]:
+    """One process's CPU share and RSS; a node's CPU scaled to its nominal work where the
+    process runs one node whose work is counted."""
+    cpu = case["cpu"][name]
+    row = {"process": name, "cpu_share_of_one_core": round(cpu, 3),
+           "rss_mb": round(case["rss"][name], 1), "work_per_s": "", "cpu_at_nominal_work": "",
+           "target": target}
+    if name in case["work"]:
+        done, nominal = case["work"][name]
+        row["work_per_s"] = f"{done:.1f} of {nominal:g}"
+        if done > 0:
+            row["cpu_at_nominal_work"] = round(cpu * nominal / done, 3)
+    return row
+
+
+def _controller_total(case: dict[str, Any]) -> str:
+    """The controller's processes (all but the mock arm) together, as measured and with each
+    node's CPU scaled to its nominal work."""
+    names = [n for n in case["cpu"] if n != "mock_hardware_node"]
+    measured = sum(case["cpu"][n] for n in names)
+    scaled = 0.0
+    for n in names:
+        done, nominal = case["work"].get(n, (0.0, 0.0))
+        scaled += case["cpu"][n] * (nominal / done if n in case["work"] and done > 0 else 1.0)
+    return (f"the controller's processes (all but the mock arm): {measured:.3f} cores, "
+            f"{scaled:.3f} at nominal work")
 
 
 def main() -> int:
@@ -255,11 +302,10 @@ def main() -> int:
                   f"{', real-time refused: ' + case['refused'][0] if case['refused'] else ''}",
                   f"{case['episodes']}" if case["unsafe"] else "", "",
                   *markdown_table([baseline, *case["rows"]]), "",
-                  *markdown_table([{"process": n, "cpu_share_of_one_core":
-                                    round(case["cpu"][n], 3), "rss_mb": round(case["rss"][n], 1),
-                                    "target": verdict(n, case["cpu"])}
+                  *markdown_table([_process_row(case, n, verdict(n, case["cpu"]))
                                    for n in sorted(case["cpu"])]),
-                  f"\nall processes: {sum(case['cpu'].values()):.2f} cores", ""]
+                  f"\nall processes: {sum(case['cpu'].values()):.2f} cores; "
+                  f"{_controller_total(case)}", ""]
         summary["cases"].append({k: v for k, v in case.items() if k != "rows"}
                                 | {"rows": [baseline, *case["rows"]]})
     text = "\n".join(lines) + "\n"

@@ -1,22 +1,28 @@
-"""The floor under the node graph's CPU: what rclpy and Fast DDS cost with no work of ours.
+"""The floor under the node graph's CPU and memory: what rclpy and Fast DDS cost with no work
+of ours.
 
-Each case is a bare rclpy process that wakes on a drift-free schedule (a sleep loop, as the
-nodes' tick loop), takes every queued ``sensor_msgs/JointState`` of one input stream and
-publishes ``k`` JointStates per wake-up, with nothing else: no conversion, no check, no
-computation. A source process feeds the input at the sensor rate and a sink takes every output
-(so the publications are delivered, as in the graph). The figure is the CPU share of one core of
-the case's process over ``--duration`` seconds (``/proc``: user + system of all its threads,
-DDS's included). Cases, with the graph's rates from the config folder (hardware.yaml
-``rates``, controller.yaml ``loop``):
+Each case is a bare rclpy process that takes every queued ``sensor_msgs/JointState`` of one
+input stream and publishes ``k`` JointStates per wake-up, with nothing else: no conversion,
+no check, no computation. A source process feeds the input at the sensor rate and a sink takes
+every output (so the publications are delivered, as in the graph). The figures are the CPU
+share of one core of the case's process over ``--duration`` seconds (``/proc``: user + system
+of all its threads, DDS's included) and its RSS at the end. Cases, with the graph's rates from
+the config folder (hardware.yaml ``rates``, controller.yaml ``loop``):
 
 - wake at the driver rate, take the input, publish 0, 1 or 2 messages (the tendon driver node
   takes ``hw/tendon_states`` and publishes ``hw/tendon_commands`` and ``muscle_states``);
 - wake at the control rate, take the input, publish 3 messages (the QP node's command, state
-  record and activations).
+  record and activations);
 
-Messages carry as many names and values as the arm has muscles. The baseline of the run is a
-plain sleep loop at the driver rate without rclpy. Compare with the nodes' own figures from
-``benchmarks/bench_graph.py``: what a node costs above the floor of its pattern is ours.
+each three ways: ``messages`` (rclpy builds a Python message of each sample taken and
+converts each message published: how the nodes worked before), ``bytes`` (samples taken and
+published as their serialized bytes: how the nodes work now, musculo_control/serialized.py),
+and, where rclpy has the EventsExecutor, ``events``: bytes, the process woken by each input
+sample through the EventsExecutor instead of its own sleep loop (the potentiometer node's
+pattern). The baseline of the run is a plain sleep loop at the driver rate without rclpy, and
+a bare process with rclpy, numpy and one node (its RSS: the memory floor of any node).
+Compare with the nodes' own figures from ``benchmarks/bench_graph.py``: what a node costs
+above the floor of its pattern is ours.
 
     python benchmarks/bench_rclpy_floor.py [--config DIR] [--duration S] [--out DIR]
 """
@@ -30,12 +36,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-from musculo_control.bench.config import load_bench_config
-from musculo_control.bench.measure import MachineLoad, markdown_table, write_reports
-from musculo_control.loop.build import load_parts
-from musculo_control.nodes.launcher import private_domain_id
-from musculo_control.paths import default_config_dir
 
 
 def _cpu_share(seconds: float, work: object) -> float:
@@ -59,24 +59,44 @@ def _sleep_loop(rate_hz: float, seconds: float, tick: object = None) -> None:
             tick()  # type: ignore[operator]
 
 
-def _child(role: str, rate_hz: float, publish: int, names: int, seconds: float) -> None:
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def _child(role: str, rate_hz: float, publish: int, names: int, seconds: float,
+           variant: str) -> None:
     """One process of a case: ``source`` (publishes ``in``), ``case`` (takes ``in``, publishes
-    ``out0..``), ``sink`` (takes ``out0`` and ``out1``)."""
+    ``out0..``), ``sink`` (takes ``out0`` and ``out1``), ``idle`` (one node, nothing else).
+    Prints the case's CPU share and RSS [MB]."""
+    import numpy  # noqa: F401 - every node has it: part of the floor
     import rclpy
     from rclpy.node import Node
     from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+    from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
 
     rclpy.init()
     node = Node(f"floor_{role}")
-    from musculo_control.nodes.ros_common import QOS_STATE_PUB as reliable  # the nodes' own
-
+    # the nodes' publishers' QoS (nodes/ros_common.py QOS_STATE_PUB), not imported: nothing of
+    # ours may enter the floor's memory
+    reliable = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                          reliability=ReliabilityPolicy.RELIABLE,
+                          durability=DurabilityPolicy.VOLATILE)
+    if role == "idle":
+        time.sleep(seconds)
+        print(f"0.0 {_rss_mb():.1f}", flush=True)
+        return
     queue = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                        reliability=ReliabilityPolicy.BEST_EFFORT,
                        durability=DurabilityPolicy.VOLATILE)
     msg = JointState()
     msg.name = [f"m{i}" for i in range(names)]
     msg.position = msg.velocity = msg.effort = array.array("d", [0.0] * names)
+    raw = variant != "messages"
+    data = bytes(serialize_message(msg))
 
     def never(m: object) -> None:  # the subscriptions are taken from, never spun
         return None
@@ -85,53 +105,87 @@ def _child(role: str, rate_hz: float, publish: int, names: int, seconds: float) 
     pubs = [node.create_publisher(JointState, "in" if role == "source" else f"out{i}",
                                   reliable) for i in range(outputs)]
     subs = {"source": [], "case": ["in"], "sink": ["out0", "out1", "out2"]}[role]
-    takes = [node.create_subscription(JointState, t, never, queue) for t in subs]
     clock = node.get_clock()
 
-    def tick() -> None:
-        for sub in takes:
-            with sub.handle:
-                while sub.handle.take_message(JointState, False) is not None:
-                    pass
+    def send() -> None:
         for pub in pubs:
-            msg.header.stamp = clock.now().to_msg()
-            pub.publish(msg)
+            if raw:
+                pub.publish(data)
+            else:
+                msg.header.stamp = clock.now().to_msg()
+                pub.publish(msg)
 
-    share = _cpu_share(seconds, lambda s: _sleep_loop(rate_hz, s, tick))
-    print(f"{share:.6f}", flush=True)
+    if role == "case" and variant == "events":
+        from rclpy.experimental import EventsExecutor
+
+        executor = EventsExecutor()
+        node.create_subscription(JointState, "in", lambda m: send(), queue, raw=True)
+        executor.add_node(node)
+
+        def spin(s: float) -> None:
+            end = time.monotonic() + s
+            while time.monotonic() < end:
+                executor.spin_once(timeout_sec=0.05)
+
+        share = _cpu_share(seconds, spin)
+    else:
+        takes = [node.create_subscription(JointState, t, never, queue, raw=raw) for t in subs]
+
+        def tick() -> None:
+            for sub in takes:
+                with sub.handle:
+                    while sub.handle.take_message(JointState, raw) is not None:
+                        pass
+            send()
+
+        share = _cpu_share(seconds, lambda s: _sleep_loop(rate_hz, s, tick))
+    print(f"{share:.6f} {_rss_mb():.1f}", flush=True)
     node.destroy_node()
     rclpy.shutdown()
 
 
 def _case(rate_hz: float, publish: int, names: int, source_hz: float, seconds: float,
-          env: dict[str, str]) -> float:
-    """CPU share of one core of a case process, its source and sink running beside it."""
-    def start(role: str, hz: float, k: int, s: float) -> subprocess.Popen[str]:
+          env: dict[str, str], variant: str) -> tuple[float, float]:
+    """(CPU share of one core, RSS [MB]) of a case process, its source and sink beside it."""
+    def start(role: str, hz: float, k: int, s: float, v: str) -> subprocess.Popen[str]:
         return subprocess.Popen([sys.executable, __file__, "--child", role, str(hz), str(k),
-                                 str(names), str(s)], stdout=subprocess.PIPE, text=True,
+                                 str(names), str(s), v], stdout=subprocess.PIPE, text=True,
                                 env=env)
 
-    helpers = [start("source", source_hz, 1, seconds + 6.0), start("sink", rate_hz, 0,
-                                                                      seconds + 6.0)]
+    helpers = [start("source", source_hz, 1, seconds + 6.0, variant),
+               start("sink", rate_hz, 0, seconds + 6.0, variant)]
     time.sleep(2.0)  # discovery
-    case = start("case", rate_hz, publish, seconds)
+    case = start("case", rate_hz, publish, seconds, variant)
     out, _ = case.communicate(timeout=seconds + 60.0)
     for proc in helpers:
         proc.kill()
         proc.wait()
     if case.returncode != 0:
         raise SystemExit(f"floor case failed (exit {case.returncode})")
-    return float(out.strip().splitlines()[-1])
+    share, rss = out.strip().splitlines()[-1].split()
+    return float(share), float(rss)
 
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        role, hz, k, names, seconds = sys.argv[2:7]
-        _child(role, float(hz), int(k), int(names), float(seconds))
+        role, hz, k, names, seconds, variant = sys.argv[2:8]
+        _child(role, float(hz), int(k), int(names), float(seconds), variant)
         return 0
+    # here, not at the top: the case processes run this file and must load nothing of ours
+    from musculo_control.bench.config import load_bench_config
+    from musculo_control.bench.measure import MachineLoad, markdown_table, write_reports
+    from musculo_control.loop.build import load_parts
+    from musculo_control.nodes.launcher import private_domain_id
+    from musculo_control.paths import default_config_dir
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=default_config_dir())
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per case")
+    parser.add_argument("--domain-id", type=int,
+                        default=int(os.environ["ROS_DOMAIN_ID"])
+                        if os.environ.get("ROS_DOMAIN_ID", "").isdigit() else None,
+                        help="ROS_DOMAIN_ID of the cases (default: the environment's, else one "
+                             "derived from this process's id)")
     parser.add_argument("--out", type=Path, default=Path("out/bench"))
     args = parser.parse_args()
     parts = load_parts(args.config)
@@ -139,18 +193,36 @@ def main() -> int:
     names = parts.robot.n_muscles
     machine = MachineLoad(load_bench_config(args.config).quiet_load_average)
     print(f"load average (1 min) at the start: {machine.start}")
-    env = dict(os.environ, ROS_DOMAIN_ID=str(private_domain_id()))
+    domain = args.domain_id if args.domain_id is not None else private_domain_id()
+    env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
     base = _cpu_share(args.duration, lambda s: _sleep_loop(rates.driver_rate_hz, s))
+    idle = subprocess.run([sys.executable, __file__, "--child", "idle", "0", "0", "0", "3",
+                           "messages"], capture_output=True, text=True, env=env, check=True)
     rows = [{"case": f"baseline: plain sleep loop at {rates.driver_rate_hz:g} Hz, no rclpy",
-             "cpu_share_of_one_core": round(base, 4), "vs_baseline": 1.0}]
+             "cpu_share_of_one_core": round(base, 4), "vs_baseline": 1.0, "rss_mb": ""},
+            {"case": "rclpy, numpy and one node, idle", "cpu_share_of_one_core": "",
+             "vs_baseline": "", "rss_mb": float(idle.stdout.split()[-1])}]
+    variants = ["messages", "bytes"]
+    try:
+        from rclpy.experimental import EventsExecutor  # noqa: F401
+        variants.append("events")
+    except ImportError:
+        pass
     cases = [(rates.driver_rate_hz, k) for k in (0, 1, 2)] + [(loop.control_rate_hz, 3)]
     for hz, k in cases:
-        print(f"case: wake at {hz:g} Hz, take, publish {k} ...", flush=True)
-        share = _case(hz, k, names, rates.sensor_rate_hz, args.duration, env)
-        rows.append({"case": f"rclpy: wake at {hz:g} Hz, take every {rates.sensor_rate_hz:g} "
-                             f"Hz input, publish {k} JointState of {names}",
-                     "cpu_share_of_one_core": round(share, 4),
-                     "vs_baseline": round(share / base, 1) if base > 0 else float("nan")})
+        for variant in variants:
+            if variant == "events" and k != 1:
+                continue  # the potentiometer node's pattern: one output per input sample
+            print(f"case: wake at {hz:g} Hz, take, publish {k}, {variant} ...", flush=True)
+            share, rss = _case(hz, k, names, rates.sensor_rate_hz, args.duration, env, variant)
+            woken = (f"woken by each {rates.sensor_rate_hz:g} Hz input sample"
+                     if variant == "events" else f"wake at {hz:g} Hz, take every "
+                                                 f"{rates.sensor_rate_hz:g} Hz input")
+            rows.append({"case": f"rclpy, {variant}: {woken}, publish {k} JointState of "
+                                 f"{names}",
+                         "cpu_share_of_one_core": round(share, 4),
+                         "vs_baseline": round(share / base, 1) if base > 0 else float("nan"),
+                         "rss_mb": rss})
     machine.finish()
     text = "\n".join([f"rclpy + Fast DDS floor, {args.duration:g} s per case; "
                       f"{machine.describe()}", "", *markdown_table(rows)]) + "\n"
