@@ -19,9 +19,8 @@ RViz, a recorder and cameras. Per case:
   bench.yaml ``targets.node_cpu_share`` (judged only when the load average before the graph
   started was quiet: the graph itself is this benchmark's load); for a process of one
   controller node, its work in the window (potentiometer samples converted, driver ticks, QP
-  ticks, snapshots) against the nominal rate and its CPU scaled to the nominal work (on a busy
-  machine a node that skips ticks spends less: the scaled figure compares runs under different
-  loads), and the controller's processes together;
+  ticks, snapshots) against the nominal rate (on a busy machine a node that skips work spends
+  less: CPU shares compare only at the same work), and the controller's processes together;
 - "held the arm" only when the mock let the arm go, no fault latched and at most 0.1 % of the
   QP's ticks were at minimum tension; otherwise the ticks and the episodes with their rules.
 
@@ -199,31 +198,22 @@ def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
 
 
 def _process_row(case: dict[str, Any], name: str, target: str) -> dict[str, Any]:
-    """One process's CPU share and RSS; a node's CPU scaled to its nominal work where the
-    process runs one node whose work is counted."""
-    cpu = case["cpu"][name]
-    row = {"process": name, "cpu_share_of_one_core": round(cpu, 3),
-           "rss_mb": round(case["rss"][name], 1), "work_per_s": "", "cpu_at_nominal_work": "",
-           "target": target}
+    """One process's CPU share and RSS, and its node's work against the nominal rate where
+    the process runs one node whose work is counted (a starved node skips work and spends
+    less: a CPU share is comparable only at the same work)."""
+    row = {"process": name, "cpu_share_of_one_core": round(case["cpu"][name], 3),
+           "rss_mb": round(case["rss"][name], 1), "work_per_s": "", "target": target}
     if name in case["work"]:
         done, nominal = case["work"][name]
         row["work_per_s"] = f"{done:.1f} of {nominal:g}"
-        if done > 0:
-            row["cpu_at_nominal_work"] = round(cpu * nominal / done, 3)
     return row
 
 
 def _controller_total(case: dict[str, Any]) -> str:
-    """The controller's processes (all but the mock arm) together, as measured and with each
-    node's CPU scaled to its nominal work."""
+    """The controller's processes (all but the mock arm) together."""
     names = [n for n in case["cpu"] if n != "mock_hardware_node"]
-    measured = sum(case["cpu"][n] for n in names)
-    scaled = 0.0
-    for n in names:
-        done, nominal = case["work"].get(n, (0.0, 0.0))
-        scaled += case["cpu"][n] * (nominal / done if n in case["work"] and done > 0 else 1.0)
-    return (f"the controller's processes (all but the mock arm): {measured:.3f} cores, "
-            f"{scaled:.3f} at nominal work")
+    return (f"the controller's processes (all but the mock arm): "
+            f"{sum(case['cpu'][n] for n in names):.3f} cores")
 
 
 def main() -> int:
