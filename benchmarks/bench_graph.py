@@ -20,7 +20,9 @@ RViz, a recorder and cameras. Per case:
   started was quiet: the graph itself is this benchmark's load); for a process of one
   controller node, its work in the window (potentiometer samples converted, driver ticks, QP
   ticks, snapshots) against the nominal rate (on a busy machine a node that skips work spends
-  less: CPU shares compare only at the same work), and the controller's processes together;
+  less: CPU shares compare only at the same work); the controller's processes together against
+  ``targets.controller_cpu_share`` (a process per node) and the driver nodes' RSS against
+  ``targets.driver_node_rss_mb``;
 - "held the arm" only when the mock let the arm go, no fault latched and at most 0.1 % of the
   QP's ticks were at minimum tension; otherwise the ticks and the episodes with their rules.
 
@@ -209,13 +211,6 @@ def _process_row(case: dict[str, Any], name: str, target: str) -> dict[str, Any]
     return row
 
 
-def _controller_total(case: dict[str, Any]) -> str:
-    """The controller's processes (all but the mock arm) together."""
-    names = [n for n in case["cpu"] if n != "mock_hardware_node"]
-    return (f"the controller's processes (all but the mock arm): "
-            f"{sum(case['cpu'][n] for n in names):.3f} cores")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=default_config_dir())
@@ -265,13 +260,28 @@ def main() -> int:
     # the graph is this benchmark's own load: only the load before it decides the verdicts
     busy = machine.start > machine.quiet
 
-    def verdict(process: str, cpu: dict[str, float]) -> str:
-        bound = getattr(targets, process, None)
-        if bound is None:
-            return ""
+    def judged(value: float, bound: float, unit: str = "") -> str:
         if busy:
-            return f"<= {bound:g}: not judged: load average {machine.start}"
-        return f"<= {bound:g}: {'met' if cpu[process] <= bound else 'NOT met'}"
+            return f"<= {bound:g}{unit}: not judged: load average {machine.start}"
+        return f"<= {bound:g}{unit}: {'met' if value <= bound else 'NOT met'}"
+
+    def verdict(process: str, case: dict[str, Any]) -> str:
+        out = []
+        bound = getattr(targets, process, None)
+        if bound is not None:
+            out.append(judged(case["cpu"][process], bound))
+        if process in ("potentiometer_node", "tendon_driver_node"):
+            out.append("RSS " + judged(case["rss"][process], bench.targets.driver_node_rss_mb,
+                                       " MB"))
+        return "; ".join(out)
+
+    def controller_verdict(case: dict[str, Any]) -> str:
+        names = [n for n in case["cpu"] if n != "mock_hardware_node"]
+        total = sum(case["cpu"][n] for n in names)
+        text = f"the controller's processes (all but the mock arm): {total:.3f} cores"
+        if args.process_per_node:
+            text += " (" + judged(total, bench.targets.controller_cpu_share) + ")"
+        return text
 
     layout = "a process per node" if args.process_per_node else "one process for all but the mock"
     profile = "real-time profile" if args.realtime else "no real-time profile"
@@ -292,10 +302,10 @@ def main() -> int:
                   f"{', real-time refused: ' + case['refused'][0] if case['refused'] else ''}",
                   f"{case['episodes']}" if case["unsafe"] else "", "",
                   *markdown_table([baseline, *case["rows"]]), "",
-                  *markdown_table([_process_row(case, n, verdict(n, case["cpu"]))
+                  *markdown_table([_process_row(case, n, verdict(n, case))
                                    for n in sorted(case["cpu"])]),
                   f"\nall processes: {sum(case['cpu'].values()):.2f} cores; "
-                  f"{_controller_total(case)}", ""]
+                  f"{controller_verdict(case)}", ""]
         summary["cases"].append({k: v for k, v in case.items() if k != "rows"}
                                 | {"rows": [baseline, *case["rows"]]})
     text = "\n".join(lines) + "\n"

@@ -146,6 +146,8 @@ def test_bench_config_is_checked(config_dir):
     with pytest.raises(ConfigError, match="bench.yaml: ticks"):
         parse(BenchConfig, {"ticks": 0}, "bench.yaml")
     assert shipped.targets.node_cpu_share.tendon_driver_node == 0.10
+    assert (shipped.targets.controller_cpu_share, shipped.targets.driver_node_rss_mb) == \
+        (0.35, 80.0)
     with pytest.raises(ConfigError, match="targets.node_cpu_share.dynamics_node"):
         parse(BenchConfig, {"targets": {"node_cpu_share": {"dynamics_node": -1}}}, "bench.yaml")
     with pytest.raises(ConfigError, match="node_cpu_share"):

@@ -38,6 +38,11 @@ class BenchTargets:
         ((120, 28, 1.5), (300, 40, 2.0)),
         doc="[muscles, joints, tick p99 in ms] of synthetic arms, the solver qp.solver picks")
     node_cpu_share: NodeCpuTargets = spec(NodeCpuTargets(), doc="per node of the graph")
+    controller_cpu_share: float = spec(
+        0.35, gt=0.0, doc="the controller's nodes (all but the mock arm), a process each, "
+                          "together [cores]")
+    driver_node_rss_mb: float = spec(80.0, gt=0.0, doc="RSS of the potentiometer and of the "
+                                                       "tendon-driver node's process [MB]")
 
 
 @dataclass(frozen=True, kw_only=True)
