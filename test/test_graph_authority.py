@@ -236,7 +236,17 @@ def test_the_sros2_policy_is_what_the_nodes_really_create(parts, tmp_path):
     security's, from which config/sros2/policy.xml is written: nothing missing, nothing
     extra. (The Fast DDS of the PyPI wheels has no security plugins: enforcement itself cannot
     run here.)"""
-    from musculo_control.nodes.security import INTERFACES, LOCKSTEP, SIM_TIME
+    from musculo_control.nodes.executors import EVENTS as RUNS_EVENTS
+    from musculo_control.nodes.executors import resolve
+    from musculo_control.nodes.security import (
+        EVENTS,
+        INTERFACES,
+        LOCKSTEP,
+        SIM_TIME,
+        SINGLE_THREADED,
+    )
+
+    executor = EVENTS if resolve("auto")[0] == RUNS_EVENTS else SINGLE_THREADED
 
     with running_graph(parts, tmp_path) as (graph, obs):
         wait_running(graph, obs)
@@ -245,7 +255,7 @@ def test_the_sros2_policy_is_what_the_nodes_really_create(parts, tmp_path):
         for name in graph.nodes:
             for iface in (INTERFACES[name], INTERFACES[name].input_node()):
                 if iface is not None:
-                    expected[iface.node] = iface.endpoints((SIM_TIME, LOCKSTEP))
+                    expected[iface.node] = iface.endpoints((SIM_TIME, LOCKSTEP, executor))
 
         def real(node: str) -> dict[str, frozenset[str]]:
             def names(pairs, service=False):

@@ -37,6 +37,9 @@ LOCKSTEP = "lockstep"  # the mock arm watches the nodes' outputs to hold its clo
 TRAJECTORY = "goal_mode trajectory"
 MARKERS = "interactive markers"  # goal_node's marker server (needs a ROS 2 distribution)
 START_UP = "start-up"  # goal_node reads joint_states until its first sample (the start pose)
+#: the process spins rclpy's EventsExecutor (nodes/executors.py), or the single-threaded one
+EVENTS = "EventsExecutor"
+SINGLE_THREADED = "single-threaded executor"
 #: What every node has (rclpy): its log, parameter events and parameter services, and the type
 #: description service (Jazzy on).
 _PARAMETER_SERVICES = ("~/describe_parameters", "~/get_parameter_types", "~/get_parameters",
@@ -95,9 +98,10 @@ INTERFACES: dict[str, NodeInterface] = {n.node: n for n in (
                   serves=(("mock/clear_gauge", ""),),
                   inputs=(("hw/tendon_commands", ""), ("joint_states", LOCKSTEP),
                           ("dynamics", LOCKSTEP), ("muscle_commands", LOCKSTEP))),
-    NodeInterface(POTENTIOMETER_NODE,
+    NodeInterface(POTENTIOMETER_NODE,  # its samples as they come, or polled
                   publishes=(("joint_states", ""), _DIAG),
-                  inputs=(("hw/potentiometers", ""),)),
+                  subscribes=(("hw/potentiometers", EVENTS),),
+                  inputs=(("hw/potentiometers", SINGLE_THREADED),)),
     NodeInterface(TENDON_DRIVER_NODE,
                   publishes=(("hw/tendon_commands", ""), ("muscle_states", ""), _DIAG),
                   inputs=(("hw/tendon_states", ""), ("muscle_commands", ""),
@@ -135,7 +139,7 @@ OPERATOR = NodeInterface("operator",
                          calls=(("controller/acknowledge", ""),))
 
 #: Every condition (a policy allows the endpoints of all of them).
-ALL_CONDITIONS = (SIM_TIME, LOCKSTEP, TRAJECTORY, MARKERS, START_UP)
+ALL_CONDITIONS = (SIM_TIME, LOCKSTEP, TRAJECTORY, MARKERS, START_UP, EVENTS, SINGLE_THREADED)
 
 
 def profiles(node: str) -> list[NodeInterface]:
