@@ -34,9 +34,12 @@ from musculo_control.paths import default_config_dir  # noqa: E402
 KINDS = [SINGLE_THREADED] + ([EVENTS] if events_executor_class() is not None else [])
 
 
-def test_auto_is_the_events_executor_where_rclpy_has_it(monkeypatch):
+def test_auto_is_the_events_executor_where_rclpy_has_it_on_the_wall_clock(monkeypatch):
     has = events_executor_class() is not None
     assert resolve("auto") == (EVENTS if has else SINGLE_THREADED, "")
+    assert resolve("auto", sim_time=True) == (SINGLE_THREADED, "")
+    assert resolve("events", sim_time=True) == (EVENTS if has else SINGLE_THREADED,
+                                                "" if has else resolve("events")[1])
     assert resolve("single_threaded") == (SINGLE_THREADED, "")
     import musculo_control.nodes.executors as executors
 

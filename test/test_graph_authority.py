@@ -246,7 +246,7 @@ def test_the_sros2_policy_is_what_the_nodes_really_create(parts, tmp_path):
         SINGLE_THREADED,
     )
 
-    executor = EVENTS if resolve("auto")[0] == RUNS_EVENTS else SINGLE_THREADED
+    executor = EVENTS if resolve("auto", sim_time=True)[0] == RUNS_EVENTS else SINGLE_THREADED
 
     with running_graph(parts, tmp_path) as (graph, obs):
         wait_running(graph, obs)

@@ -78,9 +78,10 @@ class CommonNodeParams:
                                         "in a tick. Needs CAP_IPC_LOCK or a memlock limit")
     executor: str = spec("auto", choices=EXECUTOR_CHOICES,
                          doc="rclpy executor of the node's process: auto (the EventsExecutor "
-                             "where rclpy has it, Jazzy 7.1.4 and Kilted; else the "
-                             "single-threaded one), events, single_threaded. The nodes of one "
-                             "process must agree (musculo_control.nodes.executors)")
+                             "where rclpy has it, Jazzy 7.1.4 and Kilted, on the wall clock; "
+                             "else the single-threaded one), events, single_threaded. The "
+                             "nodes of one process must agree (musculo_control.nodes."
+                             "executors)")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -166,7 +166,8 @@ class StageNode(Node, Generic[P]):
         super().__init__(node_name)
         self.params: P = declare_parameters(self, params_cls)
         #: the executor its process spins (nodes/executors.py): ``events`` or ``single_threaded``
-        self.executor_kind, warning = resolve_executor(self.params.executor)
+        self.executor_kind, warning = resolve_executor(
+            self.params.executor, bool(self.get_parameter("use_sim_time").value))
         if warning:
             self.get_logger().warning(warning)
         self.inputs = PolledInputs(self)
