@@ -30,16 +30,9 @@ Baseline, measured in the same run before the graphs start: a bare Python loop s
 125 Hz schedule in this process, its period p50 / p99 / max: what the machine's scheduler gives
 a timer with nothing else of ours running. The QP tick period p99 is reported against it.
 
-``--sim-time RTF`` runs the graph on simulated time in lockstep instead (the mock arm holds its
-clock for a lagging node): every node then does all its work however busy the machine is, and
-each process's CPU is given per simulated second, the cost of its nominal work on a machine
-where the wall-clock figures only say how much work a starved node skipped. It includes the
-price of simulated time (a /clock message to every node per sensor step) and runs the
-executor that ``auto`` picks there (the single-threaded one) unless ``--executor`` says.
-
     python benchmarks/bench_graph.py [--config DIR] [--duration S] [--process-per-node]
                                      [--realtime] [--busy-loops N] [--domain-id N]
-                                     [--sim-time RTF] [--executor NAME] [--out DIR]
+                                     [--out DIR]
 """
 
 from __future__ import annotations
@@ -88,10 +81,6 @@ def _rss_mb(pid: int) -> float:
     return float("nan")
 
 
-#: The graph's nodes (for ``--executor``).
-_NODES = ("mock_hardware_node", "potentiometer_node", "tendon_driver_node", "dynamics_node",
-          "activation_qp_node", "goal_node")
-
 #: Nodes whose tick loop counts are read from /diagnostics (the observer does not take their
 #: 500 Hz streams: on 2 cores its own callbacks would be a load of the size measured).
 _TICKING = ("tendon_driver_node", "potentiometer_node")
@@ -131,27 +120,20 @@ def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
     from musculo_control.testing.observer import GraphObserver
 
     loop, rates = parts.controller.loop, parts.drivers.rates
-    sim = args.sim_time is not None
-    extra = {n: {"executor": args.executor} for n in _NODES} if args.executor else {}
-    if sim:  # a loaded machine may stall a node for long: the clock waits for it
-        extra.setdefault("mock_hardware_node", {})["lockstep_timeout_s"] = 10.0
-    options = GraphOptions(args.config, use_sim_time=sim, lockstep=sim,
-                           real_time_factor=args.sim_time if sim else 1.0, goal_mode="none",
-                           one_process=not args.process_per_node, realtime=args.realtime,
-                           extra=extra)
+    options = GraphOptions(args.config, use_sim_time=False, goal_mode="none",
+                           one_process=not args.process_per_node, realtime=args.realtime)
     domain = args.domain_id if args.domain_id is not None else private_domain_id()
     seconds = duration + 200.0
     with busy_loops(busy, seconds), \
             tempfile.TemporaryDirectory(prefix="bench_graph_") as work, \
             GraphProcesses(options, Path(work), domain_id=domain) as graph, \
-            GraphObserver(parts, use_sim_time=sim, domain_id=domain,
-                          fast_streams=False) as obs:
+            GraphObserver(parts, domain_id=domain, fast_streams=False) as obs:
         def running() -> bool:
             mock = obs.diagnostics_of("mock_hardware_node")
             return bool(mock) and mock[-1].message == "running" and len(obs.commands) > 0
 
         print(f"starting the graph ({busy} busy loops) ...", flush=True)
-        released = obs.wait_until(running, 120.0)
+        released = obs.wait_until(running, 60.0)
         if not released and not obs.wait_until(lambda: len(obs.commands) > 0, 60.0):
             print("the graph did not start; node logs:\n" + "\n".join(
                 f"--- {n}\n{graph.log(n)[-2000:]}" for n in graph.nodes), file=sys.stderr)
@@ -163,12 +145,10 @@ def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
         cpu0 = {name: _cpu_s(pid) for name, pid in pids.items()}
         wall0, t0 = time.monotonic(), obs.now_s()
         print(f"watching for {duration:g} s ...", flush=True)
-        obs.wait_for(duration, (duration / args.sim_time if sim else duration) + 60.0)
+        obs.wait_for(duration, duration + 30.0)
         wall = time.monotonic() - wall0
         t1 = obs.now_s()
-        # on simulated time in lockstep every node does all its work: CPU per simulated second
-        per = (t1 - t0) if sim else wall
-        cpu = {name: (_cpu_s(pid) - cpu0[name]) / per for name, pid in pids.items()}
+        cpu = {name: (_cpu_s(pid) - cpu0[name]) / wall for name, pid in pids.items()}
         rss = {name: _rss_mb(pid) for name, pid in pids.items()}
         records = {name: obs.snapshot(rec).since(t0) for name, rec in (
             ("muscle_commands", obs.commands), ("dynamics", obs.dynamics),
@@ -214,7 +194,7 @@ def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
             "activation_qp_node": (len(states), loop.control_rate_hz),
             "dynamics_node": (int(np.sum(dynamics < t1)), loop.dynamics_rate_hz)}
     return {"rows": rows, "cpu": cpu, "rss": rss, "unsafe": unsafe, "ticks": len(states),
-            "work": {n: (done / per, hz) for n, (done, hz) in work.items()},
+            "work": {n: (done / wall, hz) for n, (done, hz) in work.items()},
             "released": released, "latched": latched, "held": held, "episodes": episodes,
             "refused": refused, "busy_loops": busy, "wall_s": wall}
 
@@ -250,15 +230,6 @@ def main() -> int:
                         if os.environ.get("ROS_DOMAIN_ID", "").isdigit() else None,
                         help="the graph's ROS_DOMAIN_ID (default: the environment's, else one "
                              "derived from this process's id)")
-    parser.add_argument("--sim-time", type=float, default=None, metavar="RTF",
-                        help="run on simulated time in lockstep at this real-time factor: "
-                             "every node does all its work however busy the machine is, and "
-                             "CPU is per simulated second (the nodes' cost of their nominal "
-                             "work, with the price of simulated time: a /clock message per "
-                             "sensor step to every node)")
-    parser.add_argument("--executor", default="",
-                        help="every node's executor parameter (auto, events, "
-                             "single_threaded; default: the parameter file's)")
     parser.add_argument("--loaded-only", action="store_true",
                         help="measure the loaded case only (a long hold under load)")
     args = parser.parse_args()
@@ -313,11 +284,6 @@ def main() -> int:
         return text
 
     layout = "a process per node" if args.process_per_node else "one process for all but the mock"
-    if args.sim_time is not None:
-        layout += (f", simulated time in lockstep at x{args.sim_time:g} (CPU per simulated "
-                   f"second)")
-    if args.executor:
-        layout += f", executor {args.executor}"
     profile = "real-time profile" if args.realtime else "no real-time profile"
     command = " ".join(["python benchmarks/bench_graph.py", *sys.argv[1:]])
     lines = [f"Measured with `{command}` on {time.strftime('%Y-%m-%d')}.", "",
@@ -345,7 +311,6 @@ def main() -> int:
     text = "\n".join(lines) + "\n"
     print(text)
     name = "bench_graph" + ("_process_per_node" if args.process_per_node else "") \
-        + ("_sim_time" if args.sim_time is not None else "") \
         + ("_realtime" if args.realtime else "") + ("_loaded" if args.loaded_only else "")
     rows = [dict(r, load=c["busy_loops"]) for c in summary["cases"] for r in c["rows"]]
     for path in write_reports(args.out, name, rows, text, summary):
