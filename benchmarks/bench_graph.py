@@ -11,8 +11,9 @@ about as much CPU as a node). Two cases, one after the other on fresh graphs: qu
 RViz, a recorder and cameras. Per case:
 
 - ``muscle_commands`` and ``dynamics``: the rate from the stamps and the stamp interval p50 /
-  p99 / max; the tendon driver's and the potentiometer's tick loops: ticks per second, late and
-  skipped ticks (their /diagnostics counts over the window);
+  p99 / max; the tendon driver's tick loop: ticks per second, late and skipped ticks; the
+  potentiometer node's samples converted per second (their /diagnostics counts over the
+  window);
 - from ``controller/state`` (every QP tick): the tick period, the tick's compute time and the
   age of the newest joint sample at the tick (sensing to command), p50 / p99 / max;
 - per process: CPU share of one core (``/proc/<pid>/stat`` over the window) and RSS, against
