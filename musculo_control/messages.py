@@ -85,15 +85,18 @@ class RclpyMessages:
 
     def serialize(self, msg: Any, type_name: str) -> bytes:
         """The middleware's bytes (CDR) of ``msg``, as a publisher sends them."""
-        from rclpy.serialization import serialize_message
-
-        return serialize_message(msg)
+        return self._serialization().serialize_message(msg)  # type: ignore[no-any-return]
 
     def deserialize(self, data: bytes, type_name: str) -> Any:
         """The message of type ``type_name`` that ``data`` (CDR) holds."""
-        from rclpy.serialization import deserialize_message
+        return self._serialization().deserialize_message(data, self.cls(type_name))
 
-        return deserialize_message(data, self.cls(type_name))
+    @staticmethod
+    def _serialization() -> Any:
+        """``rclpy.serialization``, imported on first use (as the message classes are)."""
+        import importlib
+
+        return importlib.import_module("rclpy.serialization")
 
 
 def float_array(values: Any) -> FloatArray:

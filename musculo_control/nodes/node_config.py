@@ -106,10 +106,10 @@ class PotentiometerNodeParams(CommonNodeParams):
                                                    "queued sample is converted (twice the "
                                                    "sensor rate: a sample waits at most half a "
                                                    "sensor period) [Hz]")
-    check_rate_hz: float = spec(100.0, gt=0.0, doc="with the EventsExecutor, which hands each "
-                                                   "sample over as it arrives: how often the "
-                                                   "newest sample's age is checked (late, "
-                                                   "stale) between samples [Hz]")
+    age_check_rate_hz: float = spec(100.0, gt=0.0,
+                                    doc="with the EventsExecutor, which hands each sample over "
+                                        "as it arrives: how often the newest sample's age is "
+                                        "checked (late, stale) between samples [Hz]")
     input_queue: int = spec(10, ge=1, doc="hw/potentiometers samples kept between two reads")
 
 

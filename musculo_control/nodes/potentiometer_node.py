@@ -44,7 +44,7 @@ class PotentiometerNode(StageNode[PotentiometerNodeParams]):
                                                                       "joint name"))
             self.create_subscription(JointState, IN_TOPIC, self._on_counts,
                                      self.inputs.qos(p.input_queue), raw=True)
-            self.every(1.0 / p.check_rate_hz, self._check)
+            self.every(1.0 / p.age_check_rate_hz, self._check)
         else:
             self._counts_in = self.joint_states_in(IN_TOPIC, names, "joint name",
                                                    depth=p.input_queue)
