@@ -11,6 +11,7 @@ from musculo_control.commands.checks import writable_dir, writable_file
 from musculo_control.commands.options import add_common, setup_from_args
 from musculo_control.commands.reliability import run_faults
 from musculo_control.control.controller import CONTROLLER_NAMES
+from musculo_control.errors import MusculoError
 from musculo_control.loop.state_record import controller_state_layout
 from musculo_control.sim.experiments import RunResult, metrics_json, run_experiment
 from musculo_control.sim.plots import plot_disturbance, plot_nullspace, plot_trajectory
@@ -68,7 +69,10 @@ def plot_runs(experiment: str, runs: list[RunResult], setup: Setup, path: Path) 
         return plot_disturbance(runs, path, targets)
     if experiment == "trajectory":
         return plot_trajectory(runs, path, targets)
-    return plot_nullspace(runs, path, setup.experiments.nullspace.drift_joint, targets)
+    nullspace = setup.experiments.nullspace
+    if nullspace is None:  # no run of an experiment the config folder switched off
+        raise MusculoError("plot_runs: experiment 'nullspace' is not set up in this config folder")
+    return plot_nullspace(runs, path, nullspace.drift_joint, targets)
 
 
 def print_runs(runs: list[RunResult]) -> None:
