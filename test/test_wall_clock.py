@@ -106,7 +106,7 @@ def test_a_node_killed_under_load_ends_in_minimum_tension_with_its_reason(parts,
 
         def caught_up(t: float) -> bool:
             """The loaded observer reads late: wait until it holds what was sent by ``t``."""
-            return obs.wait_until(lambda: obs.newest_stamp(obs.commands) >= t, 60.0)
+            return obs.caught_up(obs.commands, t)
 
         looked = obs.now_s()
         assert caught_up(looked - 0.05)

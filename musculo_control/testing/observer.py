@@ -174,8 +174,8 @@ class GraphObserver:
         self._commands_pub: Any = None
         self._stop_pub = n.create_publisher(Bool, STOP_TOPIC, QOS_STOP)
         self._foreign: list[Any] = []  # nodes made by foreign_node()
-        self._acknowledge = n.create_client(Trigger, "controller/acknowledge")
-        self._clear_gauge = n.create_client(Trigger, "mock/clear_gauge")
+        self._acknowledge: Any = n.create_client(Trigger, "controller/acknowledge")
+        self._clear_gauge: Any = n.create_client(Trigger, "mock/clear_gauge")
         self._injectors: dict[str, Any] = {}
         # actions on the node's entities, run by the spinning thread between two spins; the
         # guard condition wakes the executor for them
@@ -294,6 +294,11 @@ class GraphObserver:
         """The stamp of the newest sample of ``recording`` [s] (-inf: none yet)."""
         with self._lock:
             return recording.stamp[-1] if recording.stamp else -math.inf
+
+    def caught_up(self, recording: Recording, t: float, timeout_s: float = 60.0) -> bool:
+        """Wait until ``recording`` holds what was sent by ``t`` (its newest stamp is at or
+        after it): an observer on a loaded computer reads seconds late."""
+        return self.wait_until(lambda: self.newest_stamp(recording) >= t, timeout_s)
 
     def diagnostics_of(self, node: str) -> list[Diagnostic]:
         with self._lock:
