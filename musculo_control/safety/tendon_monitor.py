@@ -73,7 +73,7 @@ from collections import deque
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.arrays import all_finite, any_true
+from musculo_control.arrays import all_finite, any_true, largest, smallest
 from musculo_control.hardware.tendon_driver import TendonState
 from musculo_control.safety.config import TendonMonitorConfig
 from musculo_control.safety.rules import Finding
@@ -115,6 +115,9 @@ class TendonMonitor:
         self._last_sent_s = -math.inf  # stamp of the newest driver output seen [s]
         self._resync = False  # restart the expectation from the next sample's load cells
         self._slack_count = np.zeros(self.m, dtype=np.int64)  # consecutive slack samples
+        self._slack_zero = True  # every slack count is 0 (the common case: skip the counting)
+        self._off_zero = True  # every tracking-miss count is 0
+        self._scratch = (np.zeros(self.m), np.zeros(self.m))  # the band's steps [N]
         self._alpha_dt = math.nan  # the sample interval the lag's factor was computed for [s]
         self._alpha = 0.0
         self._tracked_s = float(stamp_s)  # the last sample on which every tendon tracked [s]
@@ -160,12 +163,16 @@ class TendonMonitor:
             self._alpha_dt = dt
             self._alpha = 1.0 - math.exp(-dt / cfg.actuator_time_constant_s)
         alpha = self._alpha
-        step = alpha * (low - self._low)
+        step, rise = self._scratch
+        np.subtract(low, self._low, out=step)
+        step *= alpha
         if cfg.rise_rate_n_s is not None:
             # an elastic wire rises no faster than its stiffness times the winch's speed
             np.minimum(step, cfg.rise_rate_n_s * dt, out=step)
         self._low += step
-        self._high += alpha * (high - self._high)
+        np.subtract(high, self._high, out=rise)
+        rise *= alpha
+        self._high += rise
         self._t = t
 
     def sent(self, stamp_s: float, tension_n: FloatArray) -> None:
@@ -229,23 +236,36 @@ class TendonMonitor:
         slow = speed < cfg.tracking_max_rate_m_s
         if valid is not None:
             slow &= valid
-        low = slow & (f < cfg.slack_tension_n)
-        # consecutive counts: +1 where the condition holds, back to 0 where it does not
-        self._slack_count += 1
-        self._slack_count *= low
-        slack = self._slack_count >= cfg.slack_samples
-        if any_true(slack):
+        if valid is None and smallest(f) >= cfg.slack_tension_n:
+            # no tendon slack (most samples): every count back to 0, no finding
+            if not self._slack_zero:
+                self._slack_count.fill(0)
+                self._slack_zero = True
+            slack = None
+        else:
+            low = slow & (f < cfg.slack_tension_n)
+            # consecutive counts: +1 where the condition holds, back to 0 where it does not
+            self._slack_count += 1
+            self._slack_count *= low
+            self._slack_zero = not any_true(low)
+            slack = self._slack_count >= cfg.slack_samples
+        if slack is not None and any_true(slack):
             findings.append(Finding("tendon_slack", f"tendon slack or snapped: "
                                     f"{_names(self.names, slack)} read "
                                     f"{np.round(f[slack], 2).tolist()} N (< "
                                     f"{cfg.slack_tension_n} N)"))
-        racing = abs_rate > cfg.max_length_rate_m_s
-        outside = length < self._lo
-        outside |= length > self._hi
-        if valid is not None:
-            racing &= valid
-            outside &= valid
-        if any_true(racing) or any_true(outside):
+        if valid is None and not largest(abs_rate) > cfg.max_length_rate_m_s \
+                and not any_true(length < self._lo) and not any_true(length > self._hi):
+            racing = outside = None  # plausible speeds inside the ranges (most samples)
+        else:
+            racing = abs_rate > cfg.max_length_rate_m_s
+            outside = length < self._lo
+            outside |= length > self._hi
+            if valid is not None:
+                racing &= valid
+                outside &= valid
+        if racing is not None and outside is not None \
+                and (any_true(racing) or any_true(outside)):
             parts = []
             if any_true(racing):
                 parts.append(f"{_names(self.names, racing)} length rate "
@@ -258,10 +278,12 @@ class TendonMonitor:
             findings.append(Finding("tendon_runaway", "tendon running away: " + "; ".join(parts)))
         if behind or not track:
             return tuple(findings)
-        fast = ~slow
-        if valid is not None:
+        if valid is None:
+            fast = None if np.count_nonzero(slow) == self.m else ~slow
+        else:
+            fast = ~slow
             fast &= valid
-        if any_true(fast):
+        if fast is not None and any_true(fast):
             # where the envelope may bind, the lag model restarts from what the load cell reads
             np.copyto(self._low, f, where=fast)
             np.copyto(self._high, f, where=fast)
@@ -297,16 +319,25 @@ class TendonMonitor:
         off = error > tolerance
         off &= slow
         np.greater(off, recovering, out=off)  # off & ~recovering (booleans: True > False)
-        self._off_count += 1
-        self._off_count *= off
-        bad = self._off_count >= cfg.tracking_samples
-        if any_true(off):
+        missed = any_true(off)
+        if missed:
+            self._off_count += 1
+            self._off_count *= off
+            self._off_zero = False
+            bad = self._off_count >= cfg.tracking_samples
+            missing = any_true(bad)
+        else:  # every count back to 0 (most samples)
+            if not self._off_zero:
+                self._off_count.fill(0)
+                self._off_zero = True
+            missing = False
+        if missed:
             self._clean_from_s = math.inf
         elif self._clean_from_s == math.inf:
             self._clean_from_s = state.stamp_s
         elif state.stamp_s - self._clean_from_s >= cfg.tracking_clean_s:
             self._proven = True
-        if not any_true(off):
+        if not missed:
             self._tracked_s = state.stamp_s
             np.copyto(self._tracked_f, f)
             np.copyto(self._since_low, self._low)
@@ -314,8 +345,9 @@ class TendonMonitor:
         else:
             np.minimum(self._since_low, self._low, out=self._since_low)
             np.maximum(self._since_high, self._high, out=self._since_high)
-        if any_true(bad) and not any_true(bad & excess) \
-                and self._watchdog(state.stamp_s, f, slow, bad, falling):
+        if not missing:
+            return tuple(findings)
+        if not any_true(bad & excess) and self._watchdog(state.stamp_s, f, slow, bad, falling):
             findings.append(Finding("actuator_watchdog", f"every loaded tendon falling towards "
                                     f"{cfg.watchdog_tension_n:g} N together (the actuator "
                                     f"modules' watchdog): the driver's commands are not "
@@ -325,27 +357,27 @@ class TendonMonitor:
                                     f"{np.round(self._high[bad], 1).tolist()} N"))
             self._resync = True  # from the load cells again at the next sample
             self._off_count[:] = 0
+            self._off_zero = True
             return tuple(findings)
-        if any_true(bad):
-            what = (f"{_names(self.names, bad)} measure {np.round(f[bad], 1).tolist()} N, "
-                    f"expected {np.round(self._low[bad], 1).tolist()} to "
-                    f"{np.round(self._high[bad], 1).tolist()} N (tolerance "
-                    f"{cfg.tracking_tolerance_n} N below, {cfg.tracking_excess_tolerance_n} N "
-                    f"above)")
-            again = state.stamp_s - self._first_miss_s <= cfg.tracking_confirm_window_s
-            if again and self._proven:
-                findings.append(Finding("actuator_tracking", f"actuator not delivering its "
-                                        f"command, again after it tracked: {what}"))
-            else:
-                # once: commands that reached the modules late look the same; restart
-                findings.append(Finding("actuator_lagging", f"actuator off its command: {what}; "
-                                        f"a second time within "
-                                        f"{cfg.tracking_confirm_window_s:g} s after it tracked "
-                                        f"again is actuator_tracking"))
-                self._first_miss_s = state.stamp_s
-                self._proven = False
-                self._resync = True
-                self._off_count[:] = 0
+        what = (f"{_names(self.names, bad)} measure {np.round(f[bad], 1).tolist()} N, "
+                f"expected {np.round(self._low[bad], 1).tolist()} to "
+                f"{np.round(self._high[bad], 1).tolist()} N (tolerance "
+                f"{cfg.tracking_tolerance_n} N below, {cfg.tracking_excess_tolerance_n} N "
+                f"above)")
+        again = state.stamp_s - self._first_miss_s <= cfg.tracking_confirm_window_s
+        if again and self._proven:
+            findings.append(Finding("actuator_tracking", f"actuator not delivering its "
+                                    f"command, again after it tracked: {what}"))
+        else:
+            # once: commands that reached the modules late look the same; restart
+            findings.append(Finding("actuator_lagging", f"actuator off its command: {what}; "
+                                    f"a second time within "
+                                    f"{cfg.tracking_confirm_window_s:g} s after it tracked "
+                                    f"again is actuator_tracking"))
+            self._first_miss_s = state.stamp_s
+            self._proven = False
+            self._resync = True
+            self._off_count[:] = 0
         return tuple(findings)
 
     def _watchdog(self, stamp_s: float, f: FloatArray, slow: npt.NDArray[np.bool_],
