@@ -66,15 +66,14 @@ A sample with sensor faults (non-finite counts) is the driver's business (rule
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections import deque
 
 import numpy as np
 import numpy.typing as npt
 
 from musculo_control.arrays import all_finite, any_true, largest, smallest
 from musculo_control.hardware.tendon_driver import TendonState
+from musculo_control.safety.command_window import CommandWindow
 from musculo_control.safety.config import TendonMonitorConfig
 from musculo_control.safety.rules import Finding
 
@@ -94,6 +93,7 @@ class TendonMonitor:
         self.m = len(self.names)
         self.config = config
         self._lo = np.asarray(l_min_m, dtype=float) - config.length_margin_m
+        self._commands = CommandWindow(self.m)
         self._hi = np.asarray(l_max_m, dtype=float) + config.length_margin_m
         self.reset(0.0, np.zeros(self.m))
 
@@ -106,8 +106,7 @@ class TendonMonitor:
         # commands sent, oldest first: (stamp [s], least [N], most [N]), least and most equal
         # but for a gap of unknown outputs; the first is the one in effect at the latest
         # possible delivery of the window
-        self._commands: deque[tuple[float, FloatArray, FloatArray]] = deque(
-            [(-math.inf, f.copy(), f.copy())])
+        self._commands.reset(-math.inf, f)
         self._last_length: FloatArray | None = None  # previous sample's lengths [m]
         self._last_error = np.zeros(self.m)  # previous distance from the band [N]
         self._last_stamp = -math.inf
@@ -147,18 +146,9 @@ class TendonMonitor:
         latest = earliest + cfg.command_jitter_s
         commands = self._commands
         # the command in effect at (previous time - latest) stays first; older ones are gone
-        while len(commands) > 1 and commands[1][0] <= self._t - latest:
-            commands.popleft()
-        # ... up to the last one that may have arrived by t
-        n = 1
-        while n < len(commands) and commands[n][0] <= t - earliest:
-            n += 1
-        _, low, high = commands[0]
-        if n > 1:  # elementwise min and max of the window (exact in any order)
-            low, high = low.copy(), high.copy()
-            for _, least, most in itertools.islice(commands, 1, n):
-                np.minimum(low, least, out=low)
-                np.maximum(high, most, out=high)
+        commands.drop_before(self._t - latest)
+        # ... up to the last one that may have arrived by t: elementwise min and max
+        low, high = commands.bounds_upto(t - earliest)
         if dt != self._alpha_dt:  # samples come at a steady rate: the lag's factor once
             self._alpha_dt = dt
             self._alpha = 1.0 - math.exp(-dt / cfg.actuator_time_constant_s)
@@ -180,16 +170,16 @@ class TendonMonitor:
         stamp = float(stamp_s)
         if not stamp > self._last_sent_s:
             return  # not after the newest seen: nothing new
-        tension = np.array(tension_n, dtype=float)
+        tension = np.asarray(tension_n, dtype=float)
         # a gap in the outputs seen (a lost or late message on a loaded machine): what the
         # actuators received in it is unknown (the driver may have sent minimum tension)
         if stamp - self._last_sent_s > self.config.tracking_resync_gap_s \
                 and math.isfinite(self._last_sent_s):
             self._resync = True
-            before = self._commands[-1][2]
-            self._commands.append((math.nextafter(self._last_sent_s, math.inf),
-                                   np.zeros(self.m), np.maximum(before, tension)))
-        self._commands.append((stamp, tension, tension))
+            before = self._commands.newest_most()
+            self._commands.append(math.nextafter(self._last_sent_s, math.inf),
+                                  np.zeros(self.m), np.maximum(before, tension))
+        self._commands.append(stamp, tension, tension)
         self._last_sent_s = stamp
 
     def check(self, state: TendonState, track: bool = True) -> tuple[Finding, ...]:
