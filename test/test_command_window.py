@@ -41,7 +41,7 @@ def test_window_bounds_match_a_plain_list_through_growth_and_compaction() -> Non
                 first += 1
         assert len(window) == len(entries) - first
         upto = t - float(rng.uniform(0.0, 0.02))
-        low, high = window.bounds_upto(upto)
+        low, high = window.bounds_upto(upto, np.full((2, m), np.nan))
         want_low, want_high = _naive(entries, first, upto)
         np.testing.assert_array_equal(low, want_low)
         np.testing.assert_array_equal(high, want_high)
@@ -55,6 +55,6 @@ def test_first_entry_stays_when_every_command_is_older() -> None:
     window.drop_before(1.0)  # the newest entry is in effect: it becomes the first, and stays
     window.drop_before(2.0)
     assert len(window) == 1
-    low, high = window.bounds_upto(-1.0)  # nothing newer: the first entry's bounds
+    low, high = window.bounds_upto(-1.0, np.zeros((2, 2)))  # nothing newer: the first entry's
     np.testing.assert_array_equal(low, [10.0, 1.0])
     np.testing.assert_array_equal(high, [10.0, 1.0])

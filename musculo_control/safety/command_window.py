@@ -3,7 +3,7 @@
 Each entry is (stamp [s], least [N], most [N]) per tendon; least and most are equal but for a
 gap of unknown outputs (:mod:`musculo_control.safety.tendon_monitor`). The monitor asks, at
 every tendon sample, for the elementwise least and most over the entries that may be in effect
-in a time window, about ten at the sensor rate: the entries are rows of two arrays, so that is
+in a time window, about ten at the sensor rate: the entries are rows of one array, so that is
 one ``minimum.reduce`` and one ``maximum.reduce`` over a slice (exact in any order) instead of a
 numpy call per entry and tendon vector.
 """
@@ -25,8 +25,7 @@ class CommandWindow:
     def __init__(self, m: int, capacity: int = 64) -> None:
         self.m = m
         self._stamps: list[float] = []  # rows [start, end) are live; older slots are stale
-        self._least = np.zeros((capacity, m))
-        self._most = np.zeros((capacity, m))
+        self._rows = np.zeros((capacity, 2, m))  # [least; most] per entry [N]
         self._start = 0
 
     def reset(self, stamp_s: float, tension_n: FloatArray) -> None:
@@ -41,22 +40,22 @@ class CommandWindow:
     def append(self, stamp_s: float, least_n: FloatArray, most_n: FloatArray) -> None:
         """A command (least and most [N], (m,)) sent at ``stamp_s`` [s], after every other."""
         end = len(self._stamps)
-        if end == len(self._least):  # full: drop the stale rows, or grow
+        rows = self._rows
+        if end == len(rows):  # full: drop the stale rows, or grow
             live = end - self._start
-            if live * 2 > len(self._least):
-                self._least = np.concatenate([self._least, np.zeros_like(self._least)])
-                self._most = np.concatenate([self._most, np.zeros_like(self._most)])
-            self._least[:live] = self._least[self._start:end]
-            self._most[:live] = self._most[self._start:end]
+            if live * 2 > len(rows):
+                rows = self._rows = np.concatenate([rows, np.zeros_like(rows)])
+            rows[:live] = rows[self._start:end]
             del self._stamps[:self._start]
             self._start, end = 0, live
-        self._least[end] = least_n
-        self._most[end] = most_n
+        row = rows[end]
+        row[0] = least_n
+        row[1] = most_n
         self._stamps.append(stamp_s)
 
     def newest_most(self) -> FloatArray:
         """(m,) the most of the newest command [N] (a copy)."""
-        return self._most[len(self._stamps) - 1].copy()
+        return self._rows[len(self._stamps) - 1, 1].copy()
 
     def drop_before(self, stamp_s: float) -> None:
         """Keep the command in effect at ``stamp_s`` [s] (the newest one stamped at or before
@@ -65,12 +64,15 @@ class CommandWindow:
         if first > self._start:
             self._start = first
 
-    def bounds_upto(self, stamp_s: float) -> tuple[FloatArray, FloatArray]:
-        """The elementwise least and most [N] (m,) of the first entry and of every later one
-        stamped at or before ``stamp_s`` [s] (read-only: views, or new arrays)."""
+    def bounds_upto(self, stamp_s: float, out: FloatArray) -> FloatArray:
+        """``out`` (2, m): the elementwise least and most [N] of the first entry and of every
+        later one stamped at or before ``stamp_s`` [s]."""
         start = self._start
-        end = max(bisect_right(self._stamps, stamp_s, start + 1), start + 1)
+        end = bisect_right(self._stamps, stamp_s, start + 1)
         if end == start + 1:
-            return self._least[start], self._most[start]
-        return (np.minimum.reduce(self._least[start:end], axis=0),
-                np.maximum.reduce(self._most[start:end], axis=0))
+            np.copyto(out, self._rows[start])
+        else:
+            window = self._rows[start:end]
+            np.minimum.reduce(window[:, 0], axis=0, out=out[0])
+            np.maximum.reduce(window[:, 1], axis=0, out=out[1])
+        return out

@@ -94,14 +94,23 @@ class TendonMonitor:
         self.config = config
         self._lo = np.asarray(l_min_m, dtype=float) - config.length_margin_m
         self._commands = CommandWindow(self.m)
+        # the band: least (row 0) and most (row 1) a healthy load cell may read now [N]; and
+        # its least and most since the last sample on which every tendon tracked
+        self._band = np.zeros((2, self.m))
+        self._low, self._high = self._band
+        self._since = np.zeros((2, self.m))
+        self._since_low, self._since_high = self._since
+        self._window = np.zeros((2, self.m))  # the band's targets: the window's bounds [N]
+        self._steps = np.zeros((2, self.m))  # the band's steps [N]
+        self._tolerances = np.array([config.tracking_tolerance_n,
+                                     config.tracking_excess_tolerance_n])  # below, above [N]
         self._hi = np.asarray(l_max_m, dtype=float) + config.length_margin_m
         self.reset(0.0, np.zeros(self.m))
 
     def reset(self, stamp_s: float, tension_n: npt.ArrayLike) -> None:
         """Actuators delivering and commanded ``tension_n`` [N] at ``stamp_s`` [s]."""
         f = np.broadcast_to(np.asarray(tension_n, dtype=float), (self.m,)).copy()
-        self._low = f  # (m,) the least a healthy load cell may read now [N]
-        self._high = f.copy()  # (m,) the most [N]
+        self._band[:] = f
         self._t = float(stamp_s)
         # commands sent, oldest first: (stamp [s], least [N], most [N]), least and most equal
         # but for a gap of unknown outputs; the first is the one in effect at the latest
@@ -116,13 +125,11 @@ class TendonMonitor:
         self._slack_count = np.zeros(self.m, dtype=np.int64)  # consecutive slack samples
         self._slack_zero = True  # every slack count is 0 (the common case: skip the counting)
         self._off_zero = True  # every tracking-miss count is 0
-        self._scratch = (np.zeros(self.m), np.zeros(self.m))  # the band's steps [N]
         self._alpha_dt = math.nan  # the sample interval the lag's factor was computed for [s]
         self._alpha = 0.0
         self._tracked_s = float(stamp_s)  # the last sample on which every tendon tracked [s]
         # the least and most of the band since then: where each module's tension was [N]
-        self._since_low = f.copy()
-        self._since_high = f.copy()
+        self._since[:] = f
         self._tracked_f = f.copy()  # the load cells then [N]
         self._first_miss_s = -math.inf  # an actuator_lagging miss not yet confirmed [s]
         self._clean_from_s = float(stamp_s)  # every tendon tracking since [s] (inf: not now)
@@ -148,21 +155,17 @@ class TendonMonitor:
         # the command in effect at (previous time - latest) stays first; older ones are gone
         commands.drop_before(self._t - latest)
         # ... up to the last one that may have arrived by t: elementwise min and max
-        low, high = commands.bounds_upto(t - earliest)
+        target = commands.bounds_upto(t - earliest, self._window)
         if dt != self._alpha_dt:  # samples come at a steady rate: the lag's factor once
             self._alpha_dt = dt
             self._alpha = 1.0 - math.exp(-dt / cfg.actuator_time_constant_s)
-        alpha = self._alpha
-        step, rise = self._scratch
-        np.subtract(low, self._low, out=step)
-        step *= alpha
+        steps = self._steps
+        np.subtract(target, self._band, out=steps)
+        steps *= self._alpha
         if cfg.rise_rate_n_s is not None:
             # an elastic wire rises no faster than its stiffness times the winch's speed
-            np.minimum(step, cfg.rise_rate_n_s * dt, out=step)
-        self._low += step
-        np.subtract(high, self._high, out=rise)
-        rise *= alpha
-        self._high += rise
+            np.minimum(steps[0], cfg.rise_rate_n_s * dt, out=steps[0])
+        self._band += steps
         self._t = t
 
     def sent(self, stamp_s: float, tension_n: FloatArray) -> None:
@@ -275,20 +278,17 @@ class TendonMonitor:
             fast &= valid
         if fast is not None and any_true(fast):
             # where the envelope may bind, the lag model restarts from what the load cell reads
-            np.copyto(self._low, f, where=fast)
-            np.copyto(self._high, f, where=fast)
+            np.copyto(self._band, f, where=fast)
         if self._resync:
             # after a gap in the driver outputs or the samples the band restarts from the load
             # cells
             finite_f = np.isfinite(f)
-            np.copyto(self._low, f, where=finite_f)
-            np.copyto(self._high, f, where=finite_f)
+            np.copyto(self._band, f, where=finite_f)
             self._off_count[:] = 0
             self._resync = False
             self._tracked_s = state.stamp_s
             np.copyto(self._tracked_f, f)
-            np.copyto(self._since_low, self._low)
-            np.copyto(self._since_high, self._high)
+            np.copyto(self._since, self._band)
         falling = f < self._last_f
         np.copyto(self._last_f, f)
         below = self._low - f  # > 0: short of the least a healthy actuator delivers [N]
@@ -305,7 +305,7 @@ class TendonMonitor:
             if math.isfinite(dt) else 1.0
         recovering = error < shrink * self._last_error
         self._last_error = error if valid is None else np.where(valid, error, 0.0)
-        tolerance = np.where(excess, cfg.tracking_excess_tolerance_n, cfg.tracking_tolerance_n)
+        tolerance = self._tolerances.take(excess.view(np.uint8))  # excess: the wider one
         off = error > tolerance
         off &= slow
         np.greater(off, recovering, out=off)  # off & ~recovering (booleans: True > False)
@@ -330,8 +330,7 @@ class TendonMonitor:
         if not missed:
             self._tracked_s = state.stamp_s
             np.copyto(self._tracked_f, f)
-            np.copyto(self._since_low, self._low)
-            np.copyto(self._since_high, self._high)
+            np.copyto(self._since, self._band)
         else:
             np.minimum(self._since_low, self._low, out=self._since_low)
             np.maximum(self._since_high, self._high, out=self._since_high)
