@@ -388,10 +388,12 @@ class ClosedLoop:
             for message in stage.sense():
                 raw.send(k, message)
             stage.check()
+        # each line read in place (popleft while due): its messages in order, no list made
         raw_due = self._raw._queue
         if raw_due and raw_due[0][0] <= k:
             pots, tendons = self.pots, self.tendons
-            for stamp, pot_counts, enc_counts, cell_counts in self._raw.receive(k):
+            while raw_due and raw_due[0][0] <= k:
+                stamp, pot_counts, enc_counts, cell_counts = raw_due.popleft()[1]
                 if pot_counts is not None:
                     reading = pots.receive(stamp, pot_counts)
                     if reading is not None:
@@ -405,17 +407,17 @@ class ClosedLoop:
         joints_due = self._joints._queue
         if joints_due and joints_due[0][0] <= k:
             dynamics = self.dynamics
-            for reading in self._joints.receive(k):
+            while joints_due and joints_due[0][0] <= k:
+                reading = joints_due.popleft()[1]
                 dynamics.receive_joints(reading)
                 step.receive_joints(reading)
         muscles_due = self._muscles._queue
-        if muscles_due and muscles_due[0][0] <= k:
-            for state in self._muscles.receive(k):
-                step.receive_tendons(state)
+        while muscles_due and muscles_due[0][0] <= k:
+            step.receive_tendons(muscles_due.popleft()[1])
         sent_due = self._sent._queue
-        if sent_due and sent_due[0][0] <= k:
-            for stamp, tension in self._sent.receive(k):
-                step.receive_sent(stamp, tension)
+        while sent_due and sent_due[0][0] <= k:
+            stamp, tension = sent_due.popleft()[1]
+            step.receive_sent(stamp, tension)
         if not self.fused and k % div.dynamics == 0:
             ticks["dynamics"] += 1
             snap = self.dynamics.tick(t)
@@ -445,9 +447,8 @@ class ClosedLoop:
             self._to_arm.send(k, sent.units)
             self._sent.send(k, (t, tension))
         to_arm_due = self._to_arm._queue
-        if to_arm_due and to_arm_due[0][0] <= k:
-            for units in self._to_arm.receive(k):
-                stage.receive_command(units, None, DRIVER_WRITER.gid)
+        while to_arm_due and to_arm_due[0][0] <= k:
+            stage.receive_command(to_arm_due.popleft()[1], None, DRIVER_WRITER.gid)
         stage.step()
         self.step_count = k + 1
         ticks["physics"] += 1
