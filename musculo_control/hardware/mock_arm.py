@@ -244,7 +244,6 @@ class MockArm:
         # the motor's speed line as winch speeds: v_in <= v_per_volt (V - R I), I = f amp_per_n
         self._v_per_volt = r / (act.gear_ratio * act.torque_constant_nm_a)  # [m/s / V]
         self._amp_per_n = 1.0 / k_f  # [A/N]
-        self._ohm = act.terminal_resistance_ohm
         # capstan friction of the wire and its elasticity (mock_arm.yaml tendon)
         ten = config.tendon
         self._mu = ten.friction_coefficient
@@ -258,11 +257,7 @@ class MockArm:
         self._speed = np.zeros(self.m)
         self._stiffness: FloatArray | None = None  # k per tendon [N/m]; None: inextensible
         self._kdt: tuple[FloatArray, FloatArray] | None = None  # (k, k dt) of the last step
-        self._elastic_scratch = (np.zeros(self.m), np.zeros(self.m))  # change, R I
-        # the winch speed line's two ends in one (2, m) buffer: [V - R I; -(V + R I)] [V]
-        self._speed_line = np.zeros((2, self.m))
-        supply = config.actuator.supply_voltage_v
-        self._supply_pm = np.array([[supply], [-supply]])  # (2, 1) [V]
+        self._elastic_scratch = tuple(np.zeros(self.m) for _ in range(4))
         # sensors
         sens = config.sensors
         e = sens.potentiometer_offset_error_counts
@@ -372,8 +367,7 @@ class MockArm:
         actuators follow their commands. Without a command for ``actuator.command_timeout_s``
         every module holds ``actuator.timeout_tension_n`` (its own watchdog).
         """
-        if not self.watchdog_fired \
-                and self.stamp0_s + self._steps * self.dt_s - self._cmd_time_s > self._timeout_s:
+        if not self.watchdog_fired and self.time_s - self._cmd_time_s > self._timeout_s:
             self._cmd[:] = self.config.actuator.timeout_tension_n
             self.watchdog_fired = True
         if not self._tendons_in_order:
@@ -415,23 +409,25 @@ class MockArm:
         step: ``df = k dt (v_path + v_in)`` with ``-v_per_volt (V + R I) <= v_in <=
         v_per_volt (V - R I)`` at the present current; then the current limit (beyond it the
         load back-drives the winch) and a slack wire's 0 [N]."""
+        act = self.config.actuator
         if self._kdt is None or self._kdt[0] is not k:
             self._kdt = (k, k * self.dt_s)
         kdt = self._kdt[1]
-        f = self._f
-        change, drop = self._elastic_scratch
-        line = self._speed_line
-        upper, lower = line
-        # every step: into fixed buffers, in the same order of operations as the formula (the
-        # two ends together: -(V + R I) is (-V) - R I and v - x is v + (-x), exactly)
+        f, v = self._f, self._ten_velocity
+        change, drop, upper, lower = self._elastic_scratch
+        # every step: into fixed buffers, in the same order of operations as the formula
         np.subtract(self._cmd, f, out=change)
         change *= self._alpha
-        np.multiply(f, self._ohm, out=drop)
+        np.multiply(f, act.terminal_resistance_ohm, out=drop)
         drop *= self._amp_per_n  # R I [V]
-        np.subtract(self._supply_pm, drop, out=line)
-        line *= self._v_per_volt
-        line += self._ten_velocity
-        line *= kdt  # k dt (v + v_per_volt (V - R I)), k dt (v - v_per_volt (V + R I))
+        np.subtract(act.supply_voltage_v, drop, out=upper)
+        upper *= self._v_per_volt
+        upper += v
+        upper *= kdt  # k dt (v + v_per_volt (V - R I))
+        np.add(drop, act.supply_voltage_v, out=lower)
+        lower *= self._v_per_volt
+        np.subtract(v, lower, out=lower)
+        lower *= kdt  # k dt (v - v_per_volt (V + R I))
         np.minimum(change, upper, out=change)
         np.maximum(change, lower, out=change)
         f += change
