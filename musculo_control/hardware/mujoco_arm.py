@@ -483,6 +483,12 @@ class PathBends:
         self._norm = np.zeros(pairs)
         self._seg_in, self._seg_out = self._seg[:-1], self._seg[1:]
         self._sq_in, self._sq_out = self._sq[:-1], self._sq[1:]
+        # products of the coordinates, summed as columns (x + z) + y: einsum's order, in
+        # ufunc calls on views made once (einsum's own call costs several of them)
+        self._prod = np.zeros((segments, 3))
+        self._pair_prod = self._prod[:-1]
+        self._prod_cols = (self._prod[:, 0], self._prod[:, 2], self._prod[:, 1])
+        self._pair_cols = (self._pair_prod[:, 0], self._pair_prod[:, 2], self._pair_prod[:, 1])
 
     def _layout_now(self) -> tuple[bytes, bytes, bytes]:
         ids = self.tendon_ids
@@ -502,8 +508,14 @@ class PathBends:
                 self._layout = layout
         seg, sq, dot, norm = self._seg, self._sq, self._dot, self._norm
         np.subtract(self._head, self._tail, out=seg)
-        np.einsum("ij,ij->i", seg, seg, out=sq)
-        np.einsum("ij,ij->i", self._seg_in, self._seg_out, out=dot)
+        x, z, y = self._prod_cols
+        np.multiply(seg, seg, out=self._prod)
+        np.add(x, z, out=sq)
+        sq += y  # |segment|^2
+        x, z, y = self._pair_cols
+        np.multiply(self._seg_in, self._seg_out, out=self._pair_prod)
+        np.add(x, z, out=dot)
+        dot += y  # segment_in . segment_out
         np.multiply(self._sq_in, self._sq_out, out=norm)
         np.sqrt(norm, out=norm)
         np.maximum(norm, 1e-18, out=norm)

@@ -77,6 +77,7 @@ class GoalGate:
         self.accepted_stamp_s = 0.0
         self.refused = 0
         self._order.reset()
+        self._inside: tuple[HandGoal, WorkspaceConfig] | None = None  # last goal found inside
 
     def offer(self, goal: object, stamp_s: float, now_s: float,
               frame_id: str | None = None) -> Finding | None:
@@ -108,8 +109,14 @@ class GoalGate:
         if not self.use_orientation and candidate.rotation is not None:
             candidate = HandGoal(candidate.position_m, candidate.velocity_m_s,
                                  candidate.acceleration_m_s2)
-        why = check_goal(candidate, self.workspace)
-        if why is not None:
+        # a goal is immutable (read-only arrays): one found inside the workspace, offered
+        # again (a held goal, at every tick), is inside still
+        inside = self._inside
+        why = None if inside is not None and inside[0] is candidate \
+            and inside[1] is self.workspace else check_goal(candidate, self.workspace)
+        if why is None:
+            self._inside = (candidate, self.workspace)
+        else:
             return Finding("goal_outside_workspace",
                            f"goal refused, holding the last one: {why}")
         late = self._order.check(stamp_s)

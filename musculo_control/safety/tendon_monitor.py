@@ -66,15 +66,14 @@ A sample with sensor faults (non-finite counts) is the driver's business (rule
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections import deque
 
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.arrays import all_finite, any_true
+from musculo_control.arrays import all_finite, any_true, largest, smallest
 from musculo_control.hardware.tendon_driver import TendonState
+from musculo_control.safety.command_window import CommandWindow
 from musculo_control.safety.config import TendonMonitorConfig
 from musculo_control.safety.rules import Finding
 
@@ -94,20 +93,29 @@ class TendonMonitor:
         self.m = len(self.names)
         self.config = config
         self._lo = np.asarray(l_min_m, dtype=float) - config.length_margin_m
+        self._commands = CommandWindow(self.m)
+        # the band: least (row 0) and most (row 1) a healthy load cell may read now [N]; and
+        # its least and most since the last sample on which every tendon tracked
+        self._band = np.zeros((2, self.m))
+        self._low, self._high = self._band
+        self._since = np.zeros((2, self.m))
+        self._since_low, self._since_high = self._since
+        self._window = np.zeros((2, self.m))  # the band's targets: the window's bounds [N]
+        self._steps = np.zeros((2, self.m))  # the band's steps [N]
+        self._tolerances = np.array([config.tracking_tolerance_n,
+                                     config.tracking_excess_tolerance_n])  # below, above [N]
         self._hi = np.asarray(l_max_m, dtype=float) + config.length_margin_m
         self.reset(0.0, np.zeros(self.m))
 
     def reset(self, stamp_s: float, tension_n: npt.ArrayLike) -> None:
         """Actuators delivering and commanded ``tension_n`` [N] at ``stamp_s`` [s]."""
         f = np.broadcast_to(np.asarray(tension_n, dtype=float), (self.m,)).copy()
-        self._low = f  # (m,) the least a healthy load cell may read now [N]
-        self._high = f.copy()  # (m,) the most [N]
+        self._band[:] = f
         self._t = float(stamp_s)
         # commands sent, oldest first: (stamp [s], least [N], most [N]), least and most equal
         # but for a gap of unknown outputs; the first is the one in effect at the latest
         # possible delivery of the window
-        self._commands: deque[tuple[float, FloatArray, FloatArray]] = deque(
-            [(-math.inf, f.copy(), f.copy())])
+        self._commands.reset(-math.inf, f)
         self._last_length: FloatArray | None = None  # previous sample's lengths [m]
         self._last_error = np.zeros(self.m)  # previous distance from the band [N]
         self._last_stamp = -math.inf
@@ -115,12 +123,13 @@ class TendonMonitor:
         self._last_sent_s = -math.inf  # stamp of the newest driver output seen [s]
         self._resync = False  # restart the expectation from the next sample's load cells
         self._slack_count = np.zeros(self.m, dtype=np.int64)  # consecutive slack samples
+        self._slack_zero = True  # every slack count is 0 (the common case: skip the counting)
+        self._off_zero = True  # every tracking-miss count is 0
         self._alpha_dt = math.nan  # the sample interval the lag's factor was computed for [s]
         self._alpha = 0.0
         self._tracked_s = float(stamp_s)  # the last sample on which every tendon tracked [s]
         # the least and most of the band since then: where each module's tension was [N]
-        self._since_low = f.copy()
-        self._since_high = f.copy()
+        self._since[:] = f
         self._tracked_f = f.copy()  # the load cells then [N]
         self._first_miss_s = -math.inf  # an actuator_lagging miss not yet confirmed [s]
         self._clean_from_s = float(stamp_s)  # every tendon tracking since [s] (inf: not now)
@@ -144,28 +153,19 @@ class TendonMonitor:
         latest = earliest + cfg.command_jitter_s
         commands = self._commands
         # the command in effect at (previous time - latest) stays first; older ones are gone
-        while len(commands) > 1 and commands[1][0] <= self._t - latest:
-            commands.popleft()
-        # ... up to the last one that may have arrived by t
-        n = 1
-        while n < len(commands) and commands[n][0] <= t - earliest:
-            n += 1
-        _, low, high = commands[0]
-        if n > 1:  # elementwise min and max of the window (exact in any order)
-            low, high = low.copy(), high.copy()
-            for _, least, most in itertools.islice(commands, 1, n):
-                np.minimum(low, least, out=low)
-                np.maximum(high, most, out=high)
+        commands.drop_before(self._t - latest)
+        # ... up to the last one that may have arrived by t: elementwise min and max
+        target = commands.bounds_upto(t - earliest, self._window)
         if dt != self._alpha_dt:  # samples come at a steady rate: the lag's factor once
             self._alpha_dt = dt
             self._alpha = 1.0 - math.exp(-dt / cfg.actuator_time_constant_s)
-        alpha = self._alpha
-        step = alpha * (low - self._low)
+        steps = self._steps
+        np.subtract(target, self._band, out=steps)
+        steps *= self._alpha
         if cfg.rise_rate_n_s is not None:
             # an elastic wire rises no faster than its stiffness times the winch's speed
-            np.minimum(step, cfg.rise_rate_n_s * dt, out=step)
-        self._low += step
-        self._high += alpha * (high - self._high)
+            np.minimum(steps[0], cfg.rise_rate_n_s * dt, out=steps[0])
+        self._band += steps
         self._t = t
 
     def sent(self, stamp_s: float, tension_n: FloatArray) -> None:
@@ -173,16 +173,16 @@ class TendonMonitor:
         stamp = float(stamp_s)
         if not stamp > self._last_sent_s:
             return  # not after the newest seen: nothing new
-        tension = np.array(tension_n, dtype=float)
+        tension = np.asarray(tension_n, dtype=float)
         # a gap in the outputs seen (a lost or late message on a loaded machine): what the
         # actuators received in it is unknown (the driver may have sent minimum tension)
         if stamp - self._last_sent_s > self.config.tracking_resync_gap_s \
                 and math.isfinite(self._last_sent_s):
             self._resync = True
-            before = self._commands[-1][2]
-            self._commands.append((math.nextafter(self._last_sent_s, math.inf),
-                                   np.zeros(self.m), np.maximum(before, tension)))
-        self._commands.append((stamp, tension, tension))
+            before = self._commands.newest_most()
+            self._commands.append(math.nextafter(self._last_sent_s, math.inf),
+                                  np.zeros(self.m), np.maximum(before, tension))
+        self._commands.append(stamp, tension, tension)
         self._last_sent_s = stamp
 
     def check(self, state: TendonState, track: bool = True) -> tuple[Finding, ...]:
@@ -229,23 +229,36 @@ class TendonMonitor:
         slow = speed < cfg.tracking_max_rate_m_s
         if valid is not None:
             slow &= valid
-        low = slow & (f < cfg.slack_tension_n)
-        # consecutive counts: +1 where the condition holds, back to 0 where it does not
-        self._slack_count += 1
-        self._slack_count *= low
-        slack = self._slack_count >= cfg.slack_samples
-        if any_true(slack):
+        if valid is None and smallest(f) >= cfg.slack_tension_n:
+            # no tendon slack (most samples): every count back to 0, no finding
+            if not self._slack_zero:
+                self._slack_count.fill(0)
+                self._slack_zero = True
+            slack = None
+        else:
+            low = slow & (f < cfg.slack_tension_n)
+            # consecutive counts: +1 where the condition holds, back to 0 where it does not
+            self._slack_count += 1
+            self._slack_count *= low
+            self._slack_zero = not any_true(low)
+            slack = self._slack_count >= cfg.slack_samples
+        if slack is not None and any_true(slack):
             findings.append(Finding("tendon_slack", f"tendon slack or snapped: "
                                     f"{_names(self.names, slack)} read "
                                     f"{np.round(f[slack], 2).tolist()} N (< "
                                     f"{cfg.slack_tension_n} N)"))
-        racing = abs_rate > cfg.max_length_rate_m_s
-        outside = length < self._lo
-        outside |= length > self._hi
-        if valid is not None:
-            racing &= valid
-            outside &= valid
-        if any_true(racing) or any_true(outside):
+        if valid is None and not largest(abs_rate) > cfg.max_length_rate_m_s \
+                and not any_true(length < self._lo) and not any_true(length > self._hi):
+            racing = outside = None  # plausible speeds inside the ranges (most samples)
+        else:
+            racing = abs_rate > cfg.max_length_rate_m_s
+            outside = length < self._lo
+            outside |= length > self._hi
+            if valid is not None:
+                racing &= valid
+                outside &= valid
+        if racing is not None and outside is not None \
+                and (any_true(racing) or any_true(outside)):
             parts = []
             if any_true(racing):
                 parts.append(f"{_names(self.names, racing)} length rate "
@@ -258,25 +271,24 @@ class TendonMonitor:
             findings.append(Finding("tendon_runaway", "tendon running away: " + "; ".join(parts)))
         if behind or not track:
             return tuple(findings)
-        fast = ~slow
-        if valid is not None:
+        if valid is None:
+            fast = None if np.count_nonzero(slow) == self.m else ~slow
+        else:
+            fast = ~slow
             fast &= valid
-        if any_true(fast):
+        if fast is not None and any_true(fast):
             # where the envelope may bind, the lag model restarts from what the load cell reads
-            np.copyto(self._low, f, where=fast)
-            np.copyto(self._high, f, where=fast)
+            np.copyto(self._band, f, where=fast)
         if self._resync:
             # after a gap in the driver outputs or the samples the band restarts from the load
             # cells
             finite_f = np.isfinite(f)
-            np.copyto(self._low, f, where=finite_f)
-            np.copyto(self._high, f, where=finite_f)
+            np.copyto(self._band, f, where=finite_f)
             self._off_count[:] = 0
             self._resync = False
             self._tracked_s = state.stamp_s
             np.copyto(self._tracked_f, f)
-            np.copyto(self._since_low, self._low)
-            np.copyto(self._since_high, self._high)
+            np.copyto(self._since, self._band)
         falling = f < self._last_f
         np.copyto(self._last_f, f)
         below = self._low - f  # > 0: short of the least a healthy actuator delivers [N]
@@ -293,29 +305,38 @@ class TendonMonitor:
             if math.isfinite(dt) else 1.0
         recovering = error < shrink * self._last_error
         self._last_error = error if valid is None else np.where(valid, error, 0.0)
-        tolerance = np.where(excess, cfg.tracking_excess_tolerance_n, cfg.tracking_tolerance_n)
+        tolerance = self._tolerances.take(excess.view(np.uint8))  # excess: the wider one
         off = error > tolerance
         off &= slow
         np.greater(off, recovering, out=off)  # off & ~recovering (booleans: True > False)
-        self._off_count += 1
-        self._off_count *= off
-        bad = self._off_count >= cfg.tracking_samples
-        if any_true(off):
+        missed = any_true(off)
+        if missed:
+            self._off_count += 1
+            self._off_count *= off
+            self._off_zero = False
+            bad = self._off_count >= cfg.tracking_samples
+            missing = any_true(bad)
+        else:  # every count back to 0 (most samples)
+            if not self._off_zero:
+                self._off_count.fill(0)
+                self._off_zero = True
+            missing = False
+        if missed:
             self._clean_from_s = math.inf
         elif self._clean_from_s == math.inf:
             self._clean_from_s = state.stamp_s
         elif state.stamp_s - self._clean_from_s >= cfg.tracking_clean_s:
             self._proven = True
-        if not any_true(off):
+        if not missed:
             self._tracked_s = state.stamp_s
             np.copyto(self._tracked_f, f)
-            np.copyto(self._since_low, self._low)
-            np.copyto(self._since_high, self._high)
+            np.copyto(self._since, self._band)
         else:
             np.minimum(self._since_low, self._low, out=self._since_low)
             np.maximum(self._since_high, self._high, out=self._since_high)
-        if any_true(bad) and not any_true(bad & excess) \
-                and self._watchdog(state.stamp_s, f, slow, bad, falling):
+        if not missing:
+            return tuple(findings)
+        if not any_true(bad & excess) and self._watchdog(state.stamp_s, f, slow, bad, falling):
             findings.append(Finding("actuator_watchdog", f"every loaded tendon falling towards "
                                     f"{cfg.watchdog_tension_n:g} N together (the actuator "
                                     f"modules' watchdog): the driver's commands are not "
@@ -325,27 +346,27 @@ class TendonMonitor:
                                     f"{np.round(self._high[bad], 1).tolist()} N"))
             self._resync = True  # from the load cells again at the next sample
             self._off_count[:] = 0
+            self._off_zero = True
             return tuple(findings)
-        if any_true(bad):
-            what = (f"{_names(self.names, bad)} measure {np.round(f[bad], 1).tolist()} N, "
-                    f"expected {np.round(self._low[bad], 1).tolist()} to "
-                    f"{np.round(self._high[bad], 1).tolist()} N (tolerance "
-                    f"{cfg.tracking_tolerance_n} N below, {cfg.tracking_excess_tolerance_n} N "
-                    f"above)")
-            again = state.stamp_s - self._first_miss_s <= cfg.tracking_confirm_window_s
-            if again and self._proven:
-                findings.append(Finding("actuator_tracking", f"actuator not delivering its "
-                                        f"command, again after it tracked: {what}"))
-            else:
-                # once: commands that reached the modules late look the same; restart
-                findings.append(Finding("actuator_lagging", f"actuator off its command: {what}; "
-                                        f"a second time within "
-                                        f"{cfg.tracking_confirm_window_s:g} s after it tracked "
-                                        f"again is actuator_tracking"))
-                self._first_miss_s = state.stamp_s
-                self._proven = False
-                self._resync = True
-                self._off_count[:] = 0
+        what = (f"{_names(self.names, bad)} measure {np.round(f[bad], 1).tolist()} N, "
+                f"expected {np.round(self._low[bad], 1).tolist()} to "
+                f"{np.round(self._high[bad], 1).tolist()} N (tolerance "
+                f"{cfg.tracking_tolerance_n} N below, {cfg.tracking_excess_tolerance_n} N "
+                f"above)")
+        again = state.stamp_s - self._first_miss_s <= cfg.tracking_confirm_window_s
+        if again and self._proven:
+            findings.append(Finding("actuator_tracking", f"actuator not delivering its "
+                                    f"command, again after it tracked: {what}"))
+        else:
+            # once: commands that reached the modules late look the same; restart
+            findings.append(Finding("actuator_lagging", f"actuator off its command: {what}; "
+                                    f"a second time within "
+                                    f"{cfg.tracking_confirm_window_s:g} s after it tracked "
+                                    f"again is actuator_tracking"))
+            self._first_miss_s = state.stamp_s
+            self._proven = False
+            self._resync = True
+            self._off_count[:] = 0
         return tuple(findings)
 
     def _watchdog(self, stamp_s: float, f: FloatArray, slow: npt.NDArray[np.bool_],

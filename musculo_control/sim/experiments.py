@@ -233,8 +233,16 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
                           np.round(x0, 4).tolist())
     t_move = cfg.settle_s
 
+    held: dict[bool, HandGoal] = {}  # before (False) and after (True) the move: one goal each
+
     def goal_at(t: float) -> HandGoal:
-        pos, vel, acc = minimum_jerk(start, end, cfg.move_s, t - t_move)
+        s = t - t_move
+        if s < 0.0 or s > cfg.move_s:  # the move's start or end (minimum_jerk clamps)
+            goal = held.get(s > 0.0)
+            if goal is None:
+                goal = held[s > 0.0] = HandGoal(*minimum_jerk(start, end, cfg.move_s, s), R0)
+            return goal
+        pos, vel, acc = minimum_jerk(start, end, cfg.move_s, s)
         return HandGoal(pos, vel, acc, R0)
 
     if hasattr(bench.controller, "set_joint_target"):

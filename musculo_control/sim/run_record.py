@@ -75,9 +75,10 @@ def _per_muscle(robot: Robot, offsets_mm: FloatArray) -> Any:
     """Via-point offsets by muscle name (in the muscles file's point order), or the plain list
     when the counts do not match that order."""
     muscles = robot.muscles_config.muscles
-    if any(m.path is None for m in muscles):  # an MJCF's sites: no via-point list per muscle
+    paths = [m.path for m in muscles]
+    if any(path is None for path in paths):  # an MJCF's sites: no via-point list per muscle
         return np.round(offsets_mm, 4).tolist()
-    sizes = [len(m.path) for m in muscles]
+    sizes = [len(path) for path in paths if path is not None]
     if offsets_mm.shape[0] != sum(sizes):
         return np.round(offsets_mm, 4).tolist()
     out, k = {}, 0

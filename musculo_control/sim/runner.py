@@ -384,35 +384,40 @@ class ClosedLoop:
         sensing = k % div.sensor == 0
         if sensing:
             ticks["sensor"] += 1
+            raw = self._raw
             for message in stage.sense():
-                self._raw.send(k, message)
+                raw.send(k, message)
             stage.check()
+        # each line read in place (popleft while due): its messages in order, no list made
         raw_due = self._raw._queue
         if raw_due and raw_due[0][0] <= k:
-            for stamp, pot_counts, enc_counts, cell_counts in self._raw.receive(k):
+            pots, tendons = self.pots, self.tendons
+            while raw_due and raw_due[0][0] <= k:
+                stamp, pot_counts, enc_counts, cell_counts = raw_due.popleft()[1]
                 if pot_counts is not None:
-                    reading = self.pots.receive(stamp, pot_counts)
+                    reading = pots.receive(stamp, pot_counts)
                     if reading is not None:
                         self._joints.send(k, reading)
                 if enc_counts is not None and cell_counts is not None:
-                    state = self.tendons.receive_state(stamp, enc_counts, cell_counts)
+                    state = tendons.receive_state(stamp, enc_counts, cell_counts)
                     if state is not None:
                         self._muscles.send(k, state)
         if sensing:
             self.pots.check(t)
         joints_due = self._joints._queue
         if joints_due and joints_due[0][0] <= k:
-            for reading in self._joints.receive(k):
-                self.dynamics.receive_joints(reading)
+            dynamics = self.dynamics
+            while joints_due and joints_due[0][0] <= k:
+                reading = joints_due.popleft()[1]
+                dynamics.receive_joints(reading)
                 step.receive_joints(reading)
         muscles_due = self._muscles._queue
-        if muscles_due and muscles_due[0][0] <= k:
-            for state in self._muscles.receive(k):
-                step.receive_tendons(state)
+        while muscles_due and muscles_due[0][0] <= k:
+            step.receive_tendons(muscles_due.popleft()[1])
         sent_due = self._sent._queue
-        if sent_due and sent_due[0][0] <= k:
-            for stamp, tension in self._sent.receive(k):
-                step.receive_sent(stamp, tension)
+        while sent_due and sent_due[0][0] <= k:
+            stamp, tension = sent_due.popleft()[1]
+            step.receive_sent(stamp, tension)
         if not self.fused and k % div.dynamics == 0:
             ticks["dynamics"] += 1
             snap = self.dynamics.tick(t)
@@ -423,21 +428,7 @@ class ClosedLoop:
             for snap in self._snapshots.receive(k):
                 step.receive_snapshot(snap)
         if k % div.control == 0:
-            ticks["control"] += 1
-            wanted = goal_at(t_run)
-            goal = wanted if injected is None or startup else injected.goal(t, wanted)
-            step.offer_goal(goal, t, t)
-            out, report, joint_age = step.tick(t)
-            self.output, self.report = out, report
-            if not report.ok and not startup:
-                self.faults.append((t_run, out.reason))
-            if not startup:
-                self.episodes.tick(t_run, report)
-            if injected is None or startup or injected.command_passes(t):
-                self._commands.send(k, (t, out.tension_n))
-            if on_control is not None and not startup:
-                on_control(LoopState(t_run, step.joints.value, step.tendons.value,
-                                     step.snapshots.value, out, report, joint_age))
+            self._control(k, t, t_run, goal_at, on_control, startup)
         commands_due = self._commands._queue
         if commands_due and commands_due[0][0] <= k:
             for stamp, tension in self._commands.receive(k):
@@ -446,18 +437,38 @@ class ClosedLoop:
             ticks["driver"] += 1
             sent = self.tendons.output(t)
             self.driver_output = sent
-            if not finite(sent.tension_n, sent.units):
+            tension = sent.tension_n
+            if not finite(tension, sent.units):
                 self.sent_nonfinite += 1
             else:
-                top = largest(sent.tension_n)
+                top = largest(tension)
                 if top > self.sent_max_n:
                     self.sent_max_n = top
             self._to_arm.send(k, sent.units)
-            self._sent.send(k, (t, sent.tension_n))
+            self._sent.send(k, (t, tension))
         to_arm_due = self._to_arm._queue
-        if to_arm_due and to_arm_due[0][0] <= k:
-            for units in self._to_arm.receive(k):
-                stage.receive_command(units, None, DRIVER_WRITER.gid)
+        while to_arm_due and to_arm_due[0][0] <= k:
+            stage.receive_command(to_arm_due.popleft()[1], None, DRIVER_WRITER.gid)
         stage.step()
-        self.step_count += 1
+        self.step_count = k + 1
         ticks["physics"] += 1
+
+    def _control(self, k: int, t: float, t_run: float, goal_at: GoalFn,
+                 on_control: Callable[[LoopState], None] | None, startup: bool) -> None:
+        """The control tick at step ``k``, stamp ``t`` [s] (``t_run`` since time 0)."""
+        step, injected = self.step, self.stream_faults
+        self.ticks["control"] += 1
+        wanted = goal_at(t_run)
+        goal = wanted if injected is None or startup else injected.goal(t, wanted)
+        step.offer_goal(goal, t, t)
+        out, report, joint_age = step.tick(t)
+        self.output, self.report = out, report
+        if not report.ok and not startup:
+            self.faults.append((t_run, out.reason))
+        if not startup:
+            self.episodes.tick(t_run, report)
+        if injected is None or startup or injected.command_passes(t):
+            self._commands.send(k, (t, out.tension_n))
+        if on_control is not None and not startup:
+            on_control(LoopState(t_run, step.joints.value, step.tendons.value,
+                                 step.snapshots.value, out, report, joint_age))

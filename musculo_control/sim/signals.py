@@ -7,9 +7,11 @@ truth signals are the mock arm's (``q_rad``, ``hand_m``, ``elbow_m``, ``tension_
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from musculo_control.control.goal import HandGoal
 from musculo_control.hardware.mock_arm import MockArm
@@ -19,6 +21,7 @@ from musculo_control.model.robot import Robot
 from musculo_control.records import RecordLayout
 from musculo_control.sim.runner import LoopState
 
+FloatArray = npt.NDArray[np.float64]
 XYZ = ("x", "y", "z")
 _IDENTITY = np.array([0.0, 0.0, 0.0, 1.0])  # (x, y, z, w): no rotation
 _IDENTITY.setflags(write=False)
@@ -30,6 +33,12 @@ def record_labels(layout: RecordLayout) -> tuple[str, ...]:
     for f in layout.fields:
         out += [f.name] if not f.shape else [f"{f.name}.{i}" for i in range(f.size)]
     return tuple(out)
+
+
+def _norm(x: FloatArray) -> float:
+    """``np.linalg.norm`` of a 1-D array (the same sqrt of the dot product), without its
+    layers of Python."""
+    return math.sqrt(float(x.dot(x)))
 
 
 class RunSignals:
@@ -81,12 +90,12 @@ class RunSignals:
                                           else self._nan_muscles),
             "hand_goal_m": goal.position_m,
             "hand_goal_quaternion_xyzw": self._quaternion if rot is not None else _IDENTITY,
-            "activation": out.activations, "activation_norm": np.linalg.norm(out.activations),
+            "activation": out.activations, "activation_norm": _norm(out.activations),
             "tension_command_n": out.tension_n,
             "controller_state": self.layout.pack(controller_state_values(
                 out, state.report, self.period_s, state.joint_age_s)),
             "q_rad": mock.q_rad, "qd_rad_s": mock.qd_rad_s, "hand_m": hand,
-            "hand_error_m": np.linalg.norm(hand - goal.position_m),
+            "hand_error_m": _norm(hand - goal.position_m),
             "elbow_m": mock.elbow_position_m, "tension_n": mock.tendon_tension_n,
             "gauge_force_n": mock.gauge_force_n,
         }
