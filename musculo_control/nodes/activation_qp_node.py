@@ -183,9 +183,12 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
             else:
                 step.receive_tendons(TendonState(arrays.stamp.seconds, arrays.position,
                                                  arrays.velocity, arrays.effort, ()))
-        watch = step.writer_watches[FOREIGN_ACTUATOR_WRITER]
-        step.judge_writers(FOREIGN_ACTUATOR_WRITER,
-                           self._sent_writers.writers(watch.verdict.admit), now_s)
+        clean = step.writer_watches[FOREIGN_ACTUATOR_WRITER].verdict.admit
+        writers = self._sent_writers.writers(clean)
+        # judged again only when the list changed or was not clean (an unchanged clean list
+        # gives the same verdict, and the rule's condition stays cleared)
+        if not clean or self._sent_writers.changed_since_judged():
+            step.judge_writers(FOREIGN_ACTUATOR_WRITER, writers, now_s)
         for arrays in self._sent_in.take_all():
             if isinstance(arrays, str):
                 health.refuse(SENT_TOPIC, arrays, now_s)

@@ -56,7 +56,17 @@ class PolledSubscription:
 
     def take_all(self) -> list[Any]:
         """Every message queued since the last call (at most the QoS depth), oldest first."""
-        return [msg for msg, _ in self.take_all_from()]
+        if self._kept or self._stamp_of is not None:
+            return [msg for msg, _ in self.take_all_from()]
+        # the common case, without the publisher ids nobody asked for
+        out = []
+        handle = self._sub.handle
+        with handle:
+            while True:
+                got = handle.take_message(self._type, self._raw)
+                if got is None:
+                    return out
+                out.append(got[0])
 
     def take_all_from(self) -> list[tuple[Any, bytes | None]]:
         """As :meth:`take_all`, each message with its publisher's id where rclpy gives one
@@ -138,12 +148,12 @@ class JointStateInput:
     def take_all(self) -> list[JointArrays | str]:
         """Every message queued since the last take, oldest first."""
         read = self.reader.read
-        return [read(data) for data, _ in self.sub.take_all_from()]
+        return [read(data) for data in self.sub.take_all()]
 
     def take_newest(self) -> JointArrays | str | None:
         """The newest message queued since the last take, or None."""
-        taken = self.sub.take_all_from()
-        return self.reader.read(taken[-1][0]) if taken else None
+        taken = self.sub.take_all()
+        return self.reader.read(taken[-1]) if taken else None
 
     def take_all_from(self) -> list[tuple[JointArrays | str, bytes | None]]:
         """As :meth:`take_all`, each with its publisher's id where rclpy gives one."""

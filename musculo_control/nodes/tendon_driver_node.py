@@ -79,25 +79,30 @@ class TendonDriverNode(StageNode[TendonDriverNodeParams]):
 
     def _tick(self) -> None:
         stage = self.stage
-        self.await_lockstep(self.clock_s())
+        now_s = self.clock_s()  # the inputs' time; the output is stamped after them
+        self.await_lockstep(now_s)
         for arrays in self._states_in.take_all():
             if isinstance(arrays, str):
-                stage.health.refuse(STATE_IN_TOPIC, arrays, self.clock_s())
+                stage.health.refuse(STATE_IN_TOPIC, arrays, now_s)
                 continue
             state = stage.receive_state(arrays.stamp.seconds, arrays.position, arrays.effort)
             if state is not None:
                 self._state_pub.publish(self._state_msg.write(
                     arrays.stamp, state.length_m, state.velocity_m_s, state.tension_n))
         for stop in self._stop_in.take_all():
-            stage.operator_stop(bool(stop.data), self.clock_s(), f"operator stop on {STOP_TOPIC}")
+            stage.operator_stop(bool(stop.data), now_s, f"operator stop on {STOP_TOPIC}")
         # the samples first, then the graph: a sample of a writer new since the last tick is
         # judged with that writer listed (discovery lists a writer before its data can come)
         taken = self._commands_in.take_all_from()
         clean = stage.writers is None or stage.writers.verdict.admit
-        stage.judge_writers(self._graph.writers(clean), self.clock_s())
+        writers = self._graph.writers(clean)
+        # a list unchanged since it was judged clean is clean again (no unnamed writer whose
+        # grace period runs): judged only when it changed or was not clean
+        if not clean or self._graph.changed_since_judged():
+            stage.judge_writers(writers, now_s)
         for arrays, writer in taken:  # oldest first (one, unless a foreign writer crowds in)
             if isinstance(arrays, str):
-                stage.health.refuse(COMMAND_IN_TOPIC, arrays, self.clock_s())
+                stage.health.refuse(COMMAND_IN_TOPIC, arrays, now_s)
             else:
                 stage.receive_command(arrays.stamp.seconds, arrays.effort,
                                       writer if self.params.sample_ids else None)

@@ -54,6 +54,7 @@ class GraphWriters:
         self._count = -1
         self._writers: list[Writer] = []
         self.reads = 0  # full reads of the list
+        self._judged = -1  # the read last handed to :meth:`changed_since_judged`
 
     def writers(self, clean: bool) -> list[Writer]:
         """The publishers now; ``clean``: the last list was all authorised and named (so an
@@ -68,3 +69,12 @@ class GraphWriters:
                                     bytes(i.endpoint_gid))
                              for i in self.node.get_publishers_info_by_topic(self.topic)]
         return self._writers
+
+    def changed_since_judged(self) -> bool:
+        """Whether the list was read again since the last call that answered True (the
+        first call answers True): an unchanged list judged clean before is judged clean
+        again, at the same verdict, so the judging can be skipped."""
+        if self.reads == self._judged:
+            return False
+        self._judged = self.reads
+        return True
