@@ -59,6 +59,37 @@ def _sleep_loop(rate_hz: float, seconds: float, tick: object = None) -> None:
             tick()  # type: ignore[operator]
 
 
+#: Small array operations per wake-up in the arithmetic cases (about what a stage does with
+#: one sample: conversions, checks, a filter, copies).
+_ARITHMETIC_CALLS = 20
+
+
+def _arithmetic(n: int, python: bool) -> object:
+    """A tick doing :data:`_ARITHMETIC_CALLS` elementwise operations on ``n`` values: numpy
+    calls on arrays, or (``python``) the same operations on Python floats, one by one."""
+    import numpy as np
+
+    if python:
+        a, b = [1.0 + i for i in range(n)], [0.5 * i for i in range(n)]
+
+        def tick_py() -> None:
+            x = a
+            for _ in range(_ARITHMETIC_CALLS // 2):
+                x = [u - v for u, v in zip(x, b)]
+                x = [u * 0.999 for u in x]
+
+        return tick_py
+    arr, brr = 1.0 + np.arange(n, dtype=float), 0.5 * np.arange(n, dtype=float)
+
+    def tick_np() -> None:
+        x = arr
+        for _ in range(_ARITHMETIC_CALLS // 2):
+            x = x - brr
+            x = x * 0.999
+
+    return tick_np
+
+
 def _rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -196,10 +227,18 @@ def main() -> int:
     domain = args.domain_id if args.domain_id is not None else private_domain_id()
     env = dict(os.environ, ROS_DOMAIN_ID=str(domain))
     base = _cpu_share(args.duration, lambda s: _sleep_loop(rates.driver_rate_hz, s))
+    woken = {python: _cpu_share(args.duration, lambda s, p=python: _sleep_loop(
+        rates.driver_rate_hz, s, _arithmetic(names, p))) for python in (False, True)}
     idle = subprocess.run([sys.executable, __file__, "--child", "idle", "0", "0", "0", "3",
                            "messages"], capture_output=True, text=True, env=env, check=True)
     rows = [{"case": f"baseline: plain sleep loop at {rates.driver_rate_hz:g} Hz, no rclpy",
              "cpu_share_of_one_core": round(base, 4), "vs_baseline": 1.0, "rss_mb": ""},
+            *({"case": f"the same, {_ARITHMETIC_CALLS} elementwise operations on {names} "
+                       f"values per wake-up, " + ("Python floats" if python else
+                                                  "numpy calls on arrays"),
+               "cpu_share_of_one_core": round(share, 4),
+               "vs_baseline": round(share / base, 1) if base > 0 else float("nan"),
+               "rss_mb": ""} for python, share in woken.items()),
             {"case": "rclpy, numpy and one node, idle", "cpu_share_of_one_core": "",
              "vs_baseline": "", "rss_mb": float(idle.stdout.split()[-1])}]
     variants = ["messages", "bytes"]
