@@ -6,8 +6,6 @@ out separately, with their names, as a JointState.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import numpy.typing as npt
 
@@ -56,21 +54,13 @@ def controller_state_values(out: ControlOutput, report: SafetyReport, tick_perio
         "solve_time_s": out.solve_time_s,
         "compute_time_s": out.compute_time_s,
         "snapshot_age_s": out.snapshot_age_s,
-        "joint_age_s": joint_age_s if math.isfinite(joint_age_s) else 0.0,
+        "joint_age_s": joint_age_s if np.isfinite(joint_age_s) else 0.0,
         "objective": out.objective,
-        # np.linalg.norm's own sum for a vector, without its layers (this runs every tick)
-        "activation_norm": _norm(out.activations),
-        "tick_period_s": tick_period_s if math.isfinite(tick_period_s) else 0.0,
+        "activation_norm": float(np.linalg.norm(out.activations)),
+        "tick_period_s": tick_period_s if np.isfinite(tick_period_s) else 0.0,
         "hand_position_m": out.hand_position_m,
         "hand_error_m": out.hand_error_m,
         "tau_null_nm": out.tau_null_nm,
         "torque_residual_nm": out.torque_residual_nm,
         "tau_ref_nm": out.tau_ref_nm,
     }
-
-
-def _norm(values: npt.ArrayLike) -> float:
-    """``float(np.linalg.norm(values))``: the square root of the dot product of the flattened
-    values with themselves, as numpy computes it for real values."""
-    flat = np.asarray(values, dtype=float).ravel()
-    return math.sqrt(float(flat.dot(flat)))
