@@ -30,7 +30,6 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control import messages as cv
-from musculo_control.arrays import finite
 from musculo_control.records import Dim
 from musculo_control.stamps import Stamp
 
@@ -40,8 +39,6 @@ JOINT_STATE = "sensor_msgs/msg/JointState"
 FIELDS = cv.JOINT_STATE_FIELDS
 #: CDR encapsulation identifiers (first two bytes): big- and little-endian plain CDR.
 _CDR_BE, _CDR_LE = b"\x00\x00", b"\x00\x01"
-#: The value of a field a message does not have (one array of nothing, not one per message).
-_EMPTY = np.empty(0)
 #: Shapes whose layout a reader or writer keeps (a stream has one; a foreign writer may add one).
 _MAX_SHAPES = 4
 
@@ -205,7 +202,7 @@ class JointStateLayout:
         """position, velocity, effort (empty where the shape has none), as native arrays."""
         out = []
         for at, n in zip(self._values_at, self.shape.lengths):
-            out.append(_EMPTY if at is None else
+            out.append(np.empty(0) if at is None else
                        np.frombuffer(data, self._dtype, n, at).astype(np.float64))
         return out[0], out[1], out[2]
 
@@ -286,21 +283,14 @@ class SerializedJointStateReader:
         self.finite = finite
         self._layouts = _Layouts(types)
         self._layout: JointStateLayout | None = None  # the stream's, once one message came
-        # the stream's layout passes joint_arrays' length checks: only values can fail them
-        self._lengths_ok = False
-        self._required_at = tuple(i for i, f in enumerate(FIELDS) if f in self.required)
         self.fast = 0  # messages read straight from their bytes (for tests and diagnostics)
 
     def read(self, data: bytes) -> cv.JointArrays | str:
         layout = self._layout
         if layout is not None and layout.matches(data):
             self.fast += 1
-            stamp, fields = layout.stamp(data), layout.values(data)
-            if self._lengths_ok and (not self.finite or finite(
-                    *(fields[i] for i in self._required_at))):
-                return cv.JointArrays(stamp, *fields)
-            # a refusal, or lengths the checks must see: joint_arrays says why
-            return cv.joint_arrays(self.order, stamp, fields, self.required, self.finite)
+            return cv.joint_arrays(self.order, layout.stamp(data), layout.values(data),
+                                   self.required, self.finite)
         msg = self._decode(data)
         if isinstance(msg, str):
             return msg
@@ -324,14 +314,7 @@ class SerializedJointStateReader:
             return f"{self.order.topic}: a message that does not decode as a JointState ({exc})"
         shape = shape_of(msg)
         if shape.names == self.order.expected:
-            layout = self._layouts.get(shape)
-            if layout is not None and layout is not self._layout:
-                self._layout = layout
-                # lengths are the layout's: asked once, of zeros (finite: no value check)
-                zeros = tuple(np.zeros(n) for n in shape.lengths)
-                self._lengths_ok = not isinstance(
-                    cv.joint_arrays(self.order, Stamp(0, 0), zeros,  # type: ignore[arg-type]
-                                    self.required, False), str)
+            self._layout = self._layouts.get(shape) or self._layout
         return msg
 
 
