@@ -195,7 +195,9 @@ class GoalNode(StageNode[GoalNodeParams]):
 
     # -- interactive marker -------------------------------------------------------------------
     def _start_marker(self, position_m: np.ndarray, quat_xyzw: np.ndarray) -> None:
-        self._server = self._markers.InteractiveMarkerServer(self, MARKER_NAMESPACE)
+        markers = self._markers
+        assert markers is not None  # the interactive mode loaded the module in __init__
+        self._server = markers.InteractiveMarkerServer(self, MARKER_NAMESPACE)
         marker = InteractiveMarker()
         marker.header.frame_id = self.frame_id
         marker.name = MARKER_NAME
