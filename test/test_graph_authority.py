@@ -98,6 +98,9 @@ def test_a_stray_commander_is_named_and_the_hand_stays(parts, tmp_path):
         during = np.array([f for t, f in zip(sent.t, sent.values) if t0 <= t <= t1 + 0.1])
         assert during.size and during.max() <= _controller_max(obs, t0 - 0.1, t1 + 0.1) + 1.0, \
             during.max()
+        # none of the stray's samples (900 N on every tendon) was forwarded to the actuators
+        forwarded = int(np.sum(np.all(np.abs(during - STRAY_N) < 1.0, axis=1)))
+        assert forwarded == 0, f"{forwarded} of the stray's samples reached the actuators"
         hand = obs.snapshot(obs.hand)
         start = hand.values[max(i for i, t in enumerate(hand.t) if t <= t0)]
         moved = max(np.linalg.norm(h - start) for t, h in zip(hand.t, hand.values)
