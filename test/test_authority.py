@@ -81,6 +81,20 @@ def test_only_the_authorised_writer_is_admitted_and_a_foreign_one_is_named():
     assert again.admit and watch.admits(None) and watch.foreign_seen == ["/stray"]
 
 
+def test_a_writer_the_graph_does_not_list_yet_is_refused_once_ids_match():
+    """A stray's first samples can come before discovery lists it: once the controller's
+    samples matched the graph's ids, an unlisted id is refused even on a clean graph; before
+    any match (a middleware whose sample ids are not its graph's) the graph decides."""
+    watch = WriterWatch("muscle_commands", {CTRL}, CFG)
+    assert watch.judge([Writer(CTRL, GID_CTRL)], 0.0).admit
+    assert watch.admits(b"\x09" * 16) and not watch.ids_match  # no match seen yet
+    assert watch.admits(GID_CTRL) and watch.ids_match
+    assert not watch.admits(GID_STRAY)  # clean graph, id not listed: refused
+    assert watch.admits(None)  # no id at all: the graph decides (clean)
+    watch.judge([Writer(CTRL, GID_CTRL), Writer("/stray", GID_STRAY)], 0.1)
+    assert not watch.admits(GID_STRAY) and watch.admits(GID_CTRL)
+
+
 def test_ids_compare_without_rmw_padding():
     """Humble stores 24 bytes, later distributions 16: the same endpoint either way."""
     watch = WriterWatch("muscle_commands", {CTRL}, CFG)

@@ -98,6 +98,9 @@ class WriterWatch:
         self._listed: dict[bytes, bool] = {}  # gid of each listed writer -> authorised
         #: the last sample given to :meth:`admits` was judged by its writer's id
         self.identified = False
+        #: a sample's id has matched a listed writer: the middleware's sample ids are its
+        #: graph's, so an id the graph does not list is a writer it has not listed yet
+        self.ids_match = False
         self.verdict = WriterVerdict(True, (), ())
         self.foreign_seen: list[str] = []  # every foreign writer named so far, in order
 
@@ -134,9 +137,14 @@ class WriterWatch:
         """Whether a sample may be used, after the last :meth:`judge`: when its writer's id
         (``sample_gid``) is one the graph lists, exactly when that writer is authorised;
         otherwise (no id, or one the graph does not list) only if every writer listed is
-        authorised and named."""
+        authorised and named. Once ids have matched the graph's (:attr:`ids_match`), an id the
+        graph does not list is refused: its writer is newer than the graph's list (its samples
+        can come before discovery lists it), so nothing says it is the controller."""
         authorised = self._listed.get(_id(sample_gid)) if sample_gid is not None else None
         self.identified = authorised is not None
         if authorised is None:
+            if sample_gid is not None and self.ids_match:
+                return False
             return self.verdict.admit
+        self.ids_match = True
         return authorised
