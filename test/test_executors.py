@@ -99,33 +99,47 @@ def _wait(condition, timeout_s: float = 20.0) -> bool:
     return condition()
 
 
+class _SimTicker:
+    """A node on simulated time with a 10 ms job that records the clock of each run, and a
+    /clock publisher; :meth:`step` publishes a clock and waits until the node has it."""
+
+    def __init__(self) -> None:
+        from rosgraph_msgs.msg import Clock
+
+        from musculo_control.nodes.ros_common import StageNode
+
+        self.node = StageNode("ticker", CommonNodeParams, wall_clock=False)
+        self.node.set_parameters([rclpy.parameter.Parameter("use_sim_time", value=True)])
+        self.seen: list[float] = []
+        self.node.every(0.01, lambda: self.seen.append(round(self.node.clock_s(), 6)))
+        self.clock_node = rclpy.create_node("clock_source")
+        self.pub = self.clock_node.create_publisher(Clock, "/clock", 10)
+        assert _wait(lambda: self.pub.get_subscription_count() > 0)
+
+    def step(self, t_s: float) -> None:
+        from musculo_control import messages as cv
+        from musculo_control.nodes.ros_common import MSGS
+        from musculo_control.stamps import Stamp
+
+        self.pub.publish(cv.clock_msg(MSGS, Stamp.from_seconds(t_s)))
+        assert _wait(lambda: abs(self.node.clock_s() - t_s) < 1e-9), (t_s, self.node.clock_s())
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_job_on_simulated_time_runs_on_the_clock_values_its_schedule_says(ros, kind):
     """/clock in period steps: one run per step on that clock; a step short of the period: none;
     a jump of five periods: one run, and the grid restarts from it (loop/timing.py Schedule)."""
-    from rosgraph_msgs.msg import Clock
-
-    from musculo_control import messages as cv
-    from musculo_control.nodes.ros_common import MSGS, StageNode
-    from musculo_control.stamps import Stamp
-
-    ticker = StageNode("ticker", CommonNodeParams, wall_clock=False)
-    ticker.set_parameters([rclpy.parameter.Parameter("use_sim_time", value=True)])
-    seen: list[float] = []
-    ticker.every(0.01, lambda: seen.append(round(ticker.clock_s(), 6)))
-    clock_node = rclpy.create_node("clock_source")
-    pub = clock_node.create_publisher(Clock, "/clock", 10)
-    assert _wait(lambda: pub.get_subscription_count() > 0)
+    ticker = _SimTicker()
+    seen = ticker.seen
 
     def publish(t_s: float, runs: int) -> None:
-        pub.publish(cv.clock_msg(MSGS, Stamp.from_seconds(t_s)))
-        assert _wait(lambda: abs(ticker.clock_s() - t_s) < 1e-9), (t_s, ticker.clock_s())
+        ticker.step(t_s)
         if runs:
             assert _wait(lambda: len(seen) >= runs), (t_s, seen)
         else:
             time.sleep(0.3)  # long enough for a wrong run to show
 
-    with _Spinning(kind, [ticker]):
+    with _Spinning(kind, [ticker.node]):
         t, runs = 1.0, 1
         publish(t, runs)
         for _ in range(20):
@@ -141,6 +155,27 @@ def test_a_job_on_simulated_time_runs_on_the_clock_values_its_schedule_says(ros,
         publish(t, runs)
     want = [round(1.0 + 0.01 * k, 6) for k in range(22)] + [1.26, 1.27]
     assert seen == want
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_after_a_late_tick_the_job_runs_on_the_clock_its_schedule_says_with_nothing_else(
+        ros, kind):
+    """The mock arm's lockstep holds /clock until a node's output of the instants before has
+    come. After a late tick (a 13 ms step on a 10 ms job) the schedule's grid restarts from it:
+    the next run is due at 23 ms, and the clock, stepped by 1 ms, stops there until it comes.
+    (A timer of the ROS clock keeps its own grid, 20 and 30 ms: the schedule refused its call
+    at 20 ms and the job waited for 30 ms, which the held clock never reached; seen in the
+    node graph as a clock held until the mock gave up on the node.)"""
+    ticker = _SimTicker()
+    seen = ticker.seen
+    with _Spinning(kind, [ticker.node]):
+        for t in (1.0, 1.013):
+            ticker.step(t)
+            assert _wait(lambda t=t: bool(seen) and seen[-1] == t, 5.0), (t, seen)
+        for k in range(14, 24):  # 1 ms steps to the deadline, held there
+            ticker.step(round(1.0 + k * 1e-3, 6))
+        assert _wait(lambda: seen[-1] == 1.023, 5.0), seen
+    assert seen == [1.0, 1.013, 1.023]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -9,15 +9,15 @@ middleware's callbacks as messages, requests and timer deadlines come: waiting o
 nothing per entity, so the tick loop sleeps *in* it and runs what comes at once, and a node
 may take a stream as it arrives instead of polling for it (the potentiometer node).
 
-On simulated time the two differ in one way. Both run a timer on the ROS clock when a /clock
-message moves the clock past its deadline, and the same tick on the same clock values when
-each /clock message is handled before the next comes (``test/test_executors.py``). But when
-/clock messages queue up (the mock arm's lockstep lets the clock run a few steps ahead of a
-node), the single-threaded executor runs the timers that are due before it takes the next
-message, while the EventsExecutor runs its events in the order they came, so a tick may read
-a clock one or more steps later than its deadline, and commands come later in simulated time
-(measured: the operator-stop graph test left the hand 3 cm from its goal in 2 of 5 runs with
-the EventsExecutor on simulated time, never with the single-threaded one, nor before).
+On simulated time a node's jobs run from the clock's jump callback, inside the handling of
+the /clock message that reaches their deadline (:mod:`musculo_control.nodes.tick_loop`), under
+either executor. While they ran from rclpy timers on the ROS clock the two differed: when
+/clock messages queued up, the single-threaded executor ran the timers that were due before it
+took the next message, while the EventsExecutor ran its events in the order they came, so a
+tick could read a clock steps later than its deadline (measured then: the operator-stop graph
+test left the hand 3 cm from its goal in 2 of 5 runs with the EventsExecutor on simulated
+time, never with the single-threaded one); ``auto`` keeps the single-threaded executor on
+simulated time.
 
 Each node's ``executor`` parameter: ``auto`` (the default: the EventsExecutor where rclpy has
 it, on the wall clock; the single-threaded one on simulated time or where rclpy has no

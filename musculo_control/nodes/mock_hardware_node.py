@@ -233,21 +233,30 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
             if topic not in self._given_up:
                 self._given_up.add(topic)
                 self.get_logger().warning(
-                    f"lockstep: no {topic} for {silent:.1f} s (wall): no longer waiting "
-                    f"for it")
+                    f"lockstep: no {topic} stamped {t_next - lead:.3f} s or later (newest "
+                    f"{stamp:.3f} s) for {silent:.1f} s (wall): no longer waiting for it")
         return None
+
+    def _held(self) -> bool:
+        """Lockstep: whether a node lags, and then hold the clock (the simulation runs slower
+        instead of leaving a node behind)."""
+        if not (self._lockstep and self.stage.arm.steps > 0):
+            return False
+        wall = time.monotonic()
+        lagging = self._lagging(wall)
+        if lagging is None:
+            return False
+        self.lockstep_waits += 1
+        self.lagging_topic = lagging
+        self._wall0 = wall - self.steps * self.dt_s / self.params.real_time_factor
+        return True
 
     def _tick(self) -> None:
         p = self.params
         self._take_command()
-        wall = time.monotonic()
-        lagging = self._lagging(wall) if self._lockstep and self.stage.arm.steps > 0 else None
-        if lagging is not None:
-            # hold the clock: the simulation runs slower instead of leaving a node behind
-            self.lockstep_waits += 1
-            self.lagging_topic = lagging
-            self._wall0 = wall - self.steps * self.dt_s / p.real_time_factor
+        if self._held():
             return
+        wall = time.monotonic()
         due = int((wall - self._wall0) * p.real_time_factor / self.dt_s) - self.steps
         if due > self._max_steps:
             skipped = due - self._max_steps
@@ -259,8 +268,12 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
                 self.stage.skip(skipped * self.dt_s)
             due = self._max_steps
         stage = self.stage
-        for _ in range(max(due, 0)):
+        for k in range(max(due, 0)):
             if self.steps % self._sensor_div == 0:
+                # a tick that catches up steps several sensor instants: each clock after the
+                # first waits for the nodes too (else a node saw the clock jump past its ticks)
+                if k > 0 and self._held():
+                    return
                 if self._clock_pub is not None:
                     self._clock_pub.publish(cv.clock_msg(MSGS, Stamp.from_seconds(stage.time_s)))
                 self._publish_sensors()

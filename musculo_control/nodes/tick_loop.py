@@ -9,8 +9,8 @@ in :class:`TickLoop`, whose deadlines are :class:`~musculo_control.loop.timing.S
 restarted from it, never two ticks bunched). In real time the loop sleeps to the next deadline
 and every ``housekeeping_period_s`` lets the executor run whatever is ready (parameter and
 acknowledge services, the gauge topic, the diagnostics timer) without blocking. On simulated
-time (``use_sim_time``) rclpy timers on the ROS clock, driven by /clock, wake the same
-schedules.
+time (``use_sim_time``) each step of the ROS clock, set by /clock, runs the jobs its
+schedules say are due (:meth:`TickLoop._follow_clock`).
 
 With rclpy's EventsExecutor (:mod:`musculo_control.nodes.executors`) there is no wait set to
 rebuild: the loop waits for the next deadline *in* the executor, which runs each event (a
@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rclpy.clock import JumpThreshold
+from rclpy.duration import Duration
 from rclpy.executors import ShutdownException, TimeoutException
 from rclpy.node import Node
 
@@ -46,6 +48,8 @@ class TickLoop:
         self.wall_clock = (not node.get_parameter("use_sim_time").value
                            if wall_clock is None else wall_clock)
         self.jobs: list[tuple[Schedule, Callable[[], None]]] = []
+        self._on_clock: Any = None  # the clock's jump handler (simulated time)
+        self.failure: BaseException | None = None  # a job's exception there, to raise
 
     def every(self, period_s: float, work: Callable[[], None]) -> Schedule:
         """Call ``work`` every ``period_s`` (wall time, or ROS time on simulated time)."""
@@ -53,17 +57,44 @@ class TickLoop:
             schedule = Schedule(period_s, time.monotonic())
             self.jobs.append((schedule, work))
             return schedule
-        now = self.node.get_clock().now().nanoseconds * 1e-9
-        schedule = Schedule(period_s, now)
-
-        def on_timer() -> None:
-            # a late rclpy timer may fire again before /clock has moved: the schedule says no
-            if schedule.due(self.node.get_clock().now().nanoseconds * 1e-9):
-                work()
-
-        self.node.create_timer(period_s, on_timer)
+        schedule = Schedule(period_s, self._clock_s())
+        if self._on_clock is None:
+            self._follow_clock()
         self.jobs.append((schedule, work))
         return schedule
+
+    def _clock_s(self) -> float:
+        return float(self.node.get_clock().now().nanoseconds) * 1e-9
+
+    def _follow_clock(self) -> None:
+        """On simulated time: every forward step of the ROS clock runs the jobs that are due,
+        from the clock's jump callback (in the executor's thread, inside the /clock
+        subscription's callback that set the time), so a job runs on the clock step that
+        reaches its deadline, under either executor.
+
+        Not rclpy timers on the ROS clock: such a timer keeps its own grid, which the
+        schedule's grid, restarted after a late tick, need not match; refused there, the job
+        waited a period for the timer's next call, and the mock arm's lockstep holds the clock
+        until the job's output comes, so that call never came (seen in the graph tests: the
+        clock held until the mock gave up on the node, then a stale input and minimum tension;
+        ``test/test_executors.py``). rcl calls the jump callback from C, where a Python
+        exception must not pass: a job's exception is kept and raised from the spin
+        (:func:`spin_until`)."""
+        def on_jump(_jump: Any) -> None:
+            if self.failure is not None:
+                return
+            try:
+                now = self._clock_s()
+                for schedule, work in self.jobs:
+                    if schedule.due(now):
+                        work()
+            except BaseException as exc:  # noqa: BLE001 - raised from the spin instead
+                self.failure = exc
+
+        self._on_clock = self.node.get_clock().create_jump_callback(
+            JumpThreshold(min_forward=Duration(nanoseconds=1), min_backward=None,
+                          on_clock_change=False),
+            post_callback=on_jump)
 
     def values(self) -> dict[str, str]:
         """Late and skipped ticks of every job (for diagnostics)."""
@@ -88,10 +119,15 @@ def _housekeeping(executor: Any, most: int = 10) -> None:
 _STOP_POLL_S = 0.1
 
 
-def spin_until(executor: Any, stop: threading.Event) -> None:
-    """The executor's spin, until ``stop`` is set."""
+def spin_until(executor: Any, stop: threading.Event,
+               loops: Sequence[TickLoop] = ()) -> None:
+    """The executor's spin, until ``stop`` is set; a job of ``loops`` that raised on
+    simulated time raises here."""
     while not stop.is_set():
         executor.spin_once(timeout_sec=_STOP_POLL_S)
+        for loop in loops:
+            if loop.failure is not None:
+                raise loop.failure
 
 
 def spin_tick_loops(loops: Sequence[TickLoop], executor: Any,
@@ -100,18 +136,18 @@ def spin_tick_loops(loops: Sequence[TickLoop], executor: Any,
 
     Wall-clock jobs: one thread sleeps to the earliest deadline of all of them and runs every
     job that is due, in the order the nodes were given; every (shortest) housekeeping period
-    the executor serves what is ready. Jobs on simulated time are rclpy timers on the ROS
-    clock, which the executor runs. A process with both (the potentiometer node polls on the
-    wall clock on simulated time too, beside nodes on /clock) runs its wall-clock jobs in a
-    second thread while the executor spins in this one: an executor woken every poll period
-    rebuilds its wait set each time and would fall behind /clock. (Polling the simulated-time
-    jobs from that thread instead was tried: a job then reads the clock after /clock moved
-    between its due check and its stamp, and two outputs carry one stamp.)
+    the executor serves what is ready. Jobs on simulated time run when the executor handles
+    the /clock message that reaches their deadline. A process with both (the potentiometer
+    node polls on the wall clock on simulated time too, beside nodes on /clock) runs its
+    wall-clock jobs in a second thread while the executor spins in this one: an executor woken
+    every poll period rebuilds its wait set each time and would fall behind /clock. (Polling
+    the simulated-time jobs from that thread instead was tried: a job then reads the clock
+    after /clock moved between its due check and its stamp, and two outputs carry one stamp.)
     """
     wall = [job for loop in loops if loop.wall_clock for job in loop.jobs]
     timers = any(not loop.wall_clock and loop.jobs for loop in loops)
     if not wall:
-        spin_until(executor, stop)
+        spin_until(executor, stop, loops)
         return
     housekeeping_s = min(loop.housekeeping_period_s for loop in loops)
     if not timers:
@@ -129,7 +165,7 @@ def spin_tick_loops(loops: Sequence[TickLoop], executor: Any,
     thread = threading.Thread(target=wall_thread, name="wall-clock jobs", daemon=True)
     thread.start()
     try:
-        spin_until(executor, stop)
+        spin_until(executor, stop, loops)
     finally:
         stop.set()
         thread.join()
