@@ -55,6 +55,8 @@ from graph_harness import (  # noqa: E402
     first_after,
     first_diagnostic,
     minimum_tension,
+    on_grid,
+    rate_by_count,
     rate_by_stamps,
     released,
 )
@@ -90,8 +92,9 @@ def params_file(extra: dict[str, dict[str, Any]] | None = None, *,
     if lockstep:
         extra.setdefault(MOCK_HARDWARE_NODE, {}).update(lockstep=True, lockstep_timeout_s=5.0)
         # and the nodes taking other nodes' outputs wait for what the clock says was sent
+        # (as long as a sample takes to come on a loaded machine: test/graph_harness.py)
         for node in (TENDON_DRIVER_NODE, DYNAMICS_NODE, ACTIVATION_QP_NODE):
-            extra.setdefault(node, {}).update(lockstep=True)
+            extra.setdefault(node, {}).update(lockstep=True, lockstep_wait_s=2.0)
     for node, values in extra.items():
         doc.setdefault(node, {"ros__parameters": {}})["ros__parameters"].update(values)
     fd, path = tempfile.mkstemp(prefix="musculo_launch_test_", suffix=".yaml")
@@ -164,4 +167,5 @@ class CleanExit(unittest.TestCase):
 __all__ = ["ARM_NODES", "CONFIG_DIR", "MOCK_NODES", "REACH_TOLERANCE_M", "SIM_TIME",
            "STARTUP_TIMEOUT_S", "WAIT_TIMEOUT_S", "CleanExit", "ObservedGraph", "errors_after",
            "first_after", "first_diagnostic", "launch", "minimum_tension", "observer",
-           "params_file", "parts", "rate_by_stamps", "released", "wait_nodes", "wait_released"]
+           "on_grid", "params_file", "parts", "rate_by_count", "rate_by_stamps", "released",
+           "wait_nodes", "wait_released"]

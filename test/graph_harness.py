@@ -23,6 +23,7 @@ import numpy as np
 from musculo_control.loop.build import LoopParts
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses
+from musculo_control.nodes.node_config import ACTIVATION_QP_NODE, DYNAMICS_NODE, TENDON_DRIVER_NODE
 from musculo_control.testing.observer import GraphObserver
 
 #: Domain ids for the tests: apart from other runs on the machine (the pid), one per test.
@@ -54,6 +55,12 @@ def running_graph(parts: LoopParts, workdir: Path, *, sim: bool = True, rtf: flo
     node_extra = {k: dict(v) for k, v in (extra or {}).items()}
     mock = node_extra.setdefault("mock_hardware_node", {})
     mock.setdefault("lockstep_timeout_s", 5.0)  # a loaded machine may stall a node for long
+    # and a consumer waits for a sample the clock says was sent as long as it takes to come on
+    # such a machine: one that gives up ticks on an older input, and when that is the dynamics
+    # node's joint state, its snapshot's stamp holds the clock until lockstep_timeout_s ends
+    for consumer in (TENDON_DRIVER_NODE, DYNAMICS_NODE, ACTIVATION_QP_NODE):
+        node_extra.setdefault(consumer, {}).setdefault(
+            "lockstep_wait_s", 0.4 * mock["lockstep_timeout_s"])
     options.setdefault("one_process", False)
     opts = GraphOptions(parts.config_dir, use_sim_time=sim, real_time_factor=rtf if sim else 1.0,
                         lockstep=sim and lockstep, goal_mode=goal_mode, extra=node_extra,
@@ -100,6 +107,36 @@ def rate_by_stamps(stamps: list[float], t0: float, t1: float) -> tuple[float, fl
     s = s[(s >= t0) & (s < t1)]
     rate = 1.0 / float(np.median(np.diff(s)))
     return rate, s.size / ((t1 - t0) * rate)
+
+
+#: What each node counts of its output stream, in its diagnostics' values.
+OUTPUT_COUNT = {"potentiometer_node": "published", "tendon_driver_node": "output ticks",
+                "activation_qp_node": "ticks", "dynamics_node": "published"}
+
+
+def rate_by_count(obs: GraphObserver, node: str, t0: float, t1: float) -> tuple[float, float]:
+    """(the rate [Hz] at which ``node`` put out its stream over [t0, t1) by its own count, in
+    its diagnostics stamped by its clock; that figure's resolution [Hz], one output over the
+    span). A busy observer loses samples of a best-effort stream; the node's count does not."""
+    key = OUTPUT_COUNT[node]
+    points = sorted({(d.stamp, int(d.values[key])) for d in obs.diagnostics_of(node)
+                     if key in d.values and t0 <= d.stamp < t1})
+    if len(points) < 2 or points[-1][0] <= points[0][0]:
+        raise AssertionError(f"fewer than two diagnostics of {node} in [{t0:.3f}, {t1:.3f}) s")
+    (s0, n0), (s1, n1) = points[0], points[-1]
+    return (n1 - n0) / (s1 - s0), 1.0 / (s1 - s0)
+
+
+def on_grid(stamps: list[float], t0: float, t1: float, period_s: float,
+            tolerance: float = 0.05) -> float:
+    """The share of the received stamps' intervals over [t0, t1) that are a whole number of
+    ``period_s`` (within ``tolerance`` of one): a stream on its publisher's grid, however many
+    of its samples the observer lost."""
+    s = np.asarray(stamps)
+    s = s[(s >= t0) & (s < t1)]
+    periods = np.diff(s) / period_s
+    whole = np.round(periods)
+    return float(np.mean((whole >= 1) & (np.abs(periods - whole) <= tolerance)))
 
 
 def errors_after(obs: GraphObserver, t0: float) -> list[Any]:

@@ -124,19 +124,19 @@ def test_without_sample_ids_a_stray_commander_means_minimum_tension(parts, tmp_p
         t0, t1 = _stray_commander(obs, parts, "stray_commander")
         named = _named(obs, "tendon_driver_node", t0, ("stray_commander", "told apart"))
         assert named <= NAMED_WITHIN_S, named
+        # by the driver's stamps, once the observer has read what was sent by the end (a busy
+        # observer receives frames sent before the stray after it)
+        assert obs.caught_up(obs.sent, t1), logs(graph)
         sent = obs.snapshot(obs.sent)
-        safe = first_after(sent, t0, lambda f: minimum_tension(f, f_min))
+        safe = next((s for s, f in zip(sent.stamp, sent.values)
+                     if s >= t0 and minimum_tension(f, f_min)), None)
         assert safe is not None and safe - t0 <= NAMED_WITHIN_S, (safe, t0)
         print(f"\nstray commander, graph only: named after {named * 1e3:.1f} ms, minimum "
               f"tension after {(safe - t0) * 1e3:.1f} ms")
-        # from that frame on, in the order the driver sent them (several frames can share one
-        # receive time on the observer's clock, so a time filter could take one from before)
-        first = next(i for i, (t, f) in enumerate(zip(sent.t, sent.values))
-                     if t >= t0 and minimum_tension(f, f_min))
-        during = [f for t, f in zip(sent.t[first:], sent.values[first:]) if t <= t1]
+        during = [f for s, f in zip(sent.stamp, sent.values) if safe <= s <= t1]
         assert during and all(minimum_tension(f, f_min) for f in during)
-        assert max(float(np.max(f)) for t, f in zip(sent.t, sent.values)
-                   if t0 <= t <= t1) < STRAY_N
+        assert max(float(np.max(f)) for s, f in zip(sent.stamp, sent.values)
+                   if t0 <= s <= t1) < STRAY_N
         assert obs.wait_for(2.0, 120.0), logs(graph)
         back = first_after(obs.snapshot(obs.sent), t1,
                            lambda f: not minimum_tension(f, f_min))
@@ -193,6 +193,8 @@ def test_the_operator_stop_holds_through_goals_and_acknowledges_until_released(p
         obs.send_stop(True)
         t_stop = obs.now_s()
         assert obs.wait_for(0.5, 60.0), logs(graph)
+        assert obs.caught_up(obs.sent, t_stop + 0.4) and obs.caught_up(obs.commands,
+                                                                        t_stop + 0.4)
         # every tendon at minimum tension: the driver's first output stamped after the stop
         # arrived, and the controller's (judged by stamps: the first at minimum after the stop
         # was sent comes within one period of each node plus one hop)
@@ -216,10 +218,15 @@ def test_the_operator_stop_holds_through_goals_and_acknowledges_until_released(p
         ok, message = obs.acknowledge()
         assert not ok and "operator stop" in message, message
         assert obs.wait_for(1.0, 60.0), logs(graph)
-        assert all(minimum_tension(f, f_min) for f in obs.snapshot(obs.sent).since(
-            t_stop + 0.05).values)
-        assert all(minimum_tension(f, f_min) for f in obs.snapshot(obs.commands).since(
-            t_stop + 0.05).values)
+        # by stamps, once the observer has read what was sent by now (a busy observer receives
+        # frames sent before the stop after it)
+        t_now = obs.now_s()
+        assert obs.caught_up(obs.sent, t_now - 0.05) and obs.caught_up(obs.commands,
+                                                                          t_now - 0.05)
+        for rec in (obs.sent, obs.commands):
+            got = obs.snapshot(rec)
+            assert all(minimum_tension(f, f_min) for s, f in zip(got.stamp, got.values)
+                       if s >= t_stop + 0.05)
         # released: control resumes on the ramp from where the hand hung, to the goal it had
         obs.send_stop(False)
         t_release = obs.now_s()

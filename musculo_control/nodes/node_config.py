@@ -92,9 +92,10 @@ class LockstepParams:
     lockstep: bool = spec(False, doc="simulated time with the mock arm's lockstep (the "
                                      "launcher sets it with the mock's): a tick first waits "
                                      "for the input samples the clock says were sent")
-    lockstep_wait_s: float = spec(0.05, gt=0.0, doc="longest wall time one tick waits for such "
+    lockstep_wait_s: float = spec(0.25, gt=0.0, doc="longest wall time one tick waits for such "
                                                     "a sample; a publisher that silent is not "
-                                                    "waited for again until it sends [s]")
+                                                    "waited for again until it sends; below "
+                                                    "the mock arm's lockstep_timeout_s [s]")
 
 
 @dataclass(frozen=True, kw_only=True)

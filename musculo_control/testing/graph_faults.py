@@ -50,7 +50,12 @@ from musculo_control.loop.build import LoopParts
 from musculo_control.loop.state_record import STATE_CODES
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
-from musculo_control.nodes.node_config import ACTIVATION_QP_NODE, MOCK_HARDWARE_NODE
+from musculo_control.nodes.node_config import (
+    ACTIVATION_QP_NODE,
+    DYNAMICS_NODE,
+    MOCK_HARDWARE_NODE,
+    TENDON_DRIVER_NODE,
+)
 from musculo_control.nodes.ros_common import MSGS
 from musculo_control.sim.fault_matrix import (
     FaultMatrixConfig,
@@ -110,6 +115,9 @@ class _Case:
                                    # a hung node (SIGSTOP) is given up on after this; a loaded
                                    # machine must not look like one
                                    "lockstep_timeout_s": 2.0}}
+        if not wall_clock:  # the consumers wait as long as a sample takes under that load
+            for consumer in (TENDON_DRIVER_NODE, DYNAMICS_NODE, ACTIVATION_QP_NODE):
+                extra[consumer] = {"lockstep_wait_s": 0.8}
         duration = fault_duration(cfg, name)
         # the node that injects runs as its test-side stand-in (testing/node_injection.py)
         injecting = INJECTING_NODE.get(name or "")

@@ -165,7 +165,12 @@ class GraphObserver:
                               self._on_goal_point, 50)  # sent on change, reliable
         # best effort and deep too: a reliable reader that reads late stalls the nodes'
         # publishers, and a shallow one drops the status that named a fault
-        n.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics, qos)
+        # reliable (the nodes publish it so, a few messages a second): a verdict may rest on
+        # the nodes' own counts in it, which a busy observer must not lose
+        n.create_subscription(DiagnosticArray, "/diagnostics", self._on_diagnostics,
+                              QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1000,
+                                         reliability=ReliabilityPolicy.RELIABLE,
+                                         durability=DurabilityPolicy.VOLATILE))
         self._goal_pub = n.create_publisher(PoseStamped, "hand_goal", QOS_GOAL)
         self._trajectory_pub = n.create_publisher(MultiDOFJointTrajectory,
                                                   "hand_goal/trajectory", QOS_GOAL)
