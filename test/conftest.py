@@ -19,6 +19,20 @@ from musculo_control.paths import default_config_dir
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 
+@pytest.fixture
+def ros():
+    """rclpy initialised on a domain of its own for one test (the ROS 2 wheels of the test
+    extra), shut down after it."""
+    rclpy = pytest.importorskip("rclpy")
+    from graph_harness import domain_id
+
+    rclpy.init(domain_id=domain_id())
+    try:
+        yield
+    finally:
+        rclpy.try_shutdown()
+
+
 @pytest.fixture(scope="session")
 def config_dir():
     return default_config_dir()

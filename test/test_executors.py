@@ -49,15 +49,6 @@ def test_auto_is_the_events_executor_where_rclpy_has_it_on_the_wall_clock(monkey
     assert executors.resolve("auto") == (SINGLE_THREADED, "")
 
 
-@pytest.fixture
-def ros():
-    rclpy.init(domain_id=domain_id())
-    try:
-        yield
-    finally:
-        rclpy.try_shutdown()
-
-
 class _Spinning:
     """The tick loops of ``nodes`` on an executor of ``kind``, in a thread."""
 

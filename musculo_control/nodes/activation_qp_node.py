@@ -183,11 +183,9 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
             else:
                 step.receive_tendons(TendonState(arrays.stamp.seconds, arrays.position,
                                                  arrays.velocity, arrays.effort, ()))
-        clean = step.writer_watches[FOREIGN_ACTUATOR_WRITER].verdict.admit
-        writers = self._sent_writers.writers(clean)
-        # judged again only when the list changed or was not clean (an unchanged clean list
-        # gives the same verdict, and the rule's condition stays cleared)
-        if not clean or self._sent_writers.changed_since_judged():
+        writers = self._sent_writers.to_judge(
+            step.writer_watches[FOREIGN_ACTUATOR_WRITER].verdict.admit)
+        if writers is not None:
             step.judge_writers(FOREIGN_ACTUATOR_WRITER, writers, now_s)
         for arrays in self._sent_in.take_all():
             if isinstance(arrays, str):

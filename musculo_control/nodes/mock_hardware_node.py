@@ -174,8 +174,9 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
         taken = self._commands_in.take_all_from()
         stage = self.stage
         if stage.writers is not None:  # samples first, then the graph (tendon_driver_node)
-            stage.writers.judge(self._writers.writers(stage.writers.verdict.admit),
-                                self.stage.time_s)
+            writers = self._writers.to_judge(stage.writers.verdict.admit)
+            if writers is not None:
+                stage.writers.judge(writers, self.stage.time_s)
         for arrays, writer in taken:
             if isinstance(arrays, str):
                 self.stage.health.refuse(COMMAND_TOPIC, arrays, self.stage.time_s)

@@ -94,11 +94,8 @@ class TendonDriverNode(StageNode[TendonDriverNodeParams]):
         # the samples first, then the graph: a sample of a writer new since the last tick is
         # judged with that writer listed (discovery lists a writer before its data can come)
         taken = self._commands_in.take_all_from()
-        clean = stage.writers is None or stage.writers.verdict.admit
-        writers = self._graph.writers(clean)
-        # a list unchanged since it was judged clean is clean again (no unnamed writer whose
-        # grace period runs): judged only when it changed or was not clean
-        if not clean or self._graph.changed_since_judged():
+        writers = self._graph.to_judge(stage.writers is None or stage.writers.verdict.admit)
+        if writers is not None:
             stage.judge_writers(writers, now_s)
         for arrays, writer in taken:  # oldest first (one, unless a foreign writer crowds in)
             if isinstance(arrays, str):

@@ -54,7 +54,7 @@ class GraphWriters:
         self._count = -1
         self._writers: list[Writer] = []
         self.reads = 0  # full reads of the list
-        self._judged = -1  # the read last handed to :meth:`changed_since_judged`
+        self._judged = -1  # the read last handed out by :meth:`to_judge`
 
     def writers(self, clean: bool) -> list[Writer]:
         """The publishers now; ``clean``: the last list was all authorised and named (so an
@@ -70,11 +70,14 @@ class GraphWriters:
                              for i in self.node.get_publishers_info_by_topic(self.topic)]
         return self._writers
 
-    def changed_since_judged(self) -> bool:
-        """Whether the list was read again since the last call that answered True (the
-        first call answers True): an unchanged list judged clean before is judged clean
-        again, at the same verdict, so the judging can be skipped."""
-        if self.reads == self._judged:
-            return False
+    def to_judge(self, clean: bool) -> list[Writer] | None:
+        """The publishers now if they must be judged, else None. ``clean``: the last verdict
+        admitted every writer. A list unchanged since it was last handed out and judged clean
+        would be judged clean again, at the same verdict (no unnamed writer's grace period
+        runs), so it is not handed out; a list read again, or any list while the verdict is not
+        clean, is."""
+        writers = self.writers(clean)
+        if clean and self.reads == self._judged:
+            return None
         self._judged = self.reads
-        return True
+        return writers
