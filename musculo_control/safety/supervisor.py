@@ -66,6 +66,23 @@ _SPANS_M = 1e-4
 _TENSION_SLACK_N = 1e-9
 
 
+def _graded(add: Any, rule_prefix: str, what: str, age_s: float, bounds: Any,
+            late_note: str = "") -> bool:
+    """Grade a sample's age (doc/safety.md "Late inputs"): stale, a finding
+    ``<rule_prefix>_stale`` and False; late, a finding ``<rule_prefix>_late`` (with
+    ``late_note``) and True; on time, True."""
+    grade = bounds.grade(age_s)
+    if grade == ON_TIME:
+        return True
+    text = (f"newest {what} is {age_s * 1e3:.2f} ms old (late beyond "
+            f"{bounds.late_s * 1e3:.1f} ms, stale at {bounds.hold_s * 1e3:.1f} ms)")
+    if grade != LATE:
+        add(Finding(f"{rule_prefix}_stale", text))
+        return False
+    add(Finding(f"{rule_prefix}_late", text + late_note))
+    return True
+
+
 def _shaped(state: TendonState, m: int) -> bool:
     """Every array of a tendon state has one value per muscle."""
     return (np.shape(state.length_m) == (m,) and np.shape(state.velocity_m_s) == (m,)
@@ -403,18 +420,9 @@ class Supervisor:
             add(Finding("joint_state", f"joint state of shape {np.shape(joints.q_rad)}, "
                                        f"expected ({n},)"))
             return False
-        bounds = self.config.inputs.joint_state
-        age = t - joints.stamp_s
-        grade = bounds.grade(age)
-        if grade != ON_TIME:
-            limits = (f"late beyond {bounds.late_s * 1e3:.1f} ms, stale at "
-                      f"{bounds.hold_s * 1e3:.1f} ms")
-            if grade != LATE:
-                add(Finding("joint_state_stale", f"newest joint sample is {age * 1e3:.2f} ms "
-                                                 f"old ({limits})"))
-                return False
-            add(Finding("joint_state_late", f"newest joint sample is {age * 1e3:.2f} ms old "
-                                            f"({limits}): extrapolated by its velocity"))
+        if not _graded(add, "joint_state", "joint sample", t - joints.stamp_s,
+                       self.config.inputs.joint_state, ": extrapolated by its velocity"):
+            return False
         if not finite(joints.q_rad, joints.qd_rad_s):
             add(Finding("joint_state", "joint state not finite"))
             return False
@@ -440,19 +448,8 @@ class Supervisor:
             add(Finding("tendon_state", f"tendon state of shape {np.shape(tendons.length_m)}, "
                                         f"expected ({self.m},)"))
             return False
-        bounds = self.config.inputs.tendon_state
-        age = t - tendons.stamp_s
-        grade = bounds.grade(age)
-        if grade != ON_TIME:
-            limits = (f"late beyond {bounds.late_s * 1e3:.1f} ms, stale at "
-                      f"{bounds.hold_s * 1e3:.1f} ms")
-            if grade != LATE:
-                add(Finding("tendon_state_stale", f"newest tendon sample is {age * 1e3:.2f} ms "
-                                                  f"old ({limits})"))
-                return False
-            add(Finding("tendon_state_late", f"newest tendon sample is {age * 1e3:.2f} ms old "
-                                             f"({limits})"))
-        return True
+        return _graded(add, "tendon_state", "tendon sample", t - tendons.stamp_s,
+                       self.config.inputs.tendon_state)
 
     def _check_snapshot(self, t: float, snapshot: DynamicsSnapshot | None, add: Any) -> bool:
         cfg = self.config
