@@ -105,6 +105,46 @@ def test_encoder_offsets_are_unknowns_the_fit_recovers(fitted):
     np.testing.assert_allclose(mapping.session_offset_m[1], OFFSETS_M[1], atol=5e-5)
 
 
+def _errors(robot, mapping, poses):
+    """RMS length and moment-arm errors against MuJoCo's tendons at ``poses`` [m, m/rad]."""
+    dl, dj = [], []
+    for q in poses:
+        truth = robot.geometry.kinematics_at(q)
+        length, jac = mapping.evaluate(q)
+        dl.append(length - truth.length_m)
+        dj.append(jac - truth.jacobian)
+    return float(np.sqrt(np.mean(np.square(dl)))), float(np.sqrt(np.mean(np.square(dj))))
+
+
+def test_an_elastic_wires_stretch_is_fitted_and_left_out_of_the_lengths(planar):
+    """Encoders that see the path less the stretch c T of an elastic wire, the tension varying
+    with the pose (as a controller's does) and on its own: the fit finds each muscle's c and
+    learns the path; left in, the stretch bends the learned lengths and moment arms."""
+    rec = synthetic_recording(planar, samples=3000, seed=5)
+    rng = np.random.default_rng(6)
+    m = planar.n_muscles
+    knots = np.arange(0, rec.stamp_s.size + 50, 50)
+    wander = np.column_stack([np.interp(np.arange(rec.stamp_s.size), knots,
+                                        rng.uniform(-1.0, 1.0, knots.size)) for _ in range(m)])
+    tension = 150.0 + 80.0 * np.sin(rec.truth_q_rad @ rng.uniform(-1.5, 1.5, (2, m))) \
+        + 50.0 * wander  # [N]
+    compliance = np.linspace(3e-6, 6e-6, m)  # EA 1.2e5 N over 0.36-0.72 m of wire [m/N]
+    stretched = dataclasses.replace(rec, length_m=rec.length_m - tension * compliance,
+                                    tension_n=tension)
+    names = {"joint_names": planar.arm.joint_names, "muscle_names": planar.muscle_names}
+    mapping, fits = fit_mapping(stretched, FitConfig(), **names)
+    found = np.array([f.compliance_m_per_n for f in fits])
+    np.testing.assert_allclose(-found, compliance, rtol=0.05)  # paid out: the path less it
+    blind, _ = fit_mapping(stretched, FitConfig(wire_compliance=False), **names)
+    poses = inside_poses(mapping, 200, seed=7)
+    (l_rms, j_rms), (l_blind, j_blind) = _errors(planar, mapping, poses), \
+        _errors(planar, blind, poses)
+    print(f"with the stretch fitted: l {1e3 * l_rms:.4f} mm, Jm {1e3 * j_rms:.4f} mm/rad; "
+          f"left in: l {1e3 * l_blind:.4f} mm, Jm {1e3 * j_blind:.4f} mm/rad")
+    assert l_rms < 5e-5 and j_rms < 1e-3  # as good as without a stretch (test above)
+    assert l_blind > 3 * l_rms and j_blind > 2 * j_rms
+
+
 def test_jacobian_is_the_exact_derivative_of_the_fitted_lengths(fitted):
     _, mapping, _ = fitted
     h = 1e-6

@@ -7,6 +7,15 @@ of :mod:`musculo_control.model.learned_mapping` plus one indicator column per la
 with a small ridge term, solved by SciPy (``scipy.linalg.solve``, assume_a="pos") on the
 normal equations of each muscle:
 
+**The wires' stretch**: an encoder counts the wire the winch has paid out, which an elastic
+wire (EA over its free length: a stiffness ``k_i``) makes differ from the path length by the
+stretch ``T_i / k_i`` at the muscle's tension ``T_i``. So with ``wire_compliance`` on, each
+muscle's compliance ``c_i`` (m/N) is fitted first, its tension one more column beside the
+screening basis (below) and the session offsets, and ``l_i`` is learned from ``y - c_i T_i``:
+the path at zero tension, whose derivative is the moment arm (otherwise a tension that changes
+with the pose bends the learned lengths by its stretch). A muscle whose tension hardly varies
+(standard deviation below ``min_tension_std_n``) keeps ``c_i = 0``: its stretch is a constant.
+
 Validation: the recording is cut into blocks of ``validation_block_s``; every
 ``validation_every``-th block is held out (blocks, not single samples: neighbouring samples of
 a slow recording are nearly the same pose). Then, per muscle:
@@ -115,6 +124,12 @@ class FitConfig:
     segment_trial_samples: int = spec(3000, ge=100, doc="the trial fits that choose a segment "
                                                         "term use every k-th training sample, "
                                                         "about this many [-]")
+    wire_compliance: bool = spec(True, doc="fit each muscle's wire compliance (encoder length "
+                                           "per newton of its tension) and learn l(q) from the "
+                                           "lengths less the stretch [-]")
+    min_tension_std_n: float = spec(1.0, ge=0.0, doc="a muscle whose tension varies less "
+                                                     "(standard deviation) keeps compliance 0 "
+                                                     "[N]")
 
     def check(self, file: str, key: str) -> None:
         for i, d in enumerate(self.degrees):
@@ -144,6 +159,7 @@ class MuscleFit:
     segment_joints: tuple[str, ...] = ()  # joints of its segment term sqrt(P); () none
     segment_degree: int = 0
     polynomial_validation_rms_m: float = math.nan  # held-out RMS without the segment term [m]
+    compliance_m_per_n: float = 0.0  # its wire's stretch per newton (0: not fitted) [m/N]
 
 
 def distinct_poses(q: FloatArray, spacing_rad: float) -> int:
@@ -210,6 +226,27 @@ def _solve(gram: FloatArray, rhs: FloatArray, ridge: float) -> FloatArray:
     k = gram.shape[0]
     weight = ridge * float(np.trace(gram)) / max(k, 1)
     return np.asarray(scipy.linalg.solve(gram + weight * np.eye(k), rhs, assume_a="pos"))
+
+
+def wire_compliance(features: FloatArray, y: FloatArray, tension_n: FloatArray,
+                    config: FitConfig) -> FloatArray:
+    """(m,) each muscle's compliance [m/N]: the coefficient of its tension beside
+    ``features`` (the screening basis and session columns) in one least-squares fit per muscle,
+    the tension column scaled to unit RMS; 0 for a muscle whose tension varies less than
+    ``min_tension_std_n``."""
+    gram = features.T @ features
+    out = np.zeros(y.shape[1])
+    for i in range(y.shape[1]):
+        t = tension_n[:, i]
+        if float(np.std(t)) < config.min_tension_std_n:
+            continue
+        scale = float(np.sqrt(np.mean(t**2)))
+        ts = t / scale
+        b = features.T @ ts
+        bordered = np.block([[gram, b[:, None]], [b[None, :], np.array([[ts @ ts]])]])
+        rhs = np.concatenate([features.T @ y[:, i], [ts @ y[:, i]]])
+        out[i] = _solve(bordered, rhs, config.ridge)[-1] / scale
+    return out
 
 
 def _session_columns(session: IntArray) -> FloatArray:
@@ -431,6 +468,9 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
                          f"at degree {config.screening_degree} (mapping.yaml "
                          f"fit.samples_per_unknown)", poses)
     features = np.hstack([basis_features(x, screen), sessions])
+    compliance = (wire_compliance(features, y, rec.tension_n, config) if config.wire_compliance
+                  else np.zeros(m))
+    raw, y = y, y - rec.tension_n * compliance  # the path: the encoder's length less stretch
     coef = _solve(features.T @ features, features.T @ y, config.ridge)  # (K + S - 1, m)
     k_screen = screen.shape[0]
     slopes = derivative_coefficients(coef[:k_screen].T, screen)  # per joint (m, K)
@@ -454,13 +494,23 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
                              f"a muscle whose length follows some joint (RMS moment arm >= "
                              f"{config.min_moment_arm_m} m/rad; mapping.yaml "
                              f"fit.min_moment_arm_m)", f"largest {arms[i].max():.2e} m/rad")
+        # its tension a column beside the session offsets, fitted with the polynomial (the
+        # screening basis is too coarse to tell a pose's stretch from its geometry)
+        if compliance[i] != 0.0:
+            scale = float(np.sqrt(np.mean(rec.tension_n[:, i] ** 2)))
+            extras = np.hstack([sessions, rec.tension_n[:, i:i + 1] / scale])
+            dsg, target = _Design(x, extras, train, held, config.ridge), raw[:, i]
+        else:
+            scale, extras, dsg, target = 1.0, sessions, design, y[:, i]
+        n_extra = extras.shape[1]
         # 1. drop candidates the held-out error does not need, smallest moment arm first
         joints = candidates
 
-        def judged(subset: tuple[int, ...], target: FloatArray = y[:, i]) -> float:
-            d = _largest_degree(config.degrees, len(subset), n_sessions,
-                                min(budget, config.selection_max_terms + n_sessions))
-            return math.inf if d is None else design.held_out_rms((subset,), subset, d, target)
+        def judged(subset: tuple[int, ...], target: FloatArray = target,
+                   dsg: _Design = dsg, n_extra: int = n_extra) -> float:
+            d = _largest_degree(config.degrees, len(subset), n_extra,
+                                min(budget, config.selection_max_terms + n_extra))
+            return math.inf if d is None else dsg.held_out_rms((subset,), subset, d, target)
 
         if len(joints) > 1:
             best = judged(joints)
@@ -473,18 +523,18 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
                     joints, best = trial, min(best, err)
         # 2. an additive split into joint groups that do not interact, if the data shows one
         structures: list[Groups] = [(joints,)]
-        sel = _largest_degree(config.degrees, len(joints), n_sessions,
-                              min(budget, config.selection_max_terms + n_sessions))
+        sel = _largest_degree(config.degrees, len(joints), n_extra,
+                              min(budget, config.selection_max_terms + n_extra))
         if len(joints) > 1 and sel is not None:
-            structures += design.interaction_groups(joints, sel, y[:, i], half)
+            structures += dsg.interaction_groups(joints, sel, target, half)
         # 3. structure and degree, by the held-out blocks
         by_choice: dict[tuple[Groups, int], float] = {}
         for groups in structures:
             usable = [d for d in sorted(set(config.degrees))
-                      if _group_terms(groups, d) + n_sessions <= budget
+                      if _group_terms(groups, d) + n_extra <= budget
                       and _group_terms(groups, d) <= config.max_terms]
             for d in usable:
-                by_choice[(groups, d)] = design.held_out_rms(groups, joints, d, y[:, i],
+                by_choice[(groups, d)] = dsg.held_out_rms(groups, joints, d, target,
                                                              max(usable))
         if not by_choice:
             raise InputError(f"recording {rec.path}: q_rad",
@@ -502,7 +552,7 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
         chosen: tuple[tuple[int, ...], int, FloatArray] | None = None
         best_rms = poly_rms * (1.0 - config.segment_gain)
         seg_degrees = [sd for sd in sorted(set(config.segment_degrees))
-                       if sd <= max(config.degrees) and _group_terms(groups, d) + n_sessions
+                       if sd <= max(config.degrees) and _group_terms(groups, d) + n_extra
                        + math.comb(max(map(len, groups)) + sd, sd) <= budget
                        and math.comb(max(map(len, groups)) + sd, sd) <= config.max_terms]
         if seg_degrees:
@@ -520,8 +570,8 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
                     pending = [(g_best, sd) for sd in seg_degrees
                                if sd != middle and tried[(g_best, middle)][1] < promise]
                 for g, sd in pending:
-                    found = design.segment_fit(groups, d, top, y[:, i], g, sd, config)
-                    tried[(g, sd)] = (found[3], found[4], design.last_held_max)
+                    found = dsg.segment_fit(groups, d, top, target, g, sd, config)
+                    tried[(g, sd)] = (found[3], found[4], dsg.last_held_max)
             (g_seg, sd_seg), (start, rms, worst) = min(tried.items(), key=lambda kv: kv[1][1])
             if rms < best_rms:
                 chosen, best_rms, held_max = (g_seg, sd_seg, start), rms, worst
@@ -529,38 +579,43 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
         seg_rows = np.zeros((0, n), dtype=np.int64)
         seg_coef = np.zeros(0)
         if chosen is None:
-            terms, w, res = design.fit_all(groups, d, y[:, i], top)
-            held_max = design.last_held_max
+            terms, w, res = dsg.fit_all(groups, d, target, top)
+            held_max = dsg.last_held_max
             validation_rms = poly_rms
         else:
             g_seg, sd_seg, start = chosen
-            terms, w, seg_rows, seg_coef, _ = design.segment_fit(
-                groups, d, top, y[:, i], g_seg, sd_seg, config, on_all=True, start=start)
+            terms, w, seg_rows, seg_coef, _ = dsg.segment_fit(
+                groups, d, top, target, g_seg, sd_seg, config, on_all=True, start=start)
             res = (basis_features(x, terms) @ w[:terms.shape[0]]
-                   + sessions @ w[terms.shape[0]:]
+                   + extras @ w[terms.shape[0]:]
                    + np.sqrt(np.maximum(basis_features(x, seg_rows) @ seg_coef,
-                                        config.segment_floor_m**2)) - y[:, i])
+                                        config.segment_floor_m**2)) - target)
             validation_rms = best_rms
         rows_of.append(terms)
         coefs.append(w[:terms.shape[0]])
         seg_rows_of.append(seg_rows)
         seg_coefs.append(seg_coef)
-        offsets[1:, i] = w[terms.shape[0]:]
+        offsets[1:, i] = w[terms.shape[0]:terms.shape[0] + n_sessions]
+        if n_extra > n_sessions:
+            compliance[i] = w[-1] / scale
         fits.append(MuscleFit(tuple(rec.joint_names[j] for j in joints), d, terms.shape[0],
                               float(np.sqrt(np.mean(res**2))), float(np.abs(res).max()),
                               validation_rms, held_max, by_degree,
                               tuple(tuple(rec.joint_names[j] for j in g) for g in groups),
                               tuple(rec.joint_names[j] for j in chosen[0]) if chosen else (),
-                              chosen[1] if chosen else 0, poly_rms))
+                              chosen[1] if chosen else 0, poly_rms,
+                              float(compliance[i])))
         if progress:
             f = fits[-1]
             shown = " + ".join("(" + ",".join(g) + ")" for g in f.groups)
             seg = (f" + sqrt(P({','.join(f.segment_joints)}), degree {f.segment_degree}; "
                    f"without: {1e3 * f.polynomial_validation_rms_m:.3f} mm)"
                    if f.segment_joints else "")
+            wire = (f", wire {1e6 * f.compliance_m_per_n:.2f} mm/kN"
+                    if f.compliance_m_per_n else "")
             print(f"  {name:<24} joints {shown:<44} degree {d} "
                   f"({f.terms} terms): rms {1e3 * f.rms_m:.3f} mm, held-out rms "
-                  f"{1e3 * f.validation_rms_m:.3f} mm{seg}", file=sys.stderr, flush=True)
+                  f"{1e3 * f.validation_rms_m:.3f} mm{seg}{wire}", file=sys.stderr, flush=True)
 
     # the union basis: every muscle's rows, each muscle zero on the others'
     union = np.unique(np.vstack(rows_of + seg_rows_of), axis=0)
@@ -593,6 +648,7 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
                                    "segment_degree": f.segment_degree,
                                    "polynomial_validation_rms_m":
                                        f.polynomial_validation_rms_m,
+                                   "compliance_m_per_n": f.compliance_m_per_n,
                                    "terms": f.terms, "rms_m": f.rms_m, "max_m": f.max_m,
                                    "validation_rms_m": f.validation_rms_m,
                                    "validation_max_m": f.validation_max_m,
