@@ -157,8 +157,8 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         self.timer = TickTimer(1.0 / rate, gc_pauses=self._gc)
         self.last_timing: TimingSummary | None = None
         self.watch(self.step.health, "controller", self._values)
-        self.create_timer(p.timing_report_period_s, self._report_timing)
         self.every(1.0 / rate, self._tick)
+        self.tick_loop.every(p.timing_report_period_s, self._report_timing, report=False)
         self._gc.install()
         self.get_logger().info(f"controller '{p.controller}' at {rate:g} Hz"
                                + (" (fused dynamics)" if self.step.fused else ""))

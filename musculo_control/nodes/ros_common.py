@@ -112,11 +112,12 @@ def declare_parameters(node: Node, cls: type[T]) -> T:
 
 class Diagnostics:
     """The node's one DiagnosticStatus on /diagnostics, from its stage's :class:`Health`:
-    periodically, and at once when the status changes (a fault is reported within one tick,
+    periodically (:meth:`publish`, which the node's tick loop calls), and at once when the
+    status changes (a fault is reported within one tick,
     not within a second) or an input was refused. Refusal warnings the stage collected are
     logged (throttled per topic by the stage)."""
 
-    def __init__(self, node: Node, health: Health, period_s: float, hardware_id: str = "",
+    def __init__(self, node: Node, health: Health, hardware_id: str = "",
                  values: Callable[[], dict[str, str]] | None = None) -> None:
         self.node = node
         self.health = health
@@ -126,7 +127,6 @@ class Diagnostics:
         self._pub = node.create_publisher(DiagnosticArray, "/diagnostics", QOS_DIAGNOSTICS)
         self.publish_error = ""  # why the last publication failed, if it did
         health.on_change = self._on_change
-        node.create_timer(period_s, self.publish)
 
     def _on_change(self, level: int, message: str, t_s: float) -> None:
         """A new level: published at once and logged (what a user reads in the console)."""
@@ -248,8 +248,10 @@ class StageNode(Node, Generic[P]):
         def all_values() -> dict[str, str]:
             return {**(values() if values is not None else {}), **self.tick_loop.values()}
 
-        self.diag = Diagnostics(self, health, self.params.diagnostics_period_s,
-                                hardware_id, all_values)
+        self.diag = Diagnostics(self, health, hardware_id, all_values)
+        # on the tick loop, not an rclpy timer: on simulated time rclpy's EventsExecutor ran a
+        # timer of the ROS clock only when another event woke it
+        self.tick_loop.every(self.params.diagnostics_period_s, self.diag.publish, report=False)
         return self.diag
 
     def every(self, period_s: float, work: Callable[[], None]) -> Schedule:

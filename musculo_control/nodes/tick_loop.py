@@ -48,19 +48,23 @@ class TickLoop:
         self.wall_clock = (not node.get_parameter("use_sim_time").value
                            if wall_clock is None else wall_clock)
         self.jobs: list[tuple[Schedule, Callable[[], None]]] = []
+        self._unreported: set[int] = set()  # ids of the schedules values() leaves out
         self._on_clock: Any = None  # the clock's jump handler (simulated time)
         self.failure: BaseException | None = None  # a job's exception there, to raise
 
-    def every(self, period_s: float, work: Callable[[], None]) -> Schedule:
-        """Call ``work`` every ``period_s`` (wall time, or ROS time on simulated time)."""
+    def every(self, period_s: float, work: Callable[[], None], report: bool = True) -> Schedule:
+        """Call ``work`` every ``period_s`` (wall time, or ROS time on simulated time); its
+        ticks are counted in :meth:`values` unless ``report`` is false (the node's own
+        reports: /diagnostics, timing)."""
         if self.wall_clock:
             schedule = Schedule(period_s, time.monotonic())
-            self.jobs.append((schedule, work))
-            return schedule
-        schedule = Schedule(period_s, self._clock_s())
-        if self._on_clock is None:
-            self._follow_clock()
+        else:
+            schedule = Schedule(period_s, self._clock_s())
+            if self._on_clock is None:
+                self._follow_clock()
         self.jobs.append((schedule, work))
+        if not report:
+            self._unreported.add(id(schedule))
         return schedule
 
     def _clock_s(self) -> float:
@@ -98,8 +102,9 @@ class TickLoop:
 
     def values(self) -> dict[str, str]:
         """Late and skipped ticks of every job (for diagnostics)."""
+        reported = [s for s, _ in self.jobs if id(s) not in self._unreported]
         return {f"job {i} ({1.0 / s.period_s:g} Hz) ticks / late / skipped":
-                f"{s.ticks} / {s.late} / {s.skipped}" for i, (s, _) in enumerate(self.jobs)}
+                f"{s.ticks} / {s.late} / {s.skipped}" for i, s in enumerate(reported)}
 
 
 def _housekeeping(executor: Any, most: int = 10) -> None:
