@@ -9,3 +9,4 @@ JOINT_STATES = "joint_states"  # rad, rad/s (potentiometer node -> dynamics, QP)
 MUSCLE_STATES = "muscle_states"  # length, speed, tension (tendon driver -> QP)
 MUSCLE_COMMANDS = "muscle_commands"  # tension [N] (QP -> tendon driver)
 DYNAMICS = "dynamics"  # the 20 Hz snapshot (dynamics node -> QP)
+CONTROLLER_ACTIVATIONS = "controller/activations"  # the QP's activations, with its tick's stamp

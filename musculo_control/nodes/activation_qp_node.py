@@ -61,6 +61,7 @@ from musculo_control.loop.timing import (
     TimingSummary,
     timing_record,
 )
+from musculo_control.loop.topics import CONTROLLER_ACTIVATIONS
 from musculo_control.nodes.lockstep import (
     DYNAMICS,
     JOINT_STATES,
@@ -118,7 +119,7 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         self._calibration = parts.drivers.calibration
         # outputs
         self._cmd_pub = self.create_publisher(JointState, COMMAND_TOPIC, QOS_STATE_PUB)
-        self._act_pub = self.create_publisher(JointState, "controller/activations",
+        self._act_pub = self.create_publisher(JointState, CONTROLLER_ACTIVATIONS,
                                               QOS_STATE_PUB)
         self._state_pub = self.create_publisher(Float64MultiArray, "controller/state",
                                                 QOS_STATE_PUB)

@@ -46,6 +46,7 @@ from musculo_control.hardware.mock_arm import load_mock_config
 from musculo_control.loop import build
 from musculo_control.loop.mock_stage import COMMAND_TOPIC
 from musculo_control.loop.timing import divisor
+from musculo_control.loop.topics import CONTROLLER_ACTIVATIONS
 from musculo_control.nodes.lockstep import (
     DYNAMICS,
     JOINT_STATES,
@@ -147,12 +148,18 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
             # commands are taken as bytes and only their stamps read
             names = {JOINT_STATES: joints, MUSCLE_COMMANDS: robot.muscle_names,
                      TENDON_COMMANDS: actuators}
+            # the controller's progress read from its activations, which carry the same tick
+            # stamp as its commands: anyone may publish on muscle_commands (a stray commander,
+            # refused by the driver), and its samples must not release the clock
+            watched = {MUSCLE_COMMANDS: CONTROLLER_ACTIVATIONS}
             for topic, lead in leads.items():
                 raw = topic in names
                 self._progress_in[topic] = self.inputs.subscribe(
-                    JointState if raw else Float64MultiArray, topic, qos=QOS_PROGRESS, raw=raw)
+                    JointState if raw else Float64MultiArray, watched.get(topic, topic),
+                    qos=QOS_PROGRESS, raw=raw)
                 self._progress_stamp[topic] = (
-                    SerializedJointStateReader(MSGS, cv.NameOrder(topic, names[topic])).stamp_s
+                    SerializedJointStateReader(MSGS, cv.NameOrder(
+                        watched.get(topic, topic), names[topic])).stamp_s
                     if raw else partial(snapshot_stamp_s, codec))
                 self._progress[topic] = [-np.inf, -np.inf, lead, -np.inf]
         self.lockstep_waits = 0  # ticks that waited for a lagging node

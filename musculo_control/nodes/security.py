@@ -97,7 +97,7 @@ INTERFACES: dict[str, NodeInterface] = {n.node: n for n in (
                   subscribes=(("mock/gauge", ""),),
                   serves=(("mock/clear_gauge", ""),),
                   inputs=(("hw/tendon_commands", ""), ("joint_states", LOCKSTEP),
-                          ("dynamics", LOCKSTEP), ("muscle_commands", LOCKSTEP))),
+                          ("dynamics", LOCKSTEP), ("controller/activations", LOCKSTEP))),
     NodeInterface(POTENTIOMETER_NODE,  # its samples as they come, or polled
                   publishes=(("joint_states", ""), _DIAG),
                   subscribes=(("hw/potentiometers", EVENTS),),
