@@ -153,13 +153,11 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
             # refused by the driver), and its samples must not release the clock
             watched = {MUSCLE_COMMANDS: CONTROLLER_ACTIVATIONS}
             for topic, lead in leads.items():
-                raw = topic in names
+                raw, source = topic in names, watched.get(topic, topic)
                 self._progress_in[topic] = self.inputs.subscribe(
-                    JointState if raw else Float64MultiArray, watched.get(topic, topic),
-                    qos=QOS_PROGRESS, raw=raw)
+                    JointState if raw else Float64MultiArray, source, qos=QOS_PROGRESS, raw=raw)
                 self._progress_stamp[topic] = (
-                    SerializedJointStateReader(MSGS, cv.NameOrder(
-                        watched.get(topic, topic), names[topic])).stamp_s
+                    SerializedJointStateReader(MSGS, cv.NameOrder(source, names[topic])).stamp_s
                     if raw else partial(snapshot_stamp_s, codec))
                 self._progress[topic] = [-np.inf, -np.inf, lead, -np.inf]
         self.lockstep_waits = 0  # ticks that waited for a lagging node
