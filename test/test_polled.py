@@ -13,6 +13,8 @@ rclpy = pytest.importorskip("rclpy")
 
 
 def test_await_stamp_takes_a_late_sample_and_gives_up_on_a_silent_publisher_once():
+    """A stream that has sent nothing is not awaited (the graph's first ticks must not hold a
+    node while its clock runs on); one that has is, until it falls silent once."""
     from graph_harness import domain_id
     from rclpy.node import Node
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -35,6 +37,11 @@ def test_await_stamp_takes_a_late_sample_and_gives_up_on_a_silent_publisher_once
         while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
             time.sleep(0.01)
 
+        # nothing sent yet (a publisher still starting): no wait at all
+        t0 = time.monotonic()
+        assert not sub.await_stamp(1.0, 20.0)
+        assert time.monotonic() - t0 < 10.0
+
         def send(stamp_s: float, after_s: float) -> threading.Thread:
             msg = JointState()
             msg.header.stamp.sec = int(stamp_s)
@@ -42,7 +49,13 @@ def test_await_stamp_takes_a_late_sample_and_gives_up_on_a_silent_publisher_once
             thread.start()
             return thread
 
-        # a sample sent while the tick waits: taken, kept for the tick's take
+        # the stream begins; then a sample sent while the tick waits: taken, kept for the
+        # tick's take
+        send(0.0, 0.0).join()
+        deadline = time.monotonic() + 30.0
+        while not sub.await_stamp(0.0, 20.0) and time.monotonic() < deadline:
+            time.sleep(0.01)  # not yet delivered: nothing to wait for, so no wait
+        assert [cv.stamp_of(m).seconds for m in sub.take_all()] == [0.0]
         sender = send(1.0, 0.05)
         assert sub.await_stamp(1.0, 20.0)
         sender.join()

@@ -42,3 +42,39 @@ def test_a_list_judged_clean_is_handed_out_again_only_when_it_changes_or_is_not_
     both = _until(lambda: graph.to_judge(True))
     assert sorted(w.node for w in both) == ["/first_writer", "/second_writer"]
     assert graph.to_judge(True) is None
+
+
+def test_an_unnamed_writers_grace_runs_on_the_wall_clock_not_a_leaping_simulated_one(
+        monkeypatch):
+    """Discovery names a writer on the wall clock. On simulated time the node's clock may leap
+    (a node that started late takes its first ticks behind the graph's clock): the tendon
+    driver still withholds an unnamed writer of ``muscle_commands`` for
+    ``authority.unknown_writer_s`` of wall time instead of calling it foreign at once."""
+    from graph_harness import domain_id
+
+    from musculo_control.nodes.tendon_driver_node import TendonDriverNode
+    from musculo_control.safety.authority import Writer
+
+    rclpy.init(args=["--ros-args", "-p", "gc_freeze:=false"], domain_id=domain_id())
+    node = None
+    try:
+        node = TendonDriverNode()
+        grace_s = node.stage.writers.config.unknown_writer_s
+        unnamed = [Writer("", bytes(range(1, 17)))]
+        monkeypatch.setattr(node._graph, "writers", lambda clean: unnamed)
+        clock = iter(10.0 + 4.0 * grace_s * k for k in range(3))
+        monkeypatch.setattr(node, "clock_s", lambda: next(clock))
+        for _ in range(3):  # three ticks, each far past the grace in simulated time
+            node._tick()
+        verdict = node.stage.writers.verdict
+        assert not verdict.foreign and verdict.withheld and not verdict.admit, verdict
+        time.sleep(grace_s * 1.2)  # the grace passed on the wall clock: now it is foreign
+        monkeypatch.setattr(node, "clock_s", lambda: 12.0 * grace_s + 10.0)
+        node._tick()
+        assert node.stage.writers.verdict.foreign == ("an unnamed node (endpoint 01.02.03.04."
+                                                      "05.06.07.08)",), node.stage.writers.verdict
+    finally:
+        if node is not None:
+            node.shutdown()
+            node.destroy_node()
+        rclpy.try_shutdown()

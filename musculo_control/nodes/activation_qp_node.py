@@ -187,7 +187,8 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         writers = self._sent_writers.to_judge(
             step.writer_watches[FOREIGN_ACTUATOR_WRITER].verdict.admit)
         if writers is not None:
-            step.judge_writers(FOREIGN_ACTUATOR_WRITER, writers, now_s)
+            step.judge_writers(FOREIGN_ACTUATOR_WRITER, writers,
+                              self._sent_writers.read_s)
         for arrays in self._sent_in.take_all():
             if isinstance(arrays, str):
                 health.refuse(SENT_TOPIC, arrays, now_s)

@@ -181,7 +181,7 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
         if stage.writers is not None:  # samples first, then the graph (tendon_driver_node)
             writers = self._writers.to_judge(stage.writers.verdict.admit)
             if writers is not None:
-                stage.writers.judge(writers, self.stage.time_s)
+                stage.writers.judge(writers, self._writers.read_s)
         for arrays, writer in taken:
             if isinstance(arrays, str):
                 self.stage.health.refuse(COMMAND_TOPIC, arrays, self.stage.time_s)

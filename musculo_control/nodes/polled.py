@@ -78,12 +78,17 @@ class PolledSubscription:
         """Wait (wall time, at most ``wait_s``) until a message stamped ``due_s`` or later has
         been received; messages taken meanwhile stay for the next take. Once a wait times out
         (the publisher stopped, or the lockstep gave up on it) none is waited for again until
-        a new message comes. Whether such a message is here."""
+        a new message comes. A stream that has sent nothing yet is not waited for: its
+        publisher may still be starting while the clock runs, and a tick held that long would
+        act on a clock reading the rest of the graph has left behind. Whether such a message
+        is here."""
         deadline = time.monotonic() + wait_s
         while True:
             self._kept += self._take()
             if self._newest_s >= due_s - 1e-9:
                 return True
+            if self._newest_s == -float("inf"):
+                return False
             if self._stalled or time.monotonic() >= deadline:
                 self._stalled = True
                 return False

@@ -96,7 +96,7 @@ class TendonDriverNode(StageNode[TendonDriverNodeParams]):
         taken = self._commands_in.take_all_from()
         writers = self._graph.to_judge(stage.writers is None or stage.writers.verdict.admit)
         if writers is not None:
-            stage.judge_writers(writers, now_s)
+            stage.judge_writers(writers, self._graph.read_s)
         for arrays, writer in taken:  # oldest first (one, unless a foreign writer crowds in)
             if isinstance(arrays, str):
                 stage.health.refuse(COMMAND_IN_TOPIC, arrays, now_s)

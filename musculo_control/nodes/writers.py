@@ -4,13 +4,16 @@
 ``Node.get_publishers_info_by_topic`` gives each publisher's node name, namespace and endpoint
 id on Humble, Jazzy and Kilted alike. Building that list costs tens of microseconds, so a tick
 first asks the cheaper count of publishers and reads the list only when the count changed or
-the last list was not all authorised and named (then until it is). The count is asked of the
+the last list was not all authorised and named (then until it is). An unnamed writer's grace
+(``authority.unknown_writer_s``) is judged on :attr:`GraphWriters.read_s`, the wall clock:
+discovery runs on it, while simulated time may stand, leap or run faster. The count is asked of the
 node's handle with the topic name expanded once (``Node.count_publishers`` expands and
 validates it in Python at every call: three times the cost).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rclpy.expand_topic_name import expand_topic_name
@@ -55,6 +58,8 @@ class GraphWriters:
         self._writers: list[Writer] = []
         self.reads = 0  # full reads of the list
         self._judged = -1  # the read last handed out by :meth:`to_judge`
+        #: when :meth:`to_judge` last looked (monotonic wall clock) [s]: the time to judge at
+        self.read_s = 0.0
 
     def writers(self, clean: bool) -> list[Writer]:
         """The publishers now; ``clean``: the last list was all authorised and named (so an
@@ -76,6 +81,7 @@ class GraphWriters:
         would be judged clean again, at the same verdict (no unnamed writer's grace period
         runs), so it is not handed out; a list read again, or any list while the verdict is not
         clean, is."""
+        self.read_s = time.monotonic()
         writers = self.writers(clean)
         if clean and self.reads == self._judged:
             return None

@@ -41,7 +41,8 @@ class AuthorityConfig:
     unknown_writer_s: float = spec(
         0.5, gt=0.0, doc="a writer of a command stream that the graph lists without its node's "
                          "name (discovery still under way) is withheld; unnamed this long, it "
-                         "is a foreign writer [s]")
+                         "is a foreign writer [s] (the nodes judge it on the wall clock, on "
+                         "which discovery runs)")
 
 
 class Writer(NamedTuple):
