@@ -1,6 +1,7 @@
 """The publishers of a topic read from the ROS graph (nodes/writers.py): read again only when
 their count changed or the verdict was not clean, and handed out to be judged only when the
-judging could give another verdict."""
+judging could give another verdict; and what the nodes make of them: an unnamed writer's
+grace on the wall clock, the mock arm's lockstep following the authorised writer only."""
 
 from __future__ import annotations
 
@@ -73,6 +74,49 @@ def test_an_unnamed_writers_grace_runs_on_the_wall_clock_not_a_leaping_simulated
         node._tick()
         assert node.stage.writers.verdict.foreign == ("an unnamed node (endpoint 01.02.03.04."
                                                       "05.06.07.08)",), node.stage.writers.verdict
+    finally:
+        if node is not None:
+            node.shutdown()
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def test_the_mock_arms_lockstep_follows_the_drivers_actuator_commands_not_a_strays():
+    """The mock arm in lockstep holds its clock until the tendon driver's ``hw/tendon_commands``
+    is stamped far enough: a stray writer's newer-stamped samples on that topic do not count as
+    the driver's progress (they would release the clock ahead of the driver)."""
+    from graph_harness import domain_id
+    from sensor_msgs.msg import JointState
+
+    from musculo_control.loop.mock_stage import COMMAND_TOPIC
+    from musculo_control.nodes.mock_hardware_node import MockHardwareNode
+
+    rclpy.init(args=["--ros-args", "-p", "gc_freeze:=false", "-p", "publish_clock:=true",
+                     "-p", "lockstep:=true"], domain_id=domain_id())
+    node = None
+    try:
+        node = MockHardwareNode()
+        driver = rclpy.create_node("tendon_driver_node")
+        stray = rclpy.create_node("stray")
+        pubs = {n: n.create_publisher(JointState, COMMAND_TOPIC, 10) for n in (driver, stray)}
+        assert _until(lambda: sorted(w.node for w in node._writers.writers(False))
+                      == ["/stray", "/tendon_driver_node"])
+        assert _until(lambda: all(p.get_subscription_count() >= 2 for p in pubs.values()))
+        sub = node._progress_in[COMMAND_TOPIC]
+
+        def send(pub, stamp_s: float) -> None:
+            msg = JointState()  # only its stamp is read for the lockstep
+            msg.header.stamp.sec = int(stamp_s)
+            pub.publish(msg)
+
+        send(pubs[driver], 1.0)
+        send(pubs[stray], 5.0)
+        time.sleep(0.5)  # both delivered
+        node._take_command()  # the graph judged: the stray is foreign
+        assert node.stage.writers.verdict.foreign == ("/stray",)
+        newest = node._newest_progress(COMMAND_TOPIC, sub)
+        assert newest is not None
+        assert node._progress_stamp[COMMAND_TOPIC](newest) == 1.0
     finally:
         if node is not None:
             node.shutdown()

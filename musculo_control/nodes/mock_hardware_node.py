@@ -76,6 +76,9 @@ GAUGE_TOPIC = "mock/gauge"
 QOS_PROGRESS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                           reliability=ReliabilityPolicy.RELIABLE,
                           durability=DurabilityPolicy.VOLATILE)
+QOS_PROGRESS_SIFTED = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=20,
+                                 reliability=ReliabilityPolicy.RELIABLE,
+                                 durability=DurabilityPolicy.VOLATILE)
 
 
 class MockHardwareNode(StageNode[MockHardwareNodeParams]):
@@ -154,8 +157,11 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
             watched = {MUSCLE_COMMANDS: CONTROLLER_ACTIVATIONS}
             for topic, lead in leads.items():
                 raw, source = topic in names, watched.get(topic, topic)
+                # hw/tendon_commands is sifted by writer (_newest_progress): a queue, so that a
+                # stray's newer sample does not take the place of the driver's
+                qos = QOS_PROGRESS_SIFTED if topic == TENDON_COMMANDS else QOS_PROGRESS
                 self._progress_in[topic] = self.inputs.subscribe(
-                    JointState if raw else Float64MultiArray, source, qos=QOS_PROGRESS, raw=raw)
+                    JointState if raw else Float64MultiArray, source, qos=qos, raw=raw)
                 self._progress_stamp[topic] = (
                     SerializedJointStateReader(MSGS, cv.NameOrder(source, names[topic])).stamp_s
                     if raw else partial(snapshot_stamp_s, codec))
@@ -218,7 +224,7 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
         t_next = self.stage.time_s  # published at the next step (a sensor instant)
         for topic, sub in self._progress_in.items():
             entry = self._progress[topic]
-            msg = sub.take_newest()
+            msg = self._newest_progress(topic, sub)
             if msg is not None:
                 stamp_s = self._progress_stamp[topic](msg)
                 entry[0] = max(entry[0], stamp_s) if topic == DYNAMICS else stamp_s
@@ -242,6 +248,17 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
                     f"lockstep: no {topic} stamped {t_next - lead:.3f} s or later (newest "
                     f"{stamp:.3f} s) for {silent:.1f} s (wall): no longer waiting for it")
         return None
+
+    def _newest_progress(self, topic: str, sub: Any) -> Any | None:
+        """The newest sample of a watched stream; of ``hw/tendon_commands``, the newest of its
+        authorised writer (the tendon driver): a stray actuator writer's current-stamped
+        samples would release the clock ahead of the driver. Where samples carry no writer id
+        (Humble, Jazzy), only while every writer listed is authorised."""
+        watch = self.stage.writers
+        if topic != TENDON_COMMANDS or watch is None:
+            return sub.take_newest()
+        own = [msg for msg, gid in sub.take_all_from() if watch.from_authorised(gid)]
+        return own[-1] if own else None
 
     def _held(self) -> bool:
         """Lockstep: whether a node lags, and then hold the clock (the simulation runs slower

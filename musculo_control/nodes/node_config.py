@@ -180,9 +180,10 @@ class MockHardwareNodeParams(CommonNodeParams):
     truth_rate_hz: float = spec(50.0, gt=0.0, doc="mock/ ground-truth topics rate [Hz]")
     lockstep: bool = spec(False, doc="with publish_clock: publish the next clock only once "
                                      "every node has produced its output of the instants "
-                                     "before (joint_states, dynamics, muscle_commands, "
-                                     "hw/tendon_commands), so that a loaded computer slows the "
-                                     "simulation instead of starving the loop")
+                                     "before (joint_states, dynamics, the controller's "
+                                     "controller/activations, the tendon driver's own samples "
+                                     "of hw/tendon_commands), so that a loaded computer slows "
+                                     "the simulation instead of starving the loop")
     lockstep_timeout_s: float = spec(0.5, gt=0.0, doc="a node behind the clock and silent for "
                                                       "longer (wall time) is no longer waited "
                                                       "for (a dead node) [s]")

@@ -143,9 +143,17 @@ class WriterWatch:
         can come before discovery lists it), so nothing says it is the controller."""
         authorised = self._listed.get(_id(sample_gid)) if sample_gid is not None else None
         self.identified = authorised is not None
+        if authorised is not None:
+            self.ids_match = True
+        return self.from_authorised(sample_gid)
+
+    def from_authorised(self, sample_gid: bytes | None) -> bool:
+        """:meth:`admits` without its bookkeeping: whether a sample is known to come from an
+        authorised writer (for a reader that only follows a stream's progress, as the mock
+        arm's lockstep does)."""
+        authorised = self._listed.get(_id(sample_gid)) if sample_gid is not None else None
         if authorised is None:
             if sample_gid is not None and self.ids_match:
                 return False
             return self.verdict.admit
-        self.ids_match = True
         return authorised
