@@ -75,6 +75,8 @@ STARTUP_TIMEOUT_S = 180.0
 WAIT_TIMEOUT_S = 180.0
 #: Launch arguments of a test on simulated time.
 SIM_TIME = {"use_sim_time": "true", "real_time_factor": str(SIM_RATE)}
+#: ... and the mock arm's lockstep (with :func:`params_file`'s waits, as the node-graph tests).
+LOCKSTEP = {**SIM_TIME, "lockstep": "true"}
 
 
 def parts() -> LoopParts:
@@ -164,7 +166,7 @@ class CleanExit(unittest.TestCase):
         launch_testing.asserts.assertExitCodes(proc_info)
 
 
-__all__ = ["ARM_NODES", "CONFIG_DIR", "MOCK_NODES", "REACH_TOLERANCE_M", "SIM_TIME",
+__all__ = ["ARM_NODES", "CONFIG_DIR", "LOCKSTEP", "MOCK_NODES", "REACH_TOLERANCE_M", "SIM_TIME",
            "STARTUP_TIMEOUT_S", "WAIT_TIMEOUT_S", "CleanExit", "ObservedGraph", "errors_after",
            "first_after", "first_diagnostic", "launch", "minimum_tension", "observer",
            "on_grid", "params_file", "parts", "rate_by_count", "rate_by_stamps", "released",

@@ -36,7 +36,7 @@ from sensor_msgs.msg import JointState
 
 sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
-    SIM_TIME,
+    LOCKSTEP,
     WAIT_TIMEOUT_S,
     CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
     ObservedGraph,
@@ -68,7 +68,7 @@ STALE_INPUT_RULES = {"joint_state_late", "joint_state_stale", "tendon_state_late
 
 @pytest.mark.launch_test
 def generate_test_description():
-    return launch(**SIM_TIME, params_file=params_file())
+    return launch(**LOCKSTEP, params_file=params_file())
 
 
 class TestBadInput(ObservedGraph):

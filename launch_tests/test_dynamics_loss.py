@@ -27,7 +27,7 @@ import launch_testing.asserts
 
 sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
-    SIM_TIME,
+    LOCKSTEP,
     WAIT_TIMEOUT_S,
     ObservedGraph,
     first_after,
@@ -48,7 +48,7 @@ REASON = "snapshot_stale"
 
 @pytest.mark.launch_test
 def generate_test_description():
-    return launch(**SIM_TIME, params_file=params_file())
+    return launch(**LOCKSTEP, params_file=params_file())
 
 
 class TestDynamicsLoss(ObservedGraph):

@@ -33,7 +33,7 @@ from visualization_msgs.msg import InteractiveMarkerFeedback
 sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
     CONFIG_DIR,
-    SIM_TIME,
+    LOCKSTEP,
     WAIT_TIMEOUT_S,
     CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
     ObservedGraph,
@@ -56,7 +56,7 @@ PUSH_S = 0.5
 
 @pytest.mark.launch_test
 def generate_test_description():
-    return launch(**SIM_TIME, goal_mode="interactive", params_file=params_file())
+    return launch(**LOCKSTEP, goal_mode="interactive", params_file=params_file())
 
 
 class TestGoalSources(ObservedGraph):

@@ -29,7 +29,7 @@ import yaml
 sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
     CONFIG_DIR,
-    SIM_TIME,
+    LOCKSTEP,
     WAIT_TIMEOUT_S,
     CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
     ObservedGraph,
@@ -51,7 +51,7 @@ SETTLE_S = 1.0
 
 @pytest.mark.launch_test
 def generate_test_description():
-    return launch(**SIM_TIME, goal_mode="trajectory", params_file=params_file())
+    return launch(**LOCKSTEP, goal_mode="trajectory", params_file=params_file())
 
 
 class TestGoalTrajectory(ObservedGraph):

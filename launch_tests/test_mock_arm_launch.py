@@ -32,9 +32,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from launch_helpers import (
+    LOCKSTEP,
     MOCK_NODES,
     REACH_TOLERANCE_M,
-    SIM_TIME,
     WAIT_TIMEOUT_S,
     CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
     ObservedGraph,
@@ -60,7 +60,7 @@ REACH_TIME_S = 5.0
 
 @pytest.mark.launch_test
 def generate_test_description():
-    return launch(**SIM_TIME, params_file=params_file())
+    return launch(**LOCKSTEP, params_file=params_file())
 
 
 class TestMockArm(ObservedGraph):

@@ -22,7 +22,7 @@ pytest.importorskip("launch_testing", reason="launch_testing is not installed")
 sys.path.insert(0, os.path.dirname(__file__))
 import test_mock_arm_launch as one_per_node  # noqa: E402
 from launch_helpers import (  # noqa: E402
-    SIM_TIME,
+    LOCKSTEP,
     CleanExit,  # noqa: F401 - launch_testing runs it after shutdown
     launch,
     params_file,
@@ -31,7 +31,7 @@ from launch_helpers import (  # noqa: E402
 
 @pytest.mark.launch_test
 def generate_test_description():
-    return launch(**SIM_TIME, params_file=params_file(), one_process="true")
+    return launch(**LOCKSTEP, params_file=params_file(), one_process="true")
 
 
 class TestOneProcess(one_per_node.TestMockArm):

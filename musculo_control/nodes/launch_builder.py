@@ -100,6 +100,11 @@ def arguments(mock: bool) -> list[DeclareLaunchArgument]:
                               description="the MuJoCo mock arm instead of the real one"),
         DeclareLaunchArgument("real_time_factor", default_value="1.0",
                               description="mock arm: simulated seconds per wall second"),
+        DeclareLaunchArgument("lockstep", default_value="false",
+                              description="with use_sim_time and the mock arm: hold each clock "
+                                          "step until every node has put out the instants "
+                                          "before (a loaded computer slows the simulation "
+                                          "instead of starving the loop; repeatable runs)"),
         DeclareLaunchArgument("one_process", default_value="", choices=["", "true", "false"],
                               description="run every node but the mock arm in one process "
                                           "(control_process: one executor and tick loop, no "
@@ -138,6 +143,7 @@ def options(context: LaunchContext) -> GraphOptions:
         controller=LaunchConfiguration("controller").perform(context),
         use_sim_time=_flag(context, "use_sim_time"),
         real_time_factor=float(LaunchConfiguration("real_time_factor").perform(context)),
+        lockstep=_flag(context, "lockstep"),
         goal_mode=LaunchConfiguration("goal_mode").perform(context),
         trajectory_file=LaunchConfiguration("trajectory_file").perform(context),
         goal_orientation=_flag(context, "goal_orientation") if orientation else None,
