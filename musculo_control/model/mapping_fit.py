@@ -46,7 +46,10 @@ a slow recording are nearly the same pose). Then, per muscle:
    ``segment_trial_samples`` training samples, the middle degree on every group, then the
    other degrees on the best group if it promises half the gain). It is kept if its held-out RMS
    error is below ``1 - segment_gain`` times the polynomial's (a route that bends sharply
-   gains an order of magnitude; a smooth one at most what a higher degree would).
+   gains an order of magnitude; a smooth one at most what a higher degree would). Kept, the
+   polynomial's degree is chosen again as in 3, each degree fitted beside the segment term
+   (without it the bend's error swamps every degree's, and the fewest terms won by default),
+   then P's degree again beside that polynomial.
 5. **The final fit** on every sample with that choice.
 
 l_min and l_max (paper eq. 2-4) are the fitted lengths' extremes over the recorded poses.
@@ -575,6 +578,29 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
             (g_seg, sd_seg), (start, rms, worst) = min(tried.items(), key=lambda kv: kv[1][1])
             if rms < best_rms:
                 chosen, best_rms, held_max = (g_seg, sd_seg, start), rms, worst
+                # the polynomial's degree again, beside the segment: it was chosen while the
+                # bend dominated every degree's error, which made the fewest terms win
+                with_seg = {d: (start, rms, worst)}
+                for d2 in by_degree:
+                    if d2 != d and _group_terms(groups, d2) + n_extra + len(
+                            _subset_exponents(n, g_seg, sd_seg)) <= budget:
+                        found = dsg.segment_fit(groups, d2, top, target, g_seg, sd_seg, config)
+                        with_seg[d2] = (found[3], found[4], dsg.last_held_max)
+                low = min(v[1] for v in with_seg.values())
+                d = min((k for k, v in with_seg.items()
+                         if v[1] <= low * (1.0 + config.degree_tolerance)),
+                        key=lambda k: (_group_terms(groups, k), k))
+                start, best_rms, held_max = with_seg[d]
+                # and P's degree again beside that polynomial
+                for sd in seg_degrees:
+                    if sd != sd_seg and _group_terms(groups, d) + n_extra + len(
+                            _subset_exponents(n, g_seg, sd)) <= budget:
+                        found = dsg.segment_fit(groups, d, top, target, g_seg, sd, config)
+                        if found[4] < best_rms:
+                            sd_seg, start, best_rms, held_max = (sd, found[3], found[4],
+                                                                 dsg.last_held_max)
+                chosen = (g_seg, sd_seg, start)
+                poly_rms = by_degree[d]
         # 5. the final fit on every sample
         seg_rows = np.zeros((0, n), dtype=np.int64)
         seg_coef = np.zeros(0)
