@@ -96,7 +96,7 @@ class FitConfig:
                                                    "dropping [-]")
     max_terms: int = spec(300, ge=1, doc="most coefficients of one muscle's polynomial (the "
                                          "run-time cost grows with the union of all) [-]")
-    degree_tolerance: float = spec(0.05, ge=0.0, doc="the lowest degree within this fraction "
+    degree_tolerance: float = spec(0.02, ge=0.0, doc="the lowest degree within this fraction "
                                                      "of the best held-out error wins [-]")
     drop_tolerance: float = spec(0.1, ge=0.0, doc="a joint is dropped while the held-out error "
                                                   "stays within this fraction of the best [-]")
