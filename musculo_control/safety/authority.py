@@ -39,7 +39,7 @@ class AuthorityConfig:
     """``safety.yaml`` key ``authority``: who writes the command streams."""
 
     unknown_writer_s: float = spec(
-        0.5, gt=0.0, doc="a writer of a command stream that the graph lists without its node's "
+        2.0, gt=0.0, doc="a writer of a command stream that the graph lists without its node's "
                          "name (discovery still under way) is withheld; unnamed this long, it "
                          "is a foreign writer [s] (the nodes judge it on the wall clock, on "
                          "which discovery runs)")
