@@ -113,6 +113,7 @@ def test_a_node_killed_under_load_ends_in_minimum_tension_with_its_reason(parts,
                           fast_streams=False) as (graph, obs):
         wait_running(graph, obs)
         _skip_unless_realtime(graph)
+        assert obs.wait_until(lambda: _controller_running(obs), 60.0), logs(graph)
         assert obs.wait_for(2.0, 60.0)
 
         def caught_up(t: float) -> bool:
@@ -129,6 +130,10 @@ def test_a_node_killed_under_load_ends_in_minimum_tension_with_its_reason(parts,
         graph.send(node, signal.SIGKILL)
         assert obs.wait_for(1.0, 60.0)
         assert caught_up(obs.now_s() - 0.05)
+        # the reason, however late the loaded observer reads it (the bound is judged on the
+        # commands' stamps below; a CI run's observer had read no /diagnostics 1 s after)
+        obs.wait_until(lambda: first_diagnostic(obs, t_kill, "activation_qp_node", 2,
+                                                words) is not None, 30.0)
         said = first_diagnostic(obs, t_kill, "activation_qp_node", 2, words)
         commands = obs.snapshot(obs.commands)
     assert said is not None, [d for d in obs.diagnostics if d.t >= t_kill][:5]
