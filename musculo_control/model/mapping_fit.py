@@ -578,23 +578,28 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
             (g_seg, sd_seg), (start, rms, worst) = min(tried.items(), key=lambda kv: kv[1][1])
             if rms < best_rms:
                 chosen, best_rms, held_max = (g_seg, sd_seg, start), rms, worst
+                def in_budget(degree: int, seg_degree: int, groups: Groups = groups,
+                              n_extra: int = n_extra, g: tuple[int, ...] = g_seg) -> bool:
+                    """The polynomial and P at these degrees within the sample budget."""
+                    return (_group_terms(groups, degree) + n_extra
+                            + math.comb(len(g) + seg_degree, seg_degree) <= budget)
+
                 # the polynomial's degree again, beside the segment: it was chosen while the
                 # bend dominated every degree's error, which made the fewest terms win
                 with_seg = {d: (start, rms, worst)}
                 for d2 in by_degree:
-                    if d2 != d and _group_terms(groups, d2) + n_extra + len(
-                            _subset_exponents(n, g_seg, sd_seg)) <= budget:
+                    if d2 != d and in_budget(d2, sd_seg):
                         found = dsg.segment_fit(groups, d2, top, target, g_seg, sd_seg, config)
                         with_seg[d2] = (found[3], found[4], dsg.last_held_max)
                 low = min(v[1] for v in with_seg.values())
-                d = min((k for k, v in with_seg.items()
-                         if v[1] <= low * (1.0 + config.degree_tolerance)),
-                        key=lambda k: (_group_terms(groups, k), k))
+                first_d, d = d, min((k for k, v in with_seg.items()
+                                     if v[1] <= low * (1.0 + config.degree_tolerance)),
+                                    key=lambda k: (_group_terms(groups, k), k))
                 start, best_rms, held_max = with_seg[d]
-                # and P's degree again beside that polynomial
-                for sd in seg_degrees:
-                    if sd != sd_seg and _group_terms(groups, d) + n_extra + len(
-                            _subset_exponents(n, g_seg, sd)) <= budget:
+                # and P's degree again beside that polynomial (at the first degree, step 4's
+                # trials already tried every P degree on this group)
+                for sd in seg_degrees if d != first_d else ():
+                    if sd != sd_seg and in_budget(d, sd):
                         found = dsg.segment_fit(groups, d, top, target, g_seg, sd, config)
                         if found[4] < best_rms:
                             sd_seg, start, best_rms, held_max = (sd, found[3], found[4],

@@ -58,7 +58,8 @@ class GraphWriters:
         self._writers: list[Writer] = []
         self.reads = 0  # full reads of the list
         self._judged = -1  # the read last handed out by :meth:`to_judge`
-        #: when :meth:`to_judge` last looked (monotonic wall clock) [s]: the time to judge at
+        #: when :meth:`to_judge` last handed out a list (monotonic wall clock) [s]: the time to
+        #: judge it at
         self.read_s = 0.0
 
     def writers(self, clean: bool) -> list[Writer]:
@@ -81,9 +82,9 @@ class GraphWriters:
         would be judged clean again, at the same verdict (no unnamed writer's grace period
         runs), so it is not handed out; a list read again, or any list while the verdict is not
         clean, is."""
-        self.read_s = time.monotonic()
         writers = self.writers(clean)
         if clean and self.reads == self._judged:
             return None
+        self.read_s = time.monotonic()
         self._judged = self.reads
         return writers

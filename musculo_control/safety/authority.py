@@ -141,17 +141,23 @@ class WriterWatch:
         authorised and named. Once ids have matched the graph's (:attr:`ids_match`), an id the
         graph does not list is refused: its writer is newer than the graph's list (its samples
         can come before discovery lists it), so nothing says it is the controller."""
-        authorised = self._listed.get(_id(sample_gid)) if sample_gid is not None else None
+        authorised = self._lookup(sample_gid)
         self.identified = authorised is not None
         if authorised is not None:
             self.ids_match = True
-        return self.from_authorised(sample_gid)
+        return self._admit(sample_gid, authorised)
 
     def from_authorised(self, sample_gid: bytes | None) -> bool:
         """:meth:`admits` without its bookkeeping: whether a sample is known to come from an
         authorised writer (for a reader that only follows a stream's progress, as the mock
         arm's lockstep does)."""
-        authorised = self._listed.get(_id(sample_gid)) if sample_gid is not None else None
+        return self._admit(sample_gid, self._lookup(sample_gid))
+
+    def _lookup(self, sample_gid: bytes | None) -> bool | None:
+        """Whether the listed writer of ``sample_gid`` is authorised; None if not listed."""
+        return self._listed.get(_id(sample_gid)) if sample_gid is not None else None
+
+    def _admit(self, sample_gid: bytes | None, authorised: bool | None) -> bool:
         if authorised is None:
             if sample_gid is not None and self.ids_match:
                 return False
