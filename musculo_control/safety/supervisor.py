@@ -105,7 +105,13 @@ class SafetyReport(NamedTuple):
 
     @property
     def level(self) -> int:
-        """diagnostic_msgs/DiagnosticStatus level: 0 OK, 1 WARN, 2 ERROR."""
+        """diagnostic_msgs/DiagnosticStatus level: 0 OK, 1 WARN, 2 ERROR.
+
+        A fault or a latch is an ERROR. The recovery hold after a fault is a WARN: the arm is
+        still at minimum tension, but nothing is wrong any more, and the fault that caused it
+        was reported at ERROR when it happened."""
+        if self.state == HOLDING:
+            return 1
         if not self.ok:
             return 2
         return 1 if self.warnings else 0
