@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -55,6 +57,36 @@ def raise_collected(errors: list[ConfigError]) -> None:
         raise errors[0]
     if errors:
         raise ConfigErrors(errors)
+
+
+class ErrorCollector:
+    """Independent configuration checks run one after another, every :class:`ConfigError`
+    kept, all raised together by :meth:`raise_any`: a folder with several mistakes is fixed in
+    one run instead of one run per mistake.
+
+    Run a check whose failure leaves nothing for later checks inside :meth:`checking`; one that
+    later checks depend on outside it, or follow it with :meth:`raise_any`."""
+
+    def __init__(self) -> None:
+        self.errors: list[ConfigError] = []
+
+    def add(self, error: ConfigError) -> None:
+        self.errors.append(error)
+
+    @contextmanager
+    def checking(self) -> Iterator[None]:
+        """Keep a :class:`ConfigError` raised in the block instead of letting it through."""
+        try:
+            yield
+        except ConfigError as exc:
+            self.errors.append(exc)
+
+    def __bool__(self) -> bool:
+        return bool(self.errors)
+
+    def raise_any(self) -> None:
+        """Raise every error kept so far (:func:`raise_collected`), or nothing."""
+        raise_collected(self.errors)
 
 
 class InputError(MusculoError, ValueError):

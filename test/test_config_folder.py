@@ -224,3 +224,65 @@ def test_an_old_parameter_file_is_refused_naming_the_new_home(tmp_path, entry):
     assert err.key == f"{node}.ros__parameters.{name}"
     says = f"moved to {entry.new_file} {entry.new_key}" if entry.new_key else "removed"
     assert says in err.expected and err.where == "line 3, column 5", str(err)
+
+
+def _edit(folder: Path, file: str, old: str, new: str) -> None:
+    path = folder / file
+    text = path.read_text()
+    assert old in text, f"fixture out of date: {old!r} not in {file}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def _line_with(folder: Path, file: str, text: str) -> int:
+    hits = [i for i, line in enumerate((folder / file).read_text().splitlines(), 1)
+            if text in line]
+    assert len(hits) == 1, (file, text, hits)
+    return hits[0]
+
+
+def test_checks_across_files_come_together_with_the_schemas_and_with_their_lines(
+        tmp_path, config_dir):
+    """Two via-points on links the URDF lacks, a home pose past a joint limit and a schema
+    error in another file: one run names all four, each at its line."""
+    folder = tmp_path / "arm"
+    shutil.copytree(config_dir, folder)
+    _edit(folder, "muscles.yaml", "{link: upper_arm_link, point_m: [-0.003,",
+          "{link: upper_arm, point_m: [-0.003,")
+    _edit(folder, "muscles.yaml", "{link: upper_arm_link, point_m: [-0.013,",
+          "{link: uper_arm_link, point_m: [-0.013,")
+    _edit(folder, "robot.yaml", "home_pose_rad: [-0.43, 0.48,", "home_pose_rad: [-9.0, 0.48,")
+    _edit(folder, "hardware.yaml", "  sensor_rate_hz: 500.0 ", "  sensor_rate_hz: 0.0 ")
+    with pytest.raises(ConfigErrors) as info:
+        load_robot(folder)
+    by_key = {e.key: e for e in info.value.errors}
+    assert set(by_key) == {"rates.sensor_rate_hz", "home_pose_rad[0]",
+                           "muscles[0].path[1].link", "muscles[1].path[1].link"}, str(info.value)
+    assert by_key["muscles[0].path[1].link"].received == "upper_arm"
+    assert by_key["muscles[1].path[1].link"].received == "uper_arm_link"
+    for key, file, text in (("muscles[0].path[1].link", "muscles.yaml", "link: upper_arm,"),
+                            ("muscles[1].path[1].link", "muscles.yaml", "link: uper_arm_link"),
+                            ("home_pose_rad[0]", "robot.yaml", "home_pose_rad:")):
+        e = by_key[key]
+        assert Path(e.file).name == file
+        assert e.where.startswith(f"line {_line_with(folder, file, text)}, column"), (key, e)
+
+
+def test_an_experiments_mistakes_come_together_with_a_controller_schema_error(
+        tmp_path, config_dir):
+    """experiments.yaml's checks against the robot run although controller.yaml failed."""
+    from musculo_control.sim.setup import Overrides, load_setup
+
+    folder = tmp_path / "arm"
+    shutil.copytree(config_dir, folder)
+    _edit(folder, "experiments.yaml", "start_pose: high_elbow ", "start_pose: hi_elbow ")
+    _edit(folder, "experiments.yaml", "drift_joint: shoulder_r ", "drift_joint: shoulder_q ")
+    _edit(folder, "controller.yaml", "  k: 0.01 ", "  k: -0.01 ")
+    with pytest.raises(ConfigErrors) as info:
+        load_setup(folder, Overrides())
+    by_key = {e.key: e for e in info.value.errors}
+    assert set(by_key) == {"qp.k", "nullspace.start_pose", "nullspace.drift_joint"}, \
+        str(info.value)
+    for key, text in (("nullspace.start_pose", "start_pose: hi_elbow"),
+                      ("nullspace.drift_joint", "drift_joint: shoulder_q")):
+        assert by_key[key].where.startswith(
+            f"line {_line_with(folder, 'experiments.yaml', text)}, column"), by_key[key]

@@ -7,17 +7,21 @@ first call :func:`check_folder`: every file present is parsed against its datacl
 renamed and missing keys, types, ranges, lengths: all that needs no other file), and every error
 of every file is raised together as one :class:`~musculo_control.errors.ConfigErrors`, one line
 each with file, line, key, expected and received. The checks across files (a joint name against
-the URDF, a tension against the actuator) follow in the loaders.
+the URDF, a tension against the actuator) follow in the loaders, which keep each of their errors
+too; :func:`load_checked` runs them also when a file's schema failed, so that one run reports
+both kinds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from musculo_control.config.parser import load, load_with_overrides
-from musculo_control.errors import ConfigError, raise_collected
+from musculo_control.errors import ConfigError, ConfigErrors, raise_collected
+
+T = TypeVar("T")
 
 #: The files the control loop reads (robot, its muscles file, controller, hardware, safety):
 #: what :func:`~musculo_control.loop.build.load_parts` loads.
@@ -87,3 +91,25 @@ def check_folder(config_dir: str | Path, files: tuple[str, ...] = LOOP_FILES,
         if stem in files and path.is_file():
             collect(load_with_overrides, schema(), path, dict(overrides.get(stem, {})))
     raise_collected(errors)
+
+
+def load_checked(config_dir: str | Path, build: Callable[[], T],
+                 files: tuple[str, ...] = LOOP_FILES,
+                 overrides: Mapping[str, dict[str, Any]] | None = None) -> T:
+    """:func:`check_folder`, then ``build()`` (a loader and its checks across files). When the
+    schemas fail, ``build`` runs anyway: its own errors are raised with theirs (each once), and
+    a failure that only follows from theirs (a file it cannot read) adds nothing."""
+    try:
+        check_folder(config_dir, files, overrides)
+    except ConfigError as exc:
+        first = list(exc.errors) if isinstance(exc, ConfigErrors) else [exc]
+        try:
+            build()
+        except ConfigError as more:
+            seen = {str(e) for e in first}
+            extra = more.errors if isinstance(more, ConfigErrors) else (more,)
+            raise_collected(first + [e for e in extra if str(e) not in seen])
+        except Exception:  # noqa: BLE001 - a consequence of the schema errors: report those
+            pass
+        raise exc
+    return build()

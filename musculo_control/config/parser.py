@@ -19,7 +19,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
@@ -219,6 +219,19 @@ def located(exc: ConfigError, path: Path, overridden: set[str] | frozenset[str] 
     if not isinstance(exc, ConfigErrors):
         return out[0]
     return ConfigErrors(sorted(out, key=_line_in(str(path))))  # the file's, in its order
+
+
+def located_in(errors: list[ConfigError], files: Mapping[str, set[str]]) -> list[ConfigError]:
+    """``errors`` (each a :class:`ConfigError` or :class:`ConfigErrors`), flattened, with the
+    line and column of each key in its YAML file, one of ``files`` (path -> the dotted keys set
+    on the command line there); each file's errors in its line order."""
+    if not errors:
+        return []
+    exc: ConfigError = ConfigErrors(errors)
+    for path, overridden in files.items():
+        if Path(path).is_file():
+            exc = located(exc, Path(path), overridden)
+    return list(exc.errors) if isinstance(exc, ConfigErrors) else [exc]
 
 
 def _line_in(file: str) -> Callable[[ConfigError], tuple[int, int]]:

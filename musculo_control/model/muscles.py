@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pinocchio as pin
 
 from musculo_control.config.parser import spec
-from musculo_control.errors import ConfigError
+from musculo_control.errors import ConfigError, ErrorCollector
 from musculo_control.model.arm import Arm
 from musculo_control.model.geometry import MuscleKinematics
 
@@ -126,19 +126,30 @@ class ViaPointGeometry:
         points: list[FloatArray] = []
         joints: list[int] = []
         seg_a, seg_b, seg_muscle = [], [], []
-        paths = []
+        paths: list[tuple[ViaPoint, ...]] = []
+        found = ErrorCollector()  # every muscle's mistakes in one run
         for i, m in enumerate(config.muscles):
+            path = m.path or ()
+            bad = [k for k, vp in enumerate(path) if vp.link not in links]
+            for k in bad:
+                found.add(ConfigError(file, f"muscles[{i}].path[{k}].link",
+                                      f"a link of the URDF {links}", path[k].link))
             if m.path is None:
-                raise ConfigError(file, f"muscles[{i}].path",
-                                  f"via-points for muscle '{m.name}' (a URDF robot's muscles are "
-                                  f"via-point chains)", None)
-            paths.append(m.path)
-        for i, (m, path) in enumerate(zip(config.muscles, paths)):
+                found.add(ConfigError(file, f"muscles[{i}].path",
+                                      f"via-points for muscle '{m.name}' (a URDF robot's muscles "
+                                      f"are via-point chains)", None))
+            elif len(path) < 2:
+                found.add(ConfigError(file, f"muscles[{i}].path", "at least two via-points",
+                                      len(path)))
+            elif not bad and len({arm.link_placement(vp.link)[0] for vp in path}) < 2:
+                found.add(ConfigError(file, f"muscles[{i}].path",
+                                      f"via-points on at least two links so that muscle "
+                                      f"'{m.name}' spans a joint", [p.link for p in path]))
+            paths.append(path)
+        found.raise_any()
+        for i, path in enumerate(paths):
             first = len(points)
-            for k, vp in enumerate(path):
-                if vp.link not in links:
-                    raise ConfigError(file, f"muscles[{i}].path[{k}].link",
-                                      f"a link of the URDF {links}", vp.link)
+            for vp in path:
                 joint_id, placement = arm.link_placement(vp.link)
                 points.append(placement.act(np.asarray(vp.point_m, dtype=float)))
                 joints.append(joint_id)
@@ -147,12 +158,6 @@ class ViaPointGeometry:
                     seg_a.append(k)
                     seg_b.append(k + 1)
                     seg_muscle.append(i)
-            if first + 1 == len(points):
-                raise ConfigError(file, f"muscles[{i}].path", "at least two via-points", 1)
-            if len({joints[k] for k in range(first, len(points))}) < 2:
-                raise ConfigError(file, f"muscles[{i}].path",
-                                  f"via-points on at least two links so that muscle "
-                                  f"'{m.name}' spans a joint", [p.link for p in path])
         self._points_local = np.array(points)  # (P, 3) in the frame of their joint
         self._point_joint = np.array(joints, dtype=int)  # (P,)
         self._seg_a = np.array(seg_a, dtype=int)  # (S,)

@@ -23,8 +23,8 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.config.parser import load, load_with_overrides, spec
-from musculo_control.errors import ConfigError, InputError
+from musculo_control.config.parser import load, load_with_overrides, located_in, spec
+from musculo_control.errors import ConfigError, ErrorCollector, InputError, raise_collected
 from musculo_control.model.arm import Arm, ArmConfig
 from musculo_control.model.geometry import MuscleGeometry
 from musculo_control.model.hill import ForceLengthCurves, HillParams, MuscleForces
@@ -85,22 +85,40 @@ class Robot:
         self.config: RobotConfig = load_with_overrides(RobotConfig, robot_file, overrides)
         self.arm = Arm(self.config.arm, self.config_dir, self.robot_file)
         self.hill = self.config.hill
+        self.muscles_file = str(self.config_dir / self.config.muscles_file)
+        # the checks below need the arm, and each other only where said: each error is kept
+        # and all are raised together, with their lines (a folder fixed in one run)
+        found = ErrorCollector()
+        try:
+            self._check(found)
+        except ConfigError as exc:
+            found.add(exc)
+        if found:
+            raise_collected(located_in(found.errors, {self.robot_file: set(overrides),
+                                                      self.muscles_file: set()}))
+
+    def _check(self, found: ErrorCollector) -> None:
+        """The rest of :meth:`__init__`: every check across robot.yaml, the muscles file and the
+        arm's description, each error into ``found``; raises where later steps need a value."""
         n = self.arm.n_joints
-        if len(self.config.home_pose_rad) != n:
-            raise ConfigError(self.robot_file, "home_pose_rad", f"{n} joint angles",
-                              f"{len(self.config.home_pose_rad)} values")
+        home_ok = len(self.config.home_pose_rad) == n
+        if not home_ok:
+            found.add(ConfigError(self.robot_file, "home_pose_rad", f"{n} joint angles",
+                                  f"{len(self.config.home_pose_rad)} values"))
         self.home_pose_rad = np.array(self.config.home_pose_rad)
         lo, hi = self.arm.lower_rad, self.arm.upper_rad
         for i, (name, q) in enumerate(zip(self.arm.joint_names, self.home_pose_rad)):
             if not lo[i] <= q <= hi[i]:
-                raise ConfigError(self.robot_file, f"home_pose_rad[{i}]",
-                                  f"an angle of joint '{name}' within its limits "
-                                  f"[{lo[i]:+.4f}, {hi[i]:+.4f}] rad ({self.arm.kind})", float(q))
+                home_ok = False
+                found.add(ConfigError(self.robot_file, f"home_pose_rad[{i}]",
+                                      f"an angle of joint '{name}' within its limits "
+                                      f"[{lo[i]:+.4f}, {hi[i]:+.4f}] rad ({self.arm.kind})",
+                                      float(q)))
         #: places the arm by hand position and elbow height; None without a ``poses`` section
-        self.poses: PoseSolver | None = (
-            PoseSolver(self.arm, self.config.poses, self.robot_file)
-            if self.config.poses is not None else None)
-        self.muscles_file = str(self.config_dir / self.config.muscles_file)
+        self.poses: PoseSolver | None = None
+        if self.config.poses is not None:
+            with found.checking():
+                self.poses = PoseSolver(self.arm, self.config.poses, self.robot_file)
         self.muscles_config: MusclesConfig = load(MusclesConfig, Path(self.muscles_file))
         specs = self.muscles_config.muscles
         self.geometry: MuscleGeometry = self._make_geometry()
@@ -113,12 +131,13 @@ class Robot:
         self.actuator_ids = tuple(m.actuator_id for m in specs)
         self.f1_n, self.f1_source = self._peak_forces()
         self._moment_arms: MomentArmRange | None = None
-        self.l_min_m, self.l_max_m, self.range_source = self._length_ranges()
+        self.l_min_m, self.l_max_m, self.range_source = self._length_ranges(found)
+        self._check_pulled_both_ways(found, with_home=home_ok)
+        self._check_moment_arm_signs(found)
+        found.raise_any()  # the curves need every range
         self.l_opt_m = 0.5 * (self.l_min_m + self.l_max_m)
         self.l_range_m = self.l_max_m - self.l_min_m
         self._curves = ForceLengthCurves(self.l_opt_m, self.l_range_m, self.hill, self.f1_n)
-        self._check_pulled_both_ways()
-        self._check_moment_arm_signs()
 
     def _make_geometry(self) -> MuscleGeometry:
         described = self._described_geometry()
@@ -147,22 +166,29 @@ class Robot:
     def _described_geometry(self) -> MuscleGeometry:
         """The description's own geometry: URDF via-points or MJCF tendons."""
         specs = self.muscles_config.muscles
+        found = ErrorCollector()
         if not self.arm.is_mjcf:
             for i, m in enumerate(specs):
                 if m.tendon is not None:
-                    raise ConfigError(self.muscles_file, f"muscles[{i}].tendon",
-                                      "via-points (path) for a URDF robot; tendons are MJCF's",
-                                      m.tendon)
-            return ViaPointGeometry(self.arm, self.muscles_config, self.muscles_file)
+                    found.add(ConfigError(self.muscles_file, f"muscles[{i}].tendon",
+                                          "via-points (path) for a URDF robot; tendons are "
+                                          "MJCF's", m.tendon))
+            geometry = None
+            with found.checking():
+                geometry = ViaPointGeometry(self.arm, self.muscles_config, self.muscles_file)
+            found.raise_any()
+            assert geometry is not None
+            return geometry
         from musculo_control.model.mujoco_body import MujocoBody  # MJCF robots only
         from musculo_control.model.mujoco_tendons import MujocoTendonGeometry
 
         for i, m in enumerate(specs):
             if m.path is not None:
-                raise ConfigError(self.muscles_file, f"muscles[{i}].path",
-                                  f"no via-points for an MJCF robot: muscle '{m.name}' is the "
-                                  f"MJCF tendon named in 'tendon' (default: its own name)",
-                                  "a path")
+                found.add(ConfigError(self.muscles_file, f"muscles[{i}].path",
+                                      f"no via-points for an MJCF robot: muscle '{m.name}' is "
+                                      f"the MJCF tendon named in 'tendon' (default: its own "
+                                      f"name)", "a path"))
+        found.raise_any()
         return MujocoTendonGeometry(cast(MujocoBody, self.arm.body), self.arm.description_path,
                                     tuple(m.name for m in specs),
                                     tuple(m.tendon or m.name for m in specs), self.muscles_file)
@@ -205,7 +231,8 @@ class Robot:
         cfg = self.muscles_config
         return self.sample_poses(cfg.length_range_samples, cfg.length_range_seed)
 
-    def _length_ranges(self) -> tuple[FloatArray, FloatArray, tuple[str, ...]]:
+    def _length_ranges(self, found: ErrorCollector
+                       ) -> tuple[FloatArray, FloatArray, tuple[str, ...]]:
         """l_min, l_max per muscle: measured values from the muscles file, else sampled.
 
         Sampling covers the nominal joint range (the description's limits): all corners of the
@@ -228,9 +255,10 @@ class Robot:
                 source.append("recording" if learned is not None else "sampled")
             if lmax[i] - lmin[i] < 1e-4:
                 key = "path" if m.path is not None else "tendon"
-                raise ConfigError(self.muscles_file, f"muscles[{i}].{key}",
-                                  f"a route whose length changes over the joint range "
-                                  f"(muscle '{m.name}')", f"range {lmax[i] - lmin[i]:.2e} m")
+                found.add(ConfigError(self.muscles_file, f"muscles[{i}].{key}",
+                                      f"a route whose length changes over the joint range "
+                                      f"(muscle '{m.name}')",
+                                      f"range {lmax[i] - lmin[i]:.2e} m"))
         return lmin, lmax, tuple(source)
 
     def moment_arm_range(self) -> MomentArmRange:
@@ -247,9 +275,11 @@ class Robot:
         """f_a and f_p at the given lengths (paper eq. 3-4), with each muscle's own f1."""
         return self._curves(length_m)
 
-    def _check_pulled_both_ways(self) -> None:
+    def _check_pulled_both_ways(self, found: ErrorCollector, with_home: bool) -> None:
         mid = 0.5 * np.add(*self.joint_box())
-        poses = (("the middle of the joint range", mid), ("home_pose_rad", self.home_pose_rad))
+        poses = [("the middle of the joint range", mid)]
+        if with_home:
+            poses.append(("home_pose_rad", self.home_pose_rad))
         for label, q in poses:
             jm = self.geometry.kinematics_at(q).jacobian[self.controlled_idx]
             for j, name in enumerate(self.arm.joint_names):
@@ -257,11 +287,12 @@ class Robot:
                 pulls_up = np.any(jm[:, j] < -_MOMENT_ARM_EPS_M)
                 pulls_down = np.any(jm[:, j] > _MOMENT_ARM_EPS_M)
                 if not (pulls_up and pulls_down):
-                    raise ConfigError(self.muscles_file, "muscles",
-                                      f"controlled muscles that pull joint '{name}' both ways at "
-                                      f"{label}", f"moment arms {np.round(-jm[:, j], 4).tolist()}")
+                    found.add(ConfigError(
+                        self.muscles_file, "muscles",
+                        f"controlled muscles that pull joint '{name}' both ways at {label}",
+                        f"moment arms {np.round(-jm[:, j], 4).tolist()}"))
 
-    def _check_moment_arm_signs(self) -> None:
+    def _check_moment_arm_signs(self, found: ErrorCollector) -> None:
         """Every declared ``moment_arm_signs`` entry holds at every sampled pose."""
         specs = self.muscles_config.muscles
         if not any(m.moment_arm_signs for m in specs):
@@ -272,19 +303,20 @@ class Robot:
             for k, declared in enumerate(m.moment_arm_signs):
                 key = f"muscles[{i}].moment_arm_signs[{k}]"
                 if declared.joint not in joints:
-                    raise ConfigError(self.muscles_file, f"{key}.joint",
-                                      f"a joint of the robot {list(joints)}", declared.joint)
+                    found.add(ConfigError(self.muscles_file, f"{key}.joint",
+                                          f"a joint of the robot {list(joints)}", declared.joint))
+                    continue
                 j = joints.index(declared.joint)
                 worst = ranges.min_m[i, j] if declared.sign > 0 else ranges.max_m[i, j]
                 if declared.sign * worst < -_MOMENT_ARM_EPS_M:
                     q = ranges.argmin_q[i, j] if declared.sign > 0 else ranges.argmax_q[i, j]
                     pose = ", ".join(f"{n}={v:+.3f}" for n, v in zip(joints, q))
                     word = "positive" if declared.sign > 0 else "negative"
-                    raise ConfigError(
+                    found.add(ConfigError(
                         self.muscles_file, key,
                         f"the moment arm of muscle '{m.name}' about joint '{declared.joint}' "
                         f"to stay {word} over the joint range (as declared)",
-                        f"{100 * worst:+.2f} cm at q = [{pose}] rad ({self.geometry.source})")
+                        f"{100 * worst:+.2f} cm at q = [{pose}] rad ({self.geometry.source})"))
 
     def new_data(self) -> Any:
         """A fresh workspace of the arm's rigid-body backend (Pinocchio data for a URDF)."""
@@ -297,7 +329,7 @@ def load_robot(config_dir: str | Path, overrides: dict[str, Any] | None = None) 
 
     Every file the control loop reads is checked first, and every error in any of them is
     raised together (:func:`musculo_control.config.folder.check_folder`)."""
-    from musculo_control.config.folder import check_folder
+    from musculo_control.config.folder import load_checked
 
-    check_folder(config_dir, overrides={"robot": dict(overrides or {})})
-    return Robot(Path(config_dir), overrides)
+    return load_checked(config_dir, lambda: Robot(Path(config_dir), overrides),
+                        overrides={"robot": dict(overrides or {})})

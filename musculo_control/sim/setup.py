@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.config.folder import RUN_FILES, check_folder
-from musculo_control.config.parser import load_with_overrides, overrides_by_file, spec
+from musculo_control.config.folder import RUN_FILES, load_checked
+from musculo_control.config.parser import load_with_overrides, located_in, overrides_by_file, spec
 from musculo_control.control.controller_config import ControllerConfig, load_controller_config
-from musculo_control.errors import ConfigError, InputError
+from musculo_control.errors import ConfigError, ErrorCollector, InputError, raise_collected
 from musculo_control.hardware.mock_arm import MockArmConfig
 from musculo_control.model.checks import check_reachable, check_workspace
 from musculo_control.model.robot import Robot
@@ -147,35 +147,65 @@ class Setup:
 def load_setup(config_dir: Path, overrides: Overrides) -> Setup:
     """Load and validate the robot, controller, experiments and mock arm files (every error of
     their schemas together first: :func:`~musculo_control.config.folder.check_folder`)."""
-    check_folder(config_dir, RUN_FILES, dataclasses.asdict(overrides))
+    return load_checked(config_dir, lambda: _build_setup(config_dir, overrides), RUN_FILES,
+                        dataclasses.asdict(overrides))
+
+
+def _build_setup(config_dir: Path, overrides: Overrides) -> Setup:
+    """The files of :func:`load_setup` loaded, and checked against each other: every error of
+    those checks together (with their lines)."""
     robot = Robot(Path(config_dir), overrides.robot)
-    ctrl = load_controller_config(config_dir, overrides.controller)
-    exp = load_with_overrides(ExperimentsConfig, config_dir / "experiments.yaml",
-                              overrides.experiments)
-    mock = load_with_overrides(MockArmConfig, config_dir / "mock_arm.yaml", overrides.mock_arm)
-    mock.physics.check_joints(robot.arm.n_joints, str(config_dir / "mock_arm.yaml"), "physics")
-    file = str(config_dir / "experiments.yaml")
+    found = ErrorCollector()  # a file that fails to load skips only the checks that need it
+    ctrl = exp = mock = None
+    with found.checking():
+        ctrl = load_controller_config(config_dir, overrides.controller)
+    with found.checking():
+        exp = load_with_overrides(ExperimentsConfig, config_dir / "experiments.yaml",
+                                  overrides.experiments)
+    with found.checking():
+        mock = load_with_overrides(MockArmConfig, config_dir / "mock_arm.yaml",
+                                   overrides.mock_arm)
+        mock.physics.check_joints(robot.arm.n_joints, str(config_dir / "mock_arm.yaml"),
+                                  "physics")
+    if exp is not None:
+        _check_experiments(robot, ctrl, exp, str(config_dir / "experiments.yaml"), found)
+    if ctrl is not None:
+        with found.checking():
+            check_workspace(robot, ctrl.workspace.center_m, ctrl.workspace.reach_m,
+                            str(config_dir / "controller.yaml"))
+    sets = dataclasses.asdict(overrides)
+    raise_collected(located_in(found.errors, {
+        str(config_dir / f"{stem}.yaml"): set(sets.get(stem, {}))
+        for stem in ("experiments", "mock_arm", "controller")}))
+    assert ctrl is not None and exp is not None and mock is not None  # else an error above
+    return Setup(robot, ctrl, exp, mock, overrides)
+
+
+def _check_experiments(robot: Robot, ctrl: ControllerConfig | None, exp: ExperimentsConfig,
+                       file: str, found: ErrorCollector) -> None:
+    """experiments.yaml against the robot (and the controller's task, when it loaded)."""
     if exp.disturbance is not None:
-        check_start_pose(robot, exp.disturbance.start_pose, file, "disturbance.start_pose")
+        with found.checking():
+            check_start_pose(robot, exp.disturbance.start_pose, file, "disturbance.start_pose")
     if exp.nullspace is not None:
-        check_start_pose(robot, exp.nullspace.start_pose, file, "nullspace.start_pose")
+        with found.checking():
+            check_start_pose(robot, exp.nullspace.start_pose, file, "nullspace.start_pose")
         if exp.nullspace.drift_joint not in robot.arm.joint_names:
-            raise ConfigError(file, "nullspace.drift_joint",
-                              f"a joint of the robot {list(robot.arm.joint_names)}",
-                              exp.nullspace.drift_joint)
-        rows, n = len(ctrl.task.rows), robot.arm.n_joints
+            found.add(ConfigError(file, "nullspace.drift_joint",
+                                  f"a joint of the robot {list(robot.arm.joint_names)}",
+                                  exp.nullspace.drift_joint))
+        rows, n = (len(ctrl.task.rows) if ctrl is not None else 0), robot.arm.n_joints
         if rows >= n:
-            raise ConfigError(file, "nullspace",
-                              f"no section: the task has {rows} rows for {n} joints, so it leaves "
-                              f"no nullspace for the arm to drift in", "a nullspace section")
+            found.add(ConfigError(file, "nullspace",
+                                  f"no section: the task has {rows} rows for {n} joints, so it "
+                                  f"leaves no nullspace for the arm to drift in",
+                                  "a nullspace section"))
     if exp.trajectory is not None:
         for i, name in enumerate(exp.trajectory.start_poses):
-            check_start_pose(robot, name, file, f"trajectory.start_poses[{i}]")
-            check_reachable(robot, start_pose(robot, name), exp.trajectory.start_m,
-                            exp.trajectory.end_m, file, "trajectory")
-    check_workspace(robot, ctrl.workspace.center_m, ctrl.workspace.reach_m,
-                    str(config_dir / "controller.yaml"))
-    return Setup(robot, ctrl, exp, mock, overrides)
+            with found.checking():
+                check_start_pose(robot, name, file, f"trajectory.start_poses[{i}]")
+                check_reachable(robot, start_pose(robot, name), exp.trajectory.start_m,
+                                exp.trajectory.end_m, file, "trajectory")
 
 
 def experiment_config(setup: Setup, experiment: str) -> Any:
