@@ -1,6 +1,6 @@
 """Layering: the logic never imports rclpy (only the rclpy shells in musculo_control.nodes and the
 test side's tools that run or watch them may), and the nodes that run the robot load nothing of
-the test side or of the simulation (ARCHITECTURE.md)."""
+the test side or of the simulation (doc/design.md)."""
 
 from __future__ import annotations
 
