@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,9 +30,22 @@ def test_bench_writes_csv_markdown_and_json(tmp_path, config_dir, monkeypatch):
     monkeypatch.setattr(bench, "load_bench_config", lambda _: small)
     out = tmp_path / "bench"
     json_path = tmp_path / "summary.json"
+    page = tmp_path / "performance.md"
+    page.write_text("# Page\n\nbefore\n<!-- bench:begin: old -->\nold figures\n"
+                    "<!-- bench:end -->\nafter\n")
     code = main(["bench", "--config", str(config_dir), "--ticks", "30", "--baseline-ticks", "10",
-                 "--scaling-ticks", "10", "--out", str(out), "--json", str(json_path)])
+                 "--scaling-ticks", "10", "--out", str(out), "--json", str(json_path),
+                 "--page", str(page)])
     assert code == 0
+    # the page's block is the report, with the command that reproduces it and its date
+    text = page.read_text()
+    assert text.startswith("# Page\n\nbefore\n<!-- bench:begin") and text.endswith(
+        "<!-- bench:end -->\nafter\n")
+    assert "old figures" not in text and "# Control tick benchmark" not in text
+    assert (f"with `musculo bench --config {config_dir} --ticks 30 --baseline-ticks 10 "
+            f"--scaling-ticks 10 --page {page}`") in text
+    assert re.search(r"Measured on \d{4}-\d{2}-\d{2} with", text)
+    assert "| target | bound | measured | verdict |" in text
     result = json.loads(json_path.read_text())
     for key in ("tick_p50_ms", "tick_p99_ms", "tick_max_ms", "baseline_tick_p50_ms",
                 "speedup_vs_baseline", "snapshot_p99_ms", "fused_p99_ms"):
@@ -66,6 +80,11 @@ def test_bench_writes_csv_markdown_and_json(tmp_path, config_dir, monkeypatch):
     assert len(rows) == 7 + 2 * 4 and {"case", "p50_ms", "p99_ms", "max_ms"} <= set(rows[0])
     text = (out / "bench_tick.md").read_text()
     assert "| target | bound | measured | verdict |" in text and "load average" in text
+    # the same rows regrouped by arm: each solver's tick, auto's pick and the snapshot
+    assert "| arm (muscles / joints) | daqp | osqp | dual_newton | auto picks | snapshot |" in text
+    by_arm = [line for line in text.splitlines() if re.match(r"\| \d+ / \d+ \|", line)]
+    assert [line.split(" | ")[0] for line in by_arm] == ["| 15 / 7", "| 30 / 7", "| 40 / 10"]
+    assert by_arm[0].split(" | ")[4] == "daqp"
 
 
 @pytest.mark.parametrize("ticks", ["0", "-3", "many"])

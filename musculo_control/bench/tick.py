@@ -366,6 +366,36 @@ def verdicts(result: dict[str, Any], bench: BenchConfig, machine: MachineLoad
 
 
 # -- reports ----------------------------------------------------------------------------------
+def by_arm_size(rows: list[dict[str, Any]]) -> list[str]:
+    """The tick of each solver and the snapshot per arm, as Markdown table lines: the rows of
+    the report's table (``case``, ``solver``, ``muscles``, ``joints``, ``p50_ms``, ``p99_ms``)
+    regrouped, one line per arm, with the solver ``auto`` picks there."""
+    arms: dict[tuple[int, int], dict[str, str]] = {}
+    solvers: list[str] = []
+    for r in rows:
+        case = str(r["case"])
+        if case.startswith(("baseline", "resetup", "fused")):
+            continue
+        cell = f"{r['p50_ms']:.3f} / {r['p99_ms']:.3f}"
+        arm = arms.setdefault((int(r["muscles"]), int(r["joints"])), {})
+        if "snapshot" in case:
+            arm["snapshot"] = cell
+            continue
+        solver = str(r["solver"])
+        arm[solver] = cell
+        if solver not in solvers:
+            solvers.append(solver)
+        if "(auto:" in case:
+            arm["auto"] = solver
+    lines = ["| arm (muscles / joints) | " + " | ".join(solvers) + " | auto picks | snapshot |",
+             "|---|" + "---|" * (len(solvers) + 2)]
+    for (m, n), arm in arms.items():
+        cells = [arm.get(s, "") for s in solvers] + [arm.get("auto", ""),
+                                                     arm.get("snapshot", "")]
+        lines.append(f"| {m} / {n} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The Markdown report of one benchmark run: the table, ratios, load and verdicts."""
     mach = result["machine"]
@@ -384,6 +414,11 @@ def markdown(result: dict[str, Any]) -> str:
          f"set-up as in the QP node: {'yes' if mach['gc_freeze'] else 'no'}."),
         "",
         *markdown_table(result["rows"]),
+        "",
+        "By arm size, p50 / p99 in ms (the first row is the benchmarked arm, the others "
+        "synthetic):",
+        "",
+        *by_arm_size(result["rows"]),
         "",
         "| target | bound | measured | verdict |",
         "|---|---|---|---|",
