@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from musculo_control.config.parser import load, load_with_overrides
-from musculo_control.errors import ConfigError, ConfigErrors, raise_collected
+from musculo_control.errors import ConfigError, ConfigErrors, ErrorCollector, raise_collected
 
 T = TypeVar("T")
 
@@ -67,30 +67,26 @@ def check_folder(config_dir: str | Path, files: tuple[str, ...] = LOOP_FILES,
     unknown = set(files) - set(RUN_FILES)
     if unknown:
         raise ValueError(f"check_folder: unknown files {sorted(unknown)}; known: {RUN_FILES}")
-    errors: list[ConfigError] = []
-
-    def collect(make: Callable[..., Any], *args: Any) -> Any:
-        try:
-            return make(*args)
-        except ConfigError as exc:
-            errors.append(exc)
-            return None
-
+    found = ErrorCollector()
     robot = None
     if "robot" in files and (folder / "robot.yaml").is_file():
-        robot = collect(_robot, folder, dict(overrides.get("robot", {})))
+        with found.checking():
+            robot = _robot(folder, dict(overrides.get("robot", {})))
     if "muscles" in files:
         muscles = folder / (robot.muscles_file if robot is not None else "muscles.yaml")
         if muscles.is_file():
-            collect(load, MusclesConfig, muscles)
+            with found.checking():
+                load(MusclesConfig, muscles)
     if "hardware" in files and (folder / "hardware.yaml").is_file():
         f_min = (robot.hill if robot is not None else HillParams()).f_min_n
-        collect(read_hardware, folder / "hardware.yaml", f_min, str(folder / "robot.yaml"))
+        with found.checking():
+            read_hardware(folder / "hardware.yaml", f_min, str(folder / "robot.yaml"))
     for stem, schema in _WHOLE_FILES.items():
         path = folder / f"{stem}.yaml"
         if stem in files and path.is_file():
-            collect(load_with_overrides, schema(), path, dict(overrides.get(stem, {})))
-    raise_collected(errors)
+            with found.checking():
+                load_with_overrides(schema(), path, dict(overrides.get(stem, {})))
+    found.raise_any()
 
 
 def load_checked(config_dir: str | Path, build: Callable[[], T],

@@ -194,8 +194,8 @@ def _check_experiments(robot: Robot, ctrl: ControllerConfig | None, exp: Experim
             found.add(ConfigError(file, "nullspace.drift_joint",
                                   f"a joint of the robot {list(robot.arm.joint_names)}",
                                   exp.nullspace.drift_joint))
-        rows, n = (len(ctrl.task.rows) if ctrl is not None else 0), robot.arm.n_joints
-        if rows >= n:
+        rows, n = (len(ctrl.task.rows) if ctrl is not None else None), robot.arm.n_joints
+        if rows is not None and rows >= n:  # the task's rows known once controller.yaml loads
             found.add(ConfigError(file, "nullspace",
                                   f"no section: the task has {rows} rows for {n} joints, so it "
                                   f"leaves no nullspace for the arm to drift in",
