@@ -407,13 +407,21 @@ def test_the_graph_fault_matrix_detects_injected_faults_and_writes_the_runners_j
     rows = {r["name"]: r for r in doc["faults"]}
     assert set(rows) == set(cases)
     limit = doc["target"]["max_command_N"]
+
+    def why(row):
+        """A row and what its case's nodes logged last (graph_runs/<case>/<node>.log)."""
+        folder = out / "graph_runs" / row["name"]
+        return row, {p.stem: p.read_text()[-1500:] for p in sorted(folder.glob("*_node.log"))
+                     if p.stem in ("tendon_driver_node", "activation_qp_node",
+                                   "mock_hardware_node")}
+
     for row in rows.values():
-        assert row["detected"] and row["detection_time_ms"] is not None, row
+        assert row["detected"] and row["detection_time_ms"] is not None, why(row)
         # detection is read where an operator reads it, on /diagnostics as received: the delivery
         # is in the figure, and the bound leaves room for a loaded machine
-        assert row["detection_time_ms"] <= 2 * doc["target"]["detection_time_ms"], row
-        assert not row["any_nan"] and row["max_command_N"] <= limit + 1e-6, row
-        assert row["recovered"], row
+        assert row["detection_time_ms"] <= 2 * doc["target"]["detection_time_ms"], why(row)
+        assert not row["any_nan"] and row["max_command_N"] <= limit + 1e-6, why(row)
+        assert row["recovered"], why(row)
     # the controller's own rule, or (when the hold came before any /diagnostics status that
     # named it reached the observer: seen on a fresh CI machine) the command topic going to
     # minimum tension, which is the rule's action

@@ -279,7 +279,7 @@ def test_tendon_monitor_restarts_its_expectation_after_a_gap_in_the_driver_outpu
         mon.reset(0.0, np.full(m, 300.0))
         mon.sent(0.0, np.full(m, 300.0))
         mon.sent(first_output_s, np.full(m, 300.0))
-        low = np.full(m, 5.0)  # the actuators sit at minimum tension
+        low = np.full(m, 40.0)  # the actuators sit far below their command
         out = set()
         for k in range(1, cfg.tracking_samples + 2):
             t = first_output_s + k * DT
@@ -934,3 +934,57 @@ def test_consistency_pairs_the_tendon_sample_with_the_joint_sample_of_its_instan
         out, report = tick(sup, world, ctrl, t, goal, **kw)
         found |= "consistency" in report.rules
     assert found is with_history
+
+
+def test_tendon_monitor_a_silent_link_under_one_loaded_tendon_is_the_watchdog(robot, safety_cfg):
+    """The sequence of a link that went silent at wall clock under load (the mock's modules
+    holding 5 N for 280 ms while the controller held, then resumed): every module reads its
+    watchdog's tension while the controller ramps a single tendon back up from minimum
+    tension. One loaded tendon gives the common-factor test nothing to compare, and the arm
+    tracked while at minimum tension (5 N commanded, 5 N read), which proved nothing: the
+    misses are actuator_watchdog, never actuator_lagging or a latched actuator_tracking. The
+    same ramp with the other modules following their commands (so they are not silent) and
+    one module stuck at 5 N is a fault of that actuator."""
+    cfg = safety_cfg.tendons
+    w = cfg.watchdog_tension_n
+    assert w is not None
+    m = robot.n_muscles
+    alpha = 1.0 - math.exp(-DT / cfg.actuator_time_constant_s)
+    rest = np.full(m, w)  # minimum tension, which is also the watchdog's
+
+    def ramp(t):  # the controller resumes: tendon 4 up to 300 N in 40 ms, the rest at rest
+        c = rest.copy()
+        c[4] = w + (300.0 - w) * min(t / 0.04, 1.0)
+        return c
+
+    def run(segments, others=None):
+        """[(seconds, command at time t into the segment, what the modules deliver)]."""
+        mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)
+        high = np.full(m, 300.0)
+        mon.reset(0.0, high)
+        f, t, out = high.copy(), 0.0, []
+        for seconds, command, deliver in segments:
+            t0 = t
+            for _ in range(int(round(seconds / DT))):
+                t += DT
+                sent = command(t - t0)
+                mon.sent(t, sent)
+                f = f + alpha * (deliver(sent) - f)
+                out += [x.rule for x in mon.check(_state(robot, t, f))]
+        return list(dict.fromkeys(out))
+
+    def silent(c):
+        return rest
+
+    def stuck(c):  # tendon 4's module at 5 N; every other module follows its command
+        d = c.copy()
+        d[4] = w
+        return d
+
+    hold = (0.06, lambda t: rest, silent)  # the controller at minimum tension
+    resume = (0.1, ramp, silent)
+    rules = run([(0.05, lambda t: np.full(m, 300.0), silent), hold, resume, hold, resume])
+    assert rules == ["actuator_watchdog"], rules
+    # the other modules loaded and following: tendon 4 stuck at 5 N is its own actuator's fault
+    loaded = np.full(m, 60.0)
+    assert "actuator_lagging" in run([(0.05, lambda t: loaded, stuck)])

@@ -47,8 +47,12 @@ actuator.)
   reaching them for longer than their own watchdog (a late or lost link on a loaded computer;
   measured: no command delivered to the mock arm for 50 ms while the driver kept sending, and
   every tension fell at the lag, 0.905 of its distance to 5 N a sample): each module lags from
-  its tension towards ``w``. The modules are healthy, so the fault is not latched; the band
-  restarts from the load cells, and the fault stands while the readings keep falling short.
+  its tension towards ``w``. Also when every tendon reads ``w`` within the tolerance: the
+  arm is in the modules' hold (on the controller's ramp back up from minimum tension a single
+  tendon may be loaded, and one factor has nothing to compare). The modules are healthy, so the
+  fault is not latched; the band restarts from the load cells, and the fault stands while the
+  readings keep falling short: until a sample tracks, ``x`` stays where the modules were before
+  the episode (the end of a fall moves less than the tolerance a sample).
   One actuator short of its command, tensions held at a cap (those under it do not fall) or a
   tension that rises too slowly are ``actuator_tracking``.
 
@@ -135,6 +139,10 @@ class TendonMonitor:
         self._clean_from_s = float(stamp_s)  # every tendon tracking since [s] (inf: not now)
         self._proven = False  # ... for tracking_clean_s since the first miss
         self._last_f = f.copy()  # the previous sample's tensions [N]
+        # a watchdog episode stands (no sample has tracked since actuator_watchdog): the band
+        # restarts from the load cells, but where the modules were before they fell stays the
+        # reference, so the end of the fall (less than the tolerance a sample) still matches
+        self._silent = False
 
     @property
     def expected_tension_n(self) -> tuple[FloatArray, FloatArray]:
@@ -279,16 +287,18 @@ class TendonMonitor:
         if fast is not None and any_true(fast):
             # where the envelope may bind, the lag model restarts from what the load cell reads
             np.copyto(self._band, f, where=fast)
-        if self._resync:
+        restarted = self._resync
+        if restarted:
             # after a gap in the driver outputs or the samples the band restarts from the load
             # cells
             finite_f = np.isfinite(f)
             np.copyto(self._band, f, where=finite_f)
             self._off_count[:] = 0
             self._resync = False
-            self._tracked_s = state.stamp_s
-            np.copyto(self._tracked_f, f)
-            np.copyto(self._since, self._band)
+            if not self._silent:
+                self._tracked_s = state.stamp_s
+                np.copyto(self._tracked_f, f)
+                np.copyto(self._since, self._band)
         falling = f < self._last_f
         np.copyto(self._last_f, f)
         below = self._low - f  # > 0: short of the least a healthy actuator delivers [N]
@@ -327,7 +337,10 @@ class TendonMonitor:
             self._clean_from_s = state.stamp_s
         elif state.stamp_s - self._clean_from_s >= cfg.tracking_clean_s:
             self._proven = True
-        if not missed:
+        if not missed and not (restarted and self._silent):
+            # (the band just set to the readings of a standing watchdog episode tracks them
+            # trivially: that sample ends nothing)
+            self._silent = False
             self._tracked_s = state.stamp_s
             np.copyto(self._tracked_f, f)
             np.copyto(self._since, self._band)
@@ -345,6 +358,7 @@ class TendonMonitor:
                                     f"{np.round(self._low[bad], 1).tolist()} to "
                                     f"{np.round(self._high[bad], 1).tolist()} N"))
             self._resync = True  # from the load cells again at the next sample
+            self._silent = True
             self._off_count[:] = 0
             self._off_zero = True
             return tuple(findings)
@@ -385,7 +399,16 @@ class TendonMonitor:
         tol = cfg.watchdog_tolerance_n
         loaded = slow & (self._low - w > cfg.tracking_tolerance_n) & np.isfinite(f)
         held = falling | (f - w < tol)  # falling, or already where the watchdog holds it
-        if not (np.all(loaded[short]) and np.all(held[short])) or int(loaded.sum()) < 2:
+        if not (np.all(loaded[short]) and np.all(held[short])):
+            return False
+        finite = f[np.isfinite(f)]
+        if finite.size >= 2 and float(np.abs(finite - w).max()) <= tol:
+            # every module reads the watchdog's tension: the arm is in its hold, whatever the
+            # band. (With a single tendon loaded, as on a resume ramp from minimum tension,
+            # the common factor below has nothing to compare; one dead module reads the same
+            # only while every other tendon is commanded within the tolerance of w.)
+            return True
+        if int(loaded.sum()) < 2:
             return False
         above = f[loaded] - w
         # where each module's tension was when its watchdog fired: on its load cell at the last

@@ -297,17 +297,21 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
     for d in rec["diagnostics"]:
         node = d.name.removeprefix("musculo_control: ")
         refused = {k: v for k, v in d.values.items() if k.startswith("refused")}
-        if d.stamp < onset:
+        names_stray = stray is not None and f"/{stray.node}" in d.message
+        # a status naming the stray cannot predate its publisher, made at the onset: stamped
+        # before it, it is a node's clock behind the observer's (a node that names the writer
+        # at once, and never again while it stays, was otherwise missed on a loaded machine)
+        if d.stamp < onset and not names_stray:
             refused_before.update(refused)
             continue
-        if stray is not None and f"/{stray.node}" not in d.message:
+        if stray is not None and not names_stray:
             continue  # a stray writer is detected when a node names it
         named = [r for r in kind.expected_rules if r in d.message]
         new_refusal = any(refused_before.get(k) != v for k, v in refused.items()) \
             and node in nodes
         stage_error = node in nodes and node != "activation_qp_node" and d.level >= 1
         if named or new_refusal or stage_error:
-            detect_t = d.stamp
+            detect_t = max(d.stamp, onset)
             rule = named[0] if named else node
             message = d.message
             break
