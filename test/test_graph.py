@@ -248,13 +248,10 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
                       if d.t >= inject_at and d.level >= 2
                       and any(r in d.message for r in tendon_rules)), None)
         # Within 100 ms, as a killed node's fault (above). The 24 ms target is the fault matrix's
-        # to judge (doc/safety.md, with its misses under load). In lockstep the QP node's tick
-        # waits for its joint states and snapshots, not for the tendon samples the tendon rules
-        # read (the driver relays them from the mock without a lockstep wait), so on a loaded
-        # machine those rules see the snap late: alone this test detects in 8 ms, after the
-        # suite's first half in 18, in two fresh-clone CI runs in 40 and 48 ms (the winch by
-        # then 4-6 mm past its path, against a 0.2 mm margin). Stamps are sums of periods:
-        # compared to the microsecond.
+        # to judge (doc/safety.md, with its misses under load). Measured: 8 ms alone, 10-18 ms
+        # with a busy loop per core; two fresh-clone CI runs, before the lockstep awaited the
+        # tendon samples (the driver's of the mock's, the QP node's of the driver's), took 40
+        # and 48 ms. Stamps are sums of periods: compared to the microsecond.
         assert fault is not None and round(fault.t - inject_at, 6) <= 0.1, \
             (fault, obs.diagnostics[-10:])
         commands = obs.snapshot(obs.commands)

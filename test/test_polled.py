@@ -14,7 +14,8 @@ rclpy = pytest.importorskip("rclpy")
 
 def test_await_stamp_takes_a_late_sample_and_gives_up_on_a_silent_publisher_once():
     """A stream that has sent nothing is not awaited (the graph's first ticks must not hold a
-    node while its clock runs on); one that has is, until it falls silent once."""
+    node while its clock runs on); one that has is, until it falls silent once, and again once
+    it has caught up."""
     from graph_harness import domain_id
     from rclpy.node import Node
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -45,6 +46,7 @@ def test_await_stamp_takes_a_late_sample_and_gives_up_on_a_silent_publisher_once
         def send(stamp_s: float, after_s: float) -> threading.Thread:
             msg = JointState()
             msg.header.stamp.sec = int(stamp_s)
+            msg.header.stamp.nanosec = int(round((stamp_s - int(stamp_s)) * 1e9))
             thread = threading.Thread(target=lambda: (time.sleep(after_s), pub.publish(msg)))
             thread.start()
             return thread
@@ -66,6 +68,16 @@ def test_await_stamp_takes_a_late_sample_and_gives_up_on_a_silent_publisher_once
         t0 = time.monotonic()
         assert not sub.await_stamp(2.0, 20.0)
         assert time.monotonic() - t0 < 10.0
+        # a sample still behind the stamp it gave up on (a delayed stream) does not end the
+        # silence: no wait at every tick while the stream runs behind
+        send(1.5, 0.0).join()
+        deadline = time.monotonic() + 30.0
+        while not sub.await_stamp(1.5, 0.0) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        t0 = time.monotonic()
+        assert not sub.await_stamp(2.5, 20.0)
+        assert time.monotonic() - t0 < 10.0
+        assert [cv.stamp_of(m).seconds for m in sub.take_all()] == [1.5]
         # a new sample ends the silence: waits again, and an older due stamp is met at once
         send(2.0, 0.0).join()
         assert sub.await_stamp(2.0, 20.0)

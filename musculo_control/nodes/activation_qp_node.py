@@ -65,6 +65,8 @@ from musculo_control.loop.topics import CONTROLLER_ACTIVATIONS
 from musculo_control.nodes.lockstep import (
     DYNAMICS,
     JOINT_STATES,
+    MUSCLE_STATES,
+    TENDON_COMMANDS,
     lockstep_leads,
     snapshot_stamp_s,
 )
@@ -134,11 +136,13 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
                                                lead_s=leads[JOINT_STATES])
         self._muscles_in = self.joint_states_in(TENDONS_TOPIC, muscles, "muscle name",
                                                 required=("position", "velocity", "effort"),
-                                                finite=True, depth=p.tendon_queue)
+                                                finite=True, depth=p.tendon_queue,
+                                                lead_s=leads[MUSCLE_STATES])
         self._sent_in = self.joint_states_in(SENT_TOPIC,
                                              tuple(str(a) for a in robot.actuator_ids),
                                              "actuator id", required=("effort",), finite=True,
-                                             depth=p.tendon_queue)
+                                             depth=p.tendon_queue,
+                                             lead_s=leads[TENDON_COMMANDS])
         self._dynamics_in = (None if self.step.fused else
                              self.subscribe_awaited(Float64MultiArray, DYNAMICS_TOPIC,
                                                     leads[DYNAMICS],

@@ -52,6 +52,7 @@ from musculo_control.nodes.lockstep import (
     JOINT_STATES,
     MUSCLE_COMMANDS,
     TENDON_COMMANDS,
+    WATCHED,
     lockstep_leads,
     snapshot_stamp_s,
 )
@@ -155,7 +156,8 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
             # stamp as its commands: anyone may publish on muscle_commands (a stray commander,
             # refused by the driver), and its samples must not release the clock
             watched = {MUSCLE_COMMANDS: CONTROLLER_ACTIVATIONS}
-            for topic, lead in leads.items():
+            for topic in WATCHED:
+                lead = leads[topic]
                 raw, source = topic in names, watched.get(topic, topic)
                 # hw/tendon_commands is sifted by writer (_newest_progress): a queue, so that a
                 # stray's newer sample does not take the place of the driver's

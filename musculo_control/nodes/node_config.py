@@ -93,9 +93,10 @@ class LockstepParams:
                                      "launcher sets it with the mock's): a tick first waits "
                                      "for the input samples the clock says were sent")
     lockstep_wait_s: float = spec(0.25, gt=0.0, doc="longest wall time one tick waits for such "
-                                                    "a sample; a publisher that silent is not "
-                                                    "waited for again until it sends; below "
-                                                    "the mock arm's lockstep_timeout_s [s]")
+                                                    "a sample; a stream that silent (or that "
+                                                    "far behind) is not waited for again until "
+                                                    "it catches up; below the mock arm's "
+                                                    "lockstep_timeout_s [s]")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -47,7 +47,9 @@ class PolledSubscription:
         # taken while waiting (await_stamp), for the next take: (message, publisher id or None)
         self._kept: list[tuple[Any, bytes | None]] = []
         self._newest_s = -float("inf")  # stamp of the newest message taken
-        self._stalled = False  # the last wait timed out: no more waits until a new message
+        #: the stamp a wait timed out on: no more waits until a message that new comes (the
+        #: publisher stopped, or its stream runs behind, e.g. delayed: one wait, not one a tick)
+        self._stalled_at = float("inf")
 
     def take_newest(self) -> Any | None:
         """The newest message received since the last call, or ``None``."""
@@ -77,11 +79,11 @@ class PolledSubscription:
     def await_stamp(self, due_s: float, wait_s: float) -> bool:
         """Wait (wall time, at most ``wait_s``) until a message stamped ``due_s`` or later has
         been received; messages taken meanwhile stay for the next take. Once a wait times out
-        (the publisher stopped, or the lockstep gave up on it) none is waited for again until
-        a new message comes. A stream that has sent nothing yet is not waited for: its
-        publisher may still be starting while the clock runs, and a tick held that long would
-        act on a clock reading the rest of the graph has left behind. Whether such a message
-        is here."""
+        (the publisher stopped, its stream runs behind, or the lockstep gave up on it) none is
+        waited for again until a message as new as the one it waited for comes. A stream that
+        has sent nothing yet is not waited for: its publisher may still be starting while the
+        clock runs, and a tick held that long would act on a clock reading the rest of the
+        graph has left behind. Whether such a message is here."""
         deadline = time.monotonic() + wait_s
         while True:
             self._kept += self._take()
@@ -89,8 +91,8 @@ class PolledSubscription:
                 return True
             if self._newest_s == -float("inf"):
                 return False
-            if self._stalled or time.monotonic() >= deadline:
-                self._stalled = True
+            if self._stalled_at < float("inf") or time.monotonic() >= deadline:
+                self._stalled_at = min(self._stalled_at, due_s)
                 return False
             time.sleep(_AWAIT_POLL_S)
 
@@ -104,8 +106,9 @@ class PolledSubscription:
                     break
                 out.append((got[0], writer_of(got[1])))
         if out and self._stamp_of is not None:
-            self._stalled = False
             self._newest_s = max(self._newest_s, max(self._stamp_of(m) for m, _ in out))
+            if self._newest_s >= self._stalled_at - 1e-9:
+                self._stalled_at = float("inf")
         return out
 
 

@@ -32,7 +32,7 @@ from musculo_control.loop.tendon_stage import (
     STATE_IN_TOPIC,
     STATE_OUT_TOPIC,
 )
-from musculo_control.loop.topics import MUSCLE_COMMANDS
+from musculo_control.loop.topics import MUSCLE_COMMANDS, TENDON_STATES
 from musculo_control.nodes.node_config import (
     TENDON_DRIVER_NODE,
     TendonDriverNodeParams,
@@ -66,7 +66,8 @@ class TendonDriverNode(StageNode[TendonDriverNodeParams]):
             lead_s=parts.lockstep_leads[MUSCLE_COMMANDS])
         self._states_in = self.joint_states_in(STATE_IN_TOPIC, actuators, "actuator id",
                                                required=("position", "effort"),
-                                               depth=p.input_queue)
+                                               depth=p.input_queue,
+                                               lead_s=parts.lockstep_leads[TENDON_STATES])
         self._stop_in = self.inputs.subscribe(Bool, STOP_TOPIC, qos=QOS_STOP)
         self.stage.writers = WriterWatch(COMMAND_IN_TOPIC, {fully_qualified(self, p.commander)},
                                          parts.safety.authority)
