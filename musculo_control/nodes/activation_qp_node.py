@@ -61,11 +61,10 @@ from musculo_control.loop.timing import (
     TimingSummary,
     timing_record,
 )
-from musculo_control.loop.topics import CONTROLLER_ACTIVATIONS
+from musculo_control.loop.topics import CONTROLLER_ACTIVATIONS, MUSCLE_STATES
 from musculo_control.nodes.lockstep import (
     DYNAMICS,
     JOINT_STATES,
-    MUSCLE_STATES,
     TENDON_COMMANDS,
     lockstep_leads,
     snapshot_stamp_s,

@@ -20,21 +20,14 @@ from musculo_control import messages as cv
 from musculo_control.errors import InputError
 from musculo_control.loop.lockstep import WATCHED
 from musculo_control.loop.lockstep import lockstep_leads as leads
-from musculo_control.loop.topics import (
-    DYNAMICS,
-    JOINT_STATES,
-    MUSCLE_COMMANDS,
-    MUSCLE_STATES,
-    TENDON_COMMANDS,
-    TENDON_STATES,
-)
+from musculo_control.loop.topics import DYNAMICS, JOINT_STATES, MUSCLE_COMMANDS, TENDON_COMMANDS
 
 if TYPE_CHECKING:  # the nodes that only import the topics load no model (loop/driver_parts.py)
     from musculo_control.estimation.snapshot_codec import SnapshotCodec
     from musculo_control.loop.build import LoopParts
 
-__all__ = ["DYNAMICS", "JOINT_STATES", "MUSCLE_COMMANDS", "MUSCLE_STATES", "TENDON_COMMANDS",
-           "TENDON_STATES", "WATCHED", "lockstep_leads", "snapshot_stamp_s"]
+__all__ = ["DYNAMICS", "JOINT_STATES", "MUSCLE_COMMANDS", "TENDON_COMMANDS", "WATCHED",
+           "lockstep_leads", "snapshot_stamp_s"]
 
 
 def lockstep_leads(parts: LoopParts) -> dict[str, float]:
