@@ -10,6 +10,7 @@ import yaml
 from musculo_control.nodes.graph import (
     CONTROL_PROCESS,
     GraphOptions,
+    display_warnings,
     graph_nodes,
     graph_processes,
     write_parameters,
@@ -105,3 +106,13 @@ def test_a_stand_in_runs_in_place_of_its_node_in_a_process_of_its_own(tmp_path):
     assert graph.command("dynamics_node")[1:3] == ["-m", "musculo_control.nodes.dynamics_node"]
     with pytest.raises(InputError, match="stand-ins"):
         GraphOptions(default_config_dir(), stand_ins={"qp_node": "x"}).check()
+
+
+def test_rviz_without_robot_state_publisher_is_warned_about():
+    """RViz without robot_state_publisher would draw no robot and no TF: the launch says so
+    (launch_builder logs these); the other three combinations need no word."""
+    warned = display_warnings(use_rviz=True, use_robot_state_publisher=False)
+    assert len(warned) == 1 and "no robot model and no TF" in warned[0]
+    assert "use_robot_state_publisher:=false" in warned[0]
+    for rviz, publisher in ((True, True), (False, True), (False, False)):
+        assert display_warnings(rviz, publisher) == []

@@ -224,6 +224,16 @@ def graph_processes(options: GraphOptions) -> list[ProcessLaunch]:
         [ProcessLaunch(CONTROL_PROCESS, shared)]
 
 
+def display_warnings(use_rviz: bool, use_robot_state_publisher: bool) -> list[str]:
+    """What the launch tells the operator about the display it was asked for: RViz draws the
+    robot model and its frames from robot_state_publisher, so without it only the muscle
+    markers would show."""
+    if use_rviz and not use_robot_state_publisher:
+        return ["use_rviz:=true with use_robot_state_publisher:=false: RViz will show no robot "
+                "model and no TF (the muscle markers only)"]
+    return []
+
+
 def write_parameters(path: Path, nodes: Iterable[NodeLaunch]) -> Path:
     """A ``--params-file`` with each node's parameters under its own name (so one file serves
     a process of several nodes)."""

@@ -40,6 +40,7 @@ from musculo_control.nodes.graph import (
     GOAL_MODES,
     GraphOptions,
     ProcessLaunch,
+    display_warnings,
     graph_processes,
     write_parameters,
 )
@@ -192,11 +193,10 @@ def _nodes(context: LaunchContext) -> list[Any]:
         actions.append(Node(package="robot_state_publisher", executable="robot_state_publisher",
                             output="screen", parameters=[{"robot_description": description,
                                                           "use_sim_time": opts.use_sim_time}]))
-    if _flag(context, "use_rviz"):
-        if not publisher:
-            launch.logging.get_logger("launch").warning(
-                "use_rviz:=true with use_robot_state_publisher:=false: RViz will show no robot "
-                "model and no TF (the muscle markers only)")
+    use_rviz = _flag(context, "use_rviz")
+    for warning in display_warnings(use_rviz, publisher):
+        launch.logging.get_logger("launch").warning(warning)
+    if use_rviz:
         rviz_text = LaunchConfiguration("rviz_config").perform(context)
         rviz = rviz_text or str(_share() / "config" / "rviz" / "musculo.rviz")
         actions.append(Node(package="rviz2", executable="rviz2", output="screen",
