@@ -33,6 +33,7 @@ from typing import Any
 
 from musculo_control.commands.checks import writable_dir, writable_file
 from musculo_control.commands.options import add_common, setup_from_args
+from musculo_control.commands.pages import check_page, write_page_block
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.loop.build import load_parts
 from musculo_control.sim.fault_matrix import (
@@ -73,6 +74,8 @@ def run_faults(args: argparse.Namespace) -> int:
     """``musculo simulate faults``: the fault matrix."""
     writable_dir(args.out, "--out")
     writable_file(args.json, "--json")
+    if getattr(args, "page", None) is not None:
+        check_page(args.page, _page_block_name(args), "musculo simulate faults --page")
     setup, safety, reliability = _setup(args)
     folder = setup.robot.config_dir
     cfg = load_fault_matrix_config(folder, setup.robot, reliability)
@@ -85,14 +88,17 @@ def run_faults(args: argparse.Namespace) -> int:
         results, baseline = _graph_matrix(args, folder, setup, cfg)
     else:
         results, baseline = run_matrix(setup, cfg, safety, progress=True)
-    print(matrix_markdown(results), end="")
+    table = matrix_markdown(results)
+    print(table, end="")
     within = [r for r in results if r.meets_target]
     missed = [r for r in results if not r.meets_target]
-    print(f"\n{len(within)}/{len(results)} faults reported within {cfg.detection_target_ms:.0f} ms "
-          f"and at minimum tension within their bound (warnings never), with every command "
-          f"inside [min, {results[0].limit_N if results else 0:.0f} N] and no NaN; "
-          f"{sum(r.recovered for r in results)}/{len(results)} recovered; fault-free run: "
-          f"{baseline['alarms']} alarms.")
+    verdict = (f"{len(within)}/{len(results)} faults reported within "
+               f"{cfg.detection_target_ms:.0f} ms and at minimum tension within their bound "
+               f"(warnings never), with every command inside "
+               f"[min, {results[0].limit_N if results else 0:.0f} N] and no NaN; "
+               f"{sum(r.recovered for r in results)}/{len(results)} recovered; fault-free run: "
+               f"{baseline['alarms']} alarms.")
+    print("\n" + verdict)
     for r in missed:
         after = "-" if r.detection_time_ms is None else f"{r.detection_time_ms:.1f}"
         safe = "-" if r.safe_state_ms is None else f"{r.safe_state_ms:.1f}"
@@ -114,8 +120,44 @@ def run_faults(args: argparse.Namespace) -> int:
         (out / "faults_runner_and_graph.md").write_text(side_by_side)
         written.append(out / "faults_runner_and_graph.md")
         print("\n" + side_by_side, end="")
+    page = getattr(args, "page", None)
+    if page is not None:
+        name = _page_block_name(args)
+        report = (side_by_side if graph and not getattr(args, "wall_clock", False) else table)
+        written.append(write_page_block(page, name, "musculo simulate faults --page",
+                                        f"{report.rstrip()}\n\n{verdict}",
+                                        _command_line(args)))
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+def _page_block_name(args: argparse.Namespace) -> str:
+    """The generated block ``--page`` writes: one per loop the matrix ran on."""
+    if not getattr(args, "graph", False):
+        return "faults"
+    return "faults-wall-clock" if getattr(args, "wall_clock", False) else "faults-graph"
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The command that reproduces this matrix (the options given, in a fixed order)."""
+    parts = ["musculo", "simulate", "faults"]
+    if args.controller != "osc":
+        parts += ["--controller", args.controller]
+    if getattr(args, "graph", False):
+        parts.append("--graph")
+        if getattr(args, "wall_clock", False):
+            parts.append("--wall-clock")
+            if args.busy_loops:
+                parts += ["--busy-loops", str(args.busy_loops)]
+        else:
+            parts += ["--real-time-factor", f"{args.real_time_factor:g}"]
+    if args.config is not None:
+        parts += ["--config", str(args.config)]
+    if args.seed is not None:
+        parts += ["--seed", str(args.seed)]
+    parts += [f"--set '{o}'" for o in args.overrides]
+    parts += ["--page", str(args.page)]
+    return " ".join(parts)
 
 
 def _graph_matrix(args: argparse.Namespace, folder: Path, setup: Setup,

@@ -44,6 +44,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--busy-loops", type=int, default=0, metavar="N",
                    help="with --graph --wall-clock: N processes spinning for each case, to "
                         "load the machine (-1: one per core)")
+    p.add_argument("--page", type=Path, default=None,
+                   help="faults only: also write the matrix, with its date and command, into "
+                        "this documentation page's generated block: '<!-- faults:begin' ... "
+                        "'<!-- faults:end -->' for the runner, 'faults-graph' with --graph, "
+                        "'faults-wall-clock' with --graph --wall-clock")
     add_common(p)
     p.set_defaults(func=run)
 
