@@ -313,6 +313,10 @@ def test_simulate_faults_page_writes_its_block_and_checks_the_page_first(tmp_pat
     err = capsys.readouterr().err
     assert code != 0 and str(page) in err and "<!-- faults-graph:begin" in err, err
     assert not (tmp_path / "graph" / "faults.json").exists()
+    # an experiment has no such block: refused, not ignored
+    with pytest.raises(SystemExit, match="--page is for the fault matrix"):
+        main(["simulate", "disturbance", "--config", str(config_dir), "--out", str(tmp_path),
+              "--page", str(page)])
 
 
 def test_an_arm_that_fell_while_latched_gets_back_after_the_acknowledge(config_dir, matrix_cfg):

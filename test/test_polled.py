@@ -78,10 +78,15 @@ def test_await_stamp_takes_a_late_sample_and_gives_up_on_a_silent_publisher_once
         assert not sub.await_stamp(2.5, 20.0)
         assert time.monotonic() - t0 < 10.0
         assert [cv.stamp_of(m).seconds for m in sub.take_all()] == [1.5]
-        # a new sample ends the silence: waits again, and an older due stamp is met at once
-        send(2.0, 0.0).join()
-        assert sub.await_stamp(2.0, 20.0)
+        # a sample on time again (as new as the last stamp asked for) ends the silence: waits
+        # again, and an older due stamp is met at once
+        send(2.5, 0.0).join()
+        assert sub.await_stamp(2.5, 20.0)
         assert sub.await_stamp(1.5, 0.0)
-        assert [cv.stamp_of(m).seconds for m in sub.take_all()] == [2.0]
+        assert [cv.stamp_of(m).seconds for m in sub.take_all()] == [2.5]
+        sender = send(3.0, 0.05)
+        assert sub.await_stamp(3.0, 20.0)
+        sender.join()
+        assert [cv.stamp_of(m).seconds for m in sub.take_all()] == [3.0]
     finally:
         rclpy.try_shutdown(context=context)

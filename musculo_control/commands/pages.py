@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from musculo_control.commands.checks import writable_file
 from musculo_control.errors import InputError
 from musculo_control.provenance import git_commit
 from musculo_control.sim.results import replace_block
@@ -43,14 +44,17 @@ def page_block(name: str, writer: str, report: str, command: str, date: str,
 
 
 def check_page(page: Path, name: str, writer: str) -> None:
-    """Before a long run: ``page`` is readable and holds block ``name``'s markers, else
-    :class:`~musculo_control.errors.InputError` naming the page and the markers."""
+    """Before a long run: ``page`` is a readable, writable UTF-8 page holding block
+    ``name``'s markers, else an error naming the page and what it lacks."""
     mark, _, end = markers(name, writer)
     try:
         text = page.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(str(page), f"a readable page ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(str(page), "a UTF-8 text page") from exc
     replace_block(text, "", str(page), begin=mark, end=end)
+    writable_file(page, "--page")
 
 
 def write_page_block(page: Path, name: str, writer: str, report: str, command: str) -> Path:

@@ -97,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
     """``musculo simulate``: one experiment with one controller (or the fault matrix)."""
     if args.experiment == "faults":
         return run_faults(args)
+    if args.page is not None:
+        raise SystemExit(f"musculo simulate {args.experiment}: --page is for the fault matrix "
+                         "only ('musculo simulate faults --page PAGE')")
     writable_dir(args.out, "--out")
     writable_file(args.json, "--json")
     setup = setup_from_args(args)

@@ -137,6 +137,8 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
                                                 required=("position", "velocity", "effort"),
                                                 finite=True, depth=p.tendon_queue,
                                                 lead_s=leads[MUSCLE_STATES])
+        # (awaited by stamp only: a stray writer's sample may end a wait early, which costs
+        # nothing but the wait; the supervisor judges the writers)
         self._sent_in = self.joint_states_in(SENT_TOPIC,
                                              tuple(str(a) for a in robot.actuator_ids),
                                              "actuator id", required=("effort",), finite=True,

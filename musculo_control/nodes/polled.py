@@ -14,6 +14,7 @@ On simulated time in lockstep a tick may first wait for a sample the clock says 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -80,10 +81,13 @@ class PolledSubscription:
         """Wait (wall time, at most ``wait_s``) until a message stamped ``due_s`` or later has
         been received; messages taken meanwhile stay for the next take. Once a wait times out
         (the publisher stopped, its stream runs behind, or the lockstep gave up on it) none is
-        waited for again until a message as new as the one it waited for comes. A stream that
+        waited for again until the stream is on time (a message as new as the last stamp asked
+        for while it was not). A stream that
         has sent nothing yet is not waited for: its publisher may still be starting while the
         clock runs, and a tick held that long would act on a clock reading the rest of the
         graph has left behind. Whether such a message is here."""
+        if not math.isfinite(due_s):
+            return False  # no stamp to wait for
         deadline = time.monotonic() + wait_s
         while True:
             self._kept += self._take()
@@ -92,7 +96,10 @@ class PolledSubscription:
             if self._newest_s == -float("inf"):
                 return False
             if self._stalled_at < float("inf") or time.monotonic() >= deadline:
-                self._stalled_at = min(self._stalled_at, due_s)
+                # the newest stamp asked for while stalled: waits resume once the stream is on
+                # time again, not each time it catches up with an older one
+                self._stalled_at = due_s if self._stalled_at == float("inf") \
+                    else max(self._stalled_at, due_s)
                 return False
             time.sleep(_AWAIT_POLL_S)
 

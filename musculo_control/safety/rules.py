@@ -139,8 +139,9 @@ RULES: tuple[Rule, ...] = (
          "`tendons.tracking_clean_s` is `actuator_tracking` (latched)"),
     Rule("actuator_watchdog", FAULT, False, "tendon monitor",
          "the misses of `actuator_tracking`, but every loaded tendon reads as pulled towards "
-         "`tendons.watchdog_tension_n` by one common factor at the actuators' lag, or every "
-         "tendon reads that tension within `watchdog_tolerance_n`: the "
+         "`tendons.watchdog_tension_n` by one common factor at the actuators' lag, or, while "
+         "such an episode stands, every tendon reads that tension within "
+         "`tendons.watchdog_tolerance_n`: the "
          "modules' own watchdog, because the driver's commands stopped reaching them (a late "
          "or lost link; the modules are healthy)", "`tracking_samples` tendon samples", _MIN,
          _HOLD + " (the readings follow the commands again: the link is back)"),

@@ -47,12 +47,14 @@ actuator.)
   reaching them for longer than their own watchdog (a late or lost link on a loaded computer;
   measured: no command delivered to the mock arm for 50 ms while the driver kept sending, and
   every tension fell at the lag, 0.905 of its distance to 5 N a sample): each module lags from
-  its tension towards ``w``. Also when every tendon reads ``w`` within the tolerance: the
-  arm is in the modules' hold (on the controller's ramp back up from minimum tension a single
-  tendon may be loaded, and one factor has nothing to compare). The modules are healthy, so the
-  fault is not latched; the band restarts from the load cells, and the fault stands while the
-  readings keep falling short: until a sample tracks, ``x`` stays where the modules were before
-  the episode (the end of a fall moves less than the tolerance a sample).
+  its tension towards ``w``. The modules are healthy, so the fault is not latched; the band
+  restarts from the load cells, and the fault stands while the readings keep falling short.
+  The episode lasts until the tendons have tracked for ``tracking_clean_s`` with some band
+  above ``w`` by more than ``tracking_tolerance_n`` (at minimum tension a silent module reads
+  as a working one); while it lasts, every tendon reading ``w`` within the tolerance is still
+  the hold: on the controller's ramp back up from minimum tension a single tendon may be
+  loaded, and one factor has nothing to compare. Outside an episode that reading is judged as
+  a miss (one dead module under the only loaded tendon reads the same).
   One actuator short of its command, tensions held at a cap (those under it do not fall) or a
   tension that rises too slowly are ``actuator_tracking``.
 
@@ -139,10 +141,10 @@ class TendonMonitor:
         self._clean_from_s = float(stamp_s)  # every tendon tracking since [s] (inf: not now)
         self._proven = False  # ... for tracking_clean_s since the first miss
         self._last_f = f.copy()  # the previous sample's tensions [N]
-        # a watchdog episode stands (no sample has tracked since actuator_watchdog): the band
-        # restarts from the load cells, but where the modules were before they fell stays the
-        # reference, so the end of the fall (less than the tolerance a sample) still matches
+        # a watchdog episode stands (actuator_watchdog found, and no tracking since that tells
+        # a working link from the modules' hold)
         self._silent = False
+        self._heard_from_s = math.inf  # tracking, and telling it, since (episode standing)
 
     @property
     def expected_tension_n(self) -> tuple[FloatArray, FloatArray]:
@@ -295,10 +297,9 @@ class TendonMonitor:
             np.copyto(self._band, f, where=finite_f)
             self._off_count[:] = 0
             self._resync = False
-            if not self._silent:
-                self._tracked_s = state.stamp_s
-                np.copyto(self._tracked_f, f)
-                np.copyto(self._since, self._band)
+            self._tracked_s = state.stamp_s
+            np.copyto(self._tracked_f, f)
+            np.copyto(self._since, self._band)
         falling = f < self._last_f
         np.copyto(self._last_f, f)
         below = self._low - f  # > 0: short of the least a healthy actuator delivers [N]
@@ -337,10 +338,19 @@ class TendonMonitor:
             self._clean_from_s = state.stamp_s
         elif state.stamp_s - self._clean_from_s >= cfg.tracking_clean_s:
             self._proven = True
-        if not missed and not (restarted and self._silent):
-            # (the band just set to the readings of a standing watchdog episode tracks them
-            # trivially: that sample ends nothing)
-            self._silent = False
+        # a standing watchdog episode ends after tracking_clean_s of samples that track and tell
+        # a working link from the modules' hold: not the one right after the band restarts
+        # from the readings (it tracks them trivially), nor one with every band within the
+        # tolerance of the watchdog's tension (minimum tension, where a silent module reads
+        # the same)
+        if self._silent:
+            if missed or restarted or not self._informative():
+                self._heard_from_s = math.inf
+            elif self._heard_from_s == math.inf:
+                self._heard_from_s = state.stamp_s
+            elif state.stamp_s - self._heard_from_s >= cfg.tracking_clean_s:
+                self._silent = False
+        if not missed:
             self._tracked_s = state.stamp_s
             np.copyto(self._tracked_f, f)
             np.copyto(self._since, self._band)
@@ -349,16 +359,18 @@ class TendonMonitor:
             np.maximum(self._since_high, self._high, out=self._since_high)
         if not missing:
             return tuple(findings)
-        if not any_true(bad & excess) and self._watchdog(state.stamp_s, f, slow, bad, falling):
-            findings.append(Finding("actuator_watchdog", f"every loaded tendon falling towards "
-                                    f"{cfg.watchdog_tension_n:g} N together (the actuator "
-                                    f"modules' watchdog): the driver's commands are not "
-                                    f"reaching them; {_names(self.names, bad)} measure "
+        held = None if any_true(bad & excess) else self._watchdog(state.stamp_s, f, slow, bad,
+                                                                  falling)
+        if held is not None:
+            findings.append(Finding("actuator_watchdog", f"{held} (the actuator modules' "
+                                    f"watchdog): the driver's commands are not reaching them; "
+                                    f"{_names(self.names, bad)} measure "
                                     f"{np.round(f[bad], 1).tolist()} N, expected "
                                     f"{np.round(self._low[bad], 1).tolist()} to "
                                     f"{np.round(self._high[bad], 1).tolist()} N"))
             self._resync = True  # from the load cells again at the next sample
             self._silent = True
+            self._heard_from_s = math.inf
             self._off_count[:] = 0
             self._off_zero = True
             return tuple(findings)
@@ -383,33 +395,40 @@ class TendonMonitor:
             self._off_count[:] = 0
         return tuple(findings)
 
+    def _informative(self) -> bool:
+        """Some tendon's band is far enough above the watchdog's tension that a module held
+        there would miss it."""
+        w = self.config.watchdog_tension_n
+        return w is None or largest(self._low) - w > self.config.tracking_tolerance_n
+
     def _watchdog(self, stamp_s: float, f: FloatArray, slow: npt.NDArray[np.bool_],
-                  short: npt.NDArray[np.bool_], falling: npt.NDArray[np.bool_]) -> bool:
-        """Whether the tendons ``short`` of their band (each below it and ``falling`` since
-        the previous sample), and every other loaded tendon, read as the modules' watchdog
-        makes them: ``f - w = e (x - w)`` for one factor ``e``, with ``x`` where the band was
-        since the last sample on which every tendon tracked, within
-        ``watchdog_tolerance_n``, and ``e`` at least the lag's decay since that sample (see the
-        module docstring). A tension that rises, only more slowly than its band, is not the
-        watchdog's; nor are tensions held at one cap (the tendons under it do not fall)."""
+                  short: npt.NDArray[np.bool_], falling: npt.NDArray[np.bool_]) -> str | None:
+        """How the tendons ``short`` of their band (each below it and ``falling`` since the
+        previous sample), and every other loaded tendon, read as the modules' watchdog makes
+        them, or ``None`` if they do not: ``f - w = e (x - w)`` for one factor ``e``, with
+        ``x`` where the band was since the last sample on which every tendon tracked, within
+        ``watchdog_tolerance_n``, and ``e`` at least
+        the lag's decay since that sample; or, while an episode stands, every tendon at ``w``
+        (see the module docstring). A tension that rises, only more slowly than its band, is
+        not the watchdog's; nor are tensions held at one cap (the tendons under it do not
+        fall)."""
         cfg = self.config
         w = cfg.watchdog_tension_n
         if w is None:
-            return False
+            return None
         tol = cfg.watchdog_tolerance_n
         loaded = slow & (self._low - w > cfg.tracking_tolerance_n) & np.isfinite(f)
         held = falling | (f - w < tol)  # falling, or already where the watchdog holds it
         if not (np.all(loaded[short]) and np.all(held[short])):
-            return False
-        finite = f[np.isfinite(f)]
-        if finite.size >= 2 and float(np.abs(finite - w).max()) <= tol:
-            # every module reads the watchdog's tension: the arm is in its hold, whatever the
-            # band. (With a single tendon loaded, as on a resume ramp from minimum tension,
-            # the common factor below has nothing to compare; one dead module reads the same
-            # only while every other tendon is commanded within the tolerance of w.)
-            return True
+            return None
+        if self._silent and self.m >= 2 and all_finite(f) and float(np.abs(f - w).max()) <= tol:
+            # an episode stands and every module reads the watchdog's tension: still its hold,
+            # whatever the bands (on the controller's ramp back up from minimum tension one
+            # tendon may be loaded alone, and one factor has nothing to compare; outside an
+            # episode that reading is one dead module's too, and is judged as a miss)
+            return f"every tendon at {w:g} N while the modules' hold stands"
         if int(loaded.sum()) < 2:
-            return False
+            return None
         above = f[loaded] - w
         # where each module's tension was when its watchdog fired: on its load cell at the last
         # sample on which every tendon tracked, or in its band since (the modules hold their
@@ -427,4 +446,6 @@ class TendonMonitor:
         # and the fall must show: the most loaded tendon down by more than twice the tolerance
         # (a module that merely holds its command while the band moves away has not fallen)
         fallen = 1.0 - 2.0 * tol / float(most.max())
-        return max(float(lowest.max()), least) <= min(float(highest.min()), fallen)
+        if max(float(lowest.max()), least) <= min(float(highest.min()), fallen):
+            return f"every loaded tendon falling towards {w:g} N together"
+        return None
