@@ -75,7 +75,7 @@ def run_faults(args: argparse.Namespace) -> int:
     writable_dir(args.out, "--out")
     writable_file(args.json, "--json")
     if getattr(args, "page", None) is not None:
-        check_page(args.page, _page_block_name(args), "musculo simulate faults --page")
+        check_page(args.page, _page_block_name(args), _PAGE_WRITER)
     setup, safety, reliability = _setup(args)
     folder = setup.robot.config_dir
     cfg = load_fault_matrix_config(folder, setup.robot, reliability)
@@ -124,11 +124,15 @@ def run_faults(args: argparse.Namespace) -> int:
     if page is not None:
         name = _page_block_name(args)
         report = (side_by_side if graph and not getattr(args, "wall_clock", False) else table)
-        written.append(write_page_block(page, name, "musculo simulate faults --page",
+        written.append(write_page_block(page, name, _PAGE_WRITER,
                                         f"{report.rstrip()}\n\n{verdict}",
                                         _command_line(args)))
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+#: the command named in the markers of the blocks ``--page`` writes (commands/pages.py)
+_PAGE_WRITER = "musculo simulate faults --page"
 
 
 def _page_block_name(args: argparse.Namespace) -> str:

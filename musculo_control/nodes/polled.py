@@ -82,10 +82,10 @@ class PolledSubscription:
         been received; messages taken meanwhile stay for the next take. Once a wait times out
         (the publisher stopped, its stream runs behind, or the lockstep gave up on it) none is
         waited for again until the stream is on time (a message as new as the last stamp asked
-        for while it was not). A stream that
-        has sent nothing yet is not waited for: its publisher may still be starting while the
-        clock runs, and a tick held that long would act on a clock reading the rest of the
-        graph has left behind. Whether such a message is here."""
+        for while it was not). A stream that has sent nothing yet is not waited for: its
+        publisher may still be starting while the clock runs, and a tick held that long would
+        act on a clock reading the rest of the graph has left behind. Whether such a message
+        is here."""
         if not math.isfinite(due_s):
             return False  # no stamp to wait for
         deadline = time.monotonic() + wait_s

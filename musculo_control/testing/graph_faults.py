@@ -299,8 +299,8 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
         refused = {k: v for k, v in d.values.items() if k.startswith("refused")}
         names_stray = stray is not None and f"/{stray.node}" in d.message
         # a status naming the stray cannot predate its publisher, made at the onset: stamped
-        # before it, it is a node's clock behind the observer's (a node that names the writer
-        # at once, and never again while it stays, was otherwise missed on a loaded machine)
+        # before it, it is a node's clock behind the observer's (a node names the writer once,
+        # and never again while it stays: skipping that status would miss the detection)
         if d.stamp < onset and not names_stray:
             refused_before.update(refused)
             continue
