@@ -108,3 +108,39 @@ class Latest(Generic[T]):
     def age_s(self, now_s: float) -> float:
         """Time since the newest message's stamp (inf before the first) [s]."""
         return now_s - self.stamp_s
+
+
+class OwnPause:
+    """A consumer's own pause: a tick ``pause_s`` or more after its previous tick means the
+    consumer itself was not running (its process stopped or not scheduled), and its inputs aged
+    with it. An input that was on time at the last tick before the pause is then aged from the
+    first tick after it, until a fresh sample arrives; so a pause resynchronises on the samples
+    that come after it instead of being blamed on them. An input that was already late before
+    the pause keeps its true age, so pauses that recur cannot hide a sensor that stopped.
+    """
+
+    def __init__(self, pause_s: float = math.inf) -> None:
+        self.pause_s = pause_s
+        self.reset()
+
+    def reset(self) -> None:
+        self._prev_s = math.nan  # the previous tick
+        self._before_s = -math.inf  # the last tick before the newest pause
+        self.resumed_s = -math.inf  # the first tick after it
+        self.pauses = 0  # pauses seen
+
+    def tick(self, now_s: float) -> bool:
+        """A tick at ``now_s`` [s]; whether it ends a pause."""
+        paused = now_s - self._prev_s >= self.pause_s
+        if paused:
+            self._before_s, self.resumed_s = self._prev_s, now_s
+            self.pauses += 1
+        if math.isfinite(now_s):
+            self._prev_s = now_s
+        return paused
+
+    def age_s(self, now_s: float, stamp_s: float, bounds: InputBounds) -> float:
+        """The age of a sample stamped ``stamp_s`` at ``now_s`` [s], its own pause left out."""
+        if stamp_s < self.resumed_s and stamp_s >= self._before_s - bounds.late_s:
+            return now_s - self.resumed_s
+        return now_s - stamp_s

@@ -33,6 +33,7 @@ from musculo_control.safety.consistency import ConsistencyMonitor
 from musculo_control.safety.resume import ResumeRamp
 from musculo_control.safety.rules import RULE_NAMES, rule
 from musculo_control.safety.tendon_monitor import TendonMonitor
+from musculo_control.stopping import Stop
 
 DT = 0.002  # sensor period [s]
 #: the tendon monitor's rules for a tension off its command (the first miss, a confirmed one)
@@ -132,6 +133,21 @@ def tick(sup, world, controller, t, goal, **kw):
 def assert_minimum(out, sup):
     assert not out.ok
     np.testing.assert_array_equal(out.tension_n, sup.tension_min_n)
+
+
+def assert_stopped(out, sup, in_force, rule_name):
+    """The output is the first tick of the stop ``rule_name`` calls, from ``in_force`` [N]:
+    hold, the tensions in force; descend, at most those and above the minimum where they
+    were; cut, the minimum."""
+    assert not out.ok
+    stop = sup.config.stops.stop_of(rule_name)
+    if stop == Stop.CUT:
+        np.testing.assert_array_equal(out.tension_n, sup.tension_min_n)
+    elif stop == Stop.HOLD:
+        np.testing.assert_allclose(out.tension_n, in_force)
+    else:
+        assert np.all(out.tension_n <= in_force + 1e-9)
+        assert np.all(out.tension_n >= sup.tension_min_n)
 
 
 # -- the table ----------------------------------------------------------------------------------
@@ -585,8 +601,8 @@ def test_healthy_inputs_pass_the_command_through(robot, safety_cfg, ctrl_cfg, dr
     ("low_command", "command_invalid"), ("future_snapshot", "snapshot_stale"),
     ("lengths_disagree", "consistency"), ("nan_joints", "joint_state"),
 ])
-def test_each_fault_gives_minimum_tension_with_its_rule(robot, safety_cfg, ctrl_cfg, drivers,
-                                                        home, case, rule_name):
+def test_each_fault_calls_its_stop_with_its_rule(robot, safety_cfg, ctrl_cfg, drivers, home,
+                                                 case, rule_name):
     snap, goal = home
     sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
     world, ctrl = World(robot, snap), FakeController(robot)
@@ -626,15 +642,17 @@ def test_each_fault_gives_minimum_tension_with_its_rule(robot, safety_cfg, ctrl_
         lengths = world.lengths.copy()
         lengths[6] += 10 * safety_cfg.consistency.tolerance_m
         kw["tendons"] = world.tendons(t - 0.001, lengths=lengths)
+    in_force = np.full(robot.n_muscles, 20.0)  # the first tick's command
     out, report = tick(sup, world, ctrl, t, kw.pop("goal", goal), **kw)
-    assert_minimum(out, sup)
+    assert_stopped(out, sup, in_force, rule_name)
     assert rule_name in report.rules and report.state == "fault" and report.level == 2
-    assert rule_name in out.reason
-    # back to normal: held for recovery_hold_s, then the command goes out again
+    assert rule_name in out.reason and report.stop in out.reason
+    # back to normal: the stop goes on for recovery_hold_s, then the command goes out again
+    held = out.tension_n.copy()
     ctrl.ok, ctrl.tension = True, np.full(robot.n_muscles, 20.0)
     t_clear = t + TICK
     out, report = tick(sup, world, ctrl, t_clear, goal)
-    assert_minimum(out, sup)
+    assert not out.ok and np.all(out.tension_n <= held + 1e-9)
     assert report.state == "holding" and report.level == 1  # a recovery, not an error
     t_back = t + safety_cfg.recovery_hold_s + TICK
     out, report = tick(sup, world, ctrl, t_back, goal)
@@ -717,7 +735,7 @@ def test_a_late_input_is_reported_and_counted_and_control_goes_on_until_its_hold
     else:
         kw["driver_stamp_s"] = t - stale
     out, report = tick(sup, world, ctrl, t, goal, **kw)
-    assert_minimum(out, sup)
+    assert_stopped(out, sup, np.full(robot.n_muscles, 20.0), stale_rule)
     assert stale_rule in report.rules
 
 
@@ -766,14 +784,16 @@ def test_latched_fault_waits_for_acknowledge(robot, safety_cfg, ctrl_cfg, driver
         sup.tendon_sample(world.tendons(k * DT, tension=tension))
     out, report = tick(sup, world, ctrl, TICK, goal,
                        tendons=world.tendons(k * DT, tension=weak))
-    assert_minimum(out, sup)
+    assert_stopped(out, sup, np.full(m, 100.0), "actuator_tracking")
     assert "actuator_tracking" in report.rules and report.latched
     t = TICK
     for _ in range(20):  # the condition is gone (the load cell agrees again) but it stays off
         t += TICK
         sup.driver_sent(t, np.full(m, 20.0))
         out, report = tick(sup, world, ctrl, t, goal)
-    assert_minimum(out, sup)
+    # the latched fault's stop goes on: a descend, 20 ticks into it
+    assert not out.ok and report.stop == "descend"
+    assert np.all(out.tension_n < 100.0) and np.all(out.tension_n > sup.tension_min_n)
     assert report.state == "latched" and "acknowledge" in report.summary()
     assert [f.rule for f in sup.acknowledge()] == ["actuator_tracking"]
     t += safety_cfg.recovery_hold_s + TICK
@@ -805,6 +825,39 @@ def test_control_resumes_from_the_hand_not_with_a_jump(robot, safety_cfg, ctrl_c
     assert ctrl.resets == [1], ctrl.resets
     tick(sup, world, ctrl, t + TICK, goal)  # running on: no more resets
     assert ctrl.resets == [1], ctrl.resets
+
+
+def test_the_supervisors_own_pause_is_no_fault_and_control_resumes_from_the_hand(
+        robot, safety_cfg, ctrl_cfg, drivers, home):
+    """Frozen for 250 ms (its process stopped), the supervisor's first tick after the pause
+    finds inputs that aged with it: not late, no stop; the goal restarts from the hand, where
+    the driver's hold left the arm, instead of pulling it back at full gain."""
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    for k in range(1, 5):
+        assert tick(sup, world, ctrl, k * TICK, goal).output.ok
+    t0 = 4 * TICK
+    moved = snap.q_rad + np.array([0.0, -0.1, 0.0, 0.1, 0.0, 0.0, 0.0])  # where it sagged
+    t = t0 + 0.25
+    out, report = tick(sup, world, ctrl, t, goal, joints=world.joints(t0 - 0.001, moved),
+                       tendons=world.tendons(t0 - 0.001, lengths=robot.geometry.lengths_at(moved)),
+                       snapshot=world.snapshot(t0 - 0.01),
+                       driver_stamp_s=t0 - 0.002)
+    assert out.ok and report.state == "running" and report.level == 0, report.summary()
+    hand, _ = robot.arm.hand_pose(moved)
+    assert np.linalg.norm(hand - goal.position_m) > 0.01  # the test is not vacuous
+    np.testing.assert_allclose(ctrl.goals[-1].position_m, hand, atol=1e-9)
+    assert ctrl.resets == [] and sup.pause.pauses == 1
+    # nothing fresh after the pause: stale one hold bound after the resume, not before
+    bound = safety_cfg.inputs.joint_state.hold_s
+    seen = []
+    for k in range(1, 8):  # ticks every 8 ms: 56 ms
+        out, report = tick(sup, world, ctrl, t + k * TICK, goal,
+                           joints=world.joints(t0 - 0.001, moved))
+        if abs(k * TICK - bound) > 0.5 * TICK:  # not on the bound itself (rounding)
+            seen.append(("joint_state_stale" in report.rules, k * TICK > bound))
+    assert all(stale == beyond for stale, beyond in seen) and seen[-1][0], seen
 
 
 def test_resuming_clears_the_real_controllers_integral(robot, safety_cfg, ctrl_cfg, drivers, home):

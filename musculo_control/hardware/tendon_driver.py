@@ -3,17 +3,24 @@
 Commands (tension [N] per tendon, in muscles-file order) go through :meth:`TendonDriver.command`;
 the tensions actually sent come from :meth:`TendonDriver.output` at each driver tick:
 
-- any bad command (wrong length, non-numeric, NaN or inf, bad stamp) puts *every* tendon at the
-  minimum tension, with the reason, until a good command arrives;
+- any bad command (wrong length, non-numeric, NaN or inf, bad stamp) calls the stop of
+  ``command_invalid`` (a cut: every tendon at the minimum tension at once), with the reason,
+  until a good command arrives;
 - commands late (older than safety.yaml ``inputs.muscle_commands.late_s``: the controller is
   late): the last command is held and the output says so (:attr:`DriverOutput.late`); none for
-  longer than ``inputs.muscle_commands.hold_s`` (the watchdog): every tendon at the minimum
-  tension;
+  longer than ``inputs.muscle_commands.hold_s`` (the watchdog): the stop of
+  ``command_watchdog`` (a hold, then a descend to the minimum tension;
+  :mod:`musculo_control.stopping`), on the driver's own clock;
 - the same for the measured tendon states (``inputs.tendon_state``: the actuators' bus or the
   arm is gone);
+- a tick that comes ``inputs.own_pause_s`` or more after the previous one is the driver's own
+  pause (its process was not scheduled): the inputs aged with it, so their ages count from that
+  tick until fresh ones arrive (:class:`~musculo_control.streams.OwnPause`);
 - otherwise each tension is clamped to [min_tension_n, max_tension_n] and its change rate
   limited to ``rate_limit_n_s`` (both ways);
-- a fault drops to the minimum tension at once (no ramp), then a good command ramps up again.
+- after a stop a good command ramps up again from the tensions the stop left.
+
+Without :meth:`TendonDriver.use_stops` every stop is a cut.
 
 Whatever goes in, what comes out is finite and inside [min_tension_n, max_tension_n]. The
 reverse direction, :meth:`TendonDriver.read`, turns winch encoder and load-cell counts into
@@ -37,7 +44,8 @@ from musculo_control.config.parser import spec
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.calibration import Calibration
 from musculo_control.hardware.filters import FilteredDifferentiator
-from musculo_control.streams import LATE, ON_TIME, InputBounds
+from musculo_control.stopping import Stop, StopSequence
+from musculo_control.streams import LATE, ON_TIME, InputBounds, OwnPause
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -110,7 +118,20 @@ class TendonDriver:
         self._f_min = config.min_tension_n
         self._f_max = config.max_tension_n
         self._diff = FilteredDifferentiator(self.m, config.velocity_cutoff_hz)
+        self.stopping = StopSequence(self._f_min, 0.0, 0.0)  # every stop a cut until use_stops
+        self.silent_stop = self.bad_stop = Stop.CUT
+        #: the driver's own pauses (safety.yaml ``inputs.own_pause_s``; default: none seen)
+        self.pause = OwnPause()
         self.reset()
+
+    def use_stops(self, stopping: StopSequence, silent: Stop, bad: Stop) -> None:
+        """Stop as safety.yaml ``stops`` says: ``stopping`` unfolds the stops; ``silent`` is
+        the stop when commands or tendon states stop coming (rule ``command_watchdog``),
+        ``bad`` the stop for a bad command (rule ``command_invalid``)."""
+        self.stopping = stopping
+        self.silent_stop = silent
+        self.bad_stop = bad
+        self.stopping.clear()
 
     def reset(self) -> None:
         """Forget commands and state: the next output is minimum tension."""
@@ -124,6 +145,9 @@ class TendonDriver:
         self._length = np.full(self.m, np.nan)
         self._tension = np.full(self.m, np.nan)
         self._read_stamp = -math.inf
+        if hasattr(self, "stopping"):
+            self.stopping.clear()
+            self.pause.reset()
 
     @property
     def min_tension_n(self) -> FloatArray:
@@ -175,36 +199,57 @@ class TendonDriver:
         self._cmd_stamp = stamp if math.isfinite(stamp) else self._cmd_stamp
         return (reason,)
 
-    def output(self, now_s: float, stops: tuple[str, ...] = ()) -> DriverOutput:
+    def output(self, now_s: float,
+               stops: tuple[str | tuple[str, Stop], ...] = ()) -> DriverOutput:
         """The tensions to send at ``now_s`` [s] (see the module docstring for the rules);
         ``stops``: reasons from outside the driver (an operator stop, a foreign commander) to
-        send minimum tension now, as for a fault of its own."""
+        stop now, as for a fault of its own: a reason alone is a cut, a pair names its stop."""
         try:
             now = float(now_s)
         except (TypeError, ValueError):
             now = math.nan
-        faults = list(stops)
+        faults: list[str] = []
+        called: list[Stop] = []
+        for item in stops:
+            reason, stop = (item, Stop.CUT) if isinstance(item, str) else item
+            faults.append(reason)
+            called.append(stop)
         if not math.isfinite(now):
             faults.append(f"tendon driver: tick time {now_s!r} is not finite")
+            called.append(Stop.CUT)
         elif self._out_stamp is not None and now < self._out_stamp:
             faults.append(f"tendon driver: tick time {now} before the previous {self._out_stamp}")
+            called.append(Stop.CUT)
+        else:
+            self.pause.tick(now)  # its own pause: what aged with it is not late
         late: list[str] = []
+        silent: list[str] = []
         if self._cmd_fault:
             faults.append(self._cmd_fault)
+            called.append(self.bad_stop)
         elif self._cmd_stamp is None:
-            faults.append("tendon driver: no command yet")
+            silent.append("tendon driver: no command yet")
         else:
-            self._grade(now - self._cmd_stamp, self.commands, "last command", faults, late)
+            self._grade(self.pause.age_s(now, self._cmd_stamp, self.commands), self.commands,
+                        "last command", silent, late)
         if self.states is not None:
             if self._read_stamp == -math.inf:
-                faults.append("tendon driver: no tendon state received yet")
+                silent.append("tendon driver: no tendon state received yet")
             else:
-                self._grade(now - self._read_stamp, self.states, "newest tendon state", faults,
-                            late)
+                self._grade(self.pause.age_s(now, self._read_stamp, self.states), self.states,
+                            "newest tendon state", silent, late)
+        if silent:
+            faults += silent
+            called.append(self.silent_stop)
         if faults:
             limited = clamped = np.zeros(self.m, dtype=bool)
-            self._out = np.full(self.m, self._f_min)
+            if math.isfinite(now):
+                self.stopping.engage(now, max(called), self._out)
+                self.stopping.tension(now, self._out)
+            else:
+                self._out = np.full(self.m, self._f_min)
         else:
+            self.stopping.clear()
             dt = 0.0 if self._out_stamp is None else now - self._out_stamp
             step = self.config.rate_limit_n_s * dt  # largest change this tick [N]
             delta = self._target - self._out
@@ -232,7 +277,7 @@ class TendonDriver:
         if grade == ON_TIME:
             return
         text = (f"tendon driver: {what} {age_s * 1e3:.1f} ms old (late beyond "
-                f"{bounds.late_s * 1e3:.0f} ms, minimum tension at {bounds.hold_s * 1e3:.0f} ms)")
+                f"{bounds.late_s * 1e3:.0f} ms, stopping at {bounds.hold_s * 1e3:.0f} ms)")
         (late if grade == LATE else faults).append(text)
 
     # -- measurements -----------------------------------------------------------------------------

@@ -218,7 +218,7 @@ class ControlStep:
         self.episodes.tick(now_s, report)
         # a new subject: another state or rule, or one more goal refused
         self.health.set(report.level, report.summary(), now_s,
-                        (report.state, report.rules, self.supervisor.goals.refused))
+                        (report.state, report.stop, report.rules, self.supervisor.goals.refused))
         result = StepResult(out, report,
                             now_s - joints.stamp_s if joints is not None else float("nan"))
         self.last = result

@@ -31,6 +31,7 @@ from musculo_control.loop.lockstep import lockstep_leads
 from musculo_control.loop.potentiometer_stage import PotentiometerStage
 from musculo_control.loop.tendon_stage import TendonStage
 from musculo_control.safety.config import SafetyConfig
+from musculo_control.streams import OwnPause
 
 if TYPE_CHECKING:
     from musculo_control.loop.build import LoopParts
@@ -103,7 +104,12 @@ def potentiometer_stage(parts: _HasDrivers, warn_throttle_s: float = 1.0) -> Pot
 
 def tendon_stage(parts: _HasDrivers, warn_throttle_s: float = 1.0) -> TendonStage:
     driver = parts.drivers.tendons
-    driver.states = parts.safety.inputs.tendon_state  # the arm's tendon states stop: minimum
+    safety = parts.safety
+    driver.states = safety.inputs.tendon_state  # the arm's tendon states stop: its stop too
+    driver.use_stops(safety.stops.sequence(driver.config.min_tension_n),
+                     silent=safety.stops.stop_of("command_watchdog"),
+                     bad=safety.stops.stop_of("command_invalid"))
+    driver.pause = OwnPause(safety.inputs.own_pause_s)
     return TendonStage(driver, warn_throttle_s)
 
 

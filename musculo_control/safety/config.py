@@ -10,6 +10,7 @@ from musculo_control.config.parser import load_with_overrides, spec
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.tendon_driver import TendonDriverConfig
 from musculo_control.safety.authority import AuthorityConfig
+from musculo_control.safety.stops import StopConfig
 from musculo_control.streams import InputBounds
 
 
@@ -119,6 +120,10 @@ class LateInputsConfig:
                                             "controller (the driver's watchdog)")
     snapshot: InputBounds = spec(doc="the 20 Hz dynamics snapshot at the controller (its age "
                                      "counts from the joint sample it was computed from)")
+    own_pause_s: float = spec(0.015, gt=0.0, doc="a tick of the controller or of the tendon "
+                                                 "driver this long after its previous one is "
+                                                 "its own pause: inputs on time before it are "
+                                                 "aged from the tick after it [s]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,6 +131,7 @@ class SafetyConfig:
     """The whole ``safety.yaml``."""
 
     inputs: LateInputsConfig = spec(doc="how old each input may be: late, then stale")
+    stops: StopConfig = spec(StopConfig(), doc="the stop each fault calls: hold, descend or cut")
     recovery_hold_s: float = spec(ge=0.0, doc="a fault must be absent this long before "
                                               "control resumes [s]")
     resume_ramp_s: float = spec(gt=0.0, doc="on resuming, the goal starts at the hand's pose "

@@ -8,10 +8,10 @@ holds the two together.
 Severity: a *warning* is reported and control continues (the supervisor has a better state
 than going limp: hold the last good goal, drop a reordered message, go on with a late input up
 to its hold bound, clamp a command); a *fault*
-sends every tendon to the minimum tension until the condition has been absent for
-``recovery_hold_s``; a *latched* fault also waits for :meth:`Supervisor.acknowledge` (a broken
-tendon or a weak actuator does not mend itself, and re-tensioning it on a guess would make the
-arm cycle between pulling and going limp).
+calls its stop (:mod:`musculo_control.stopping`: hold, descend or cut) until the condition has
+been absent for ``recovery_hold_s``; a *latched* fault also waits for
+:meth:`Supervisor.acknowledge` (a broken tendon or a weak actuator does not mend itself, and
+re-tensioning it on a guess would make the arm cycle between pulling and going limp).
 """
 
 from __future__ import annotations
@@ -40,14 +40,16 @@ class Rule(NamedTuple):
     detection: str  # how fast, in terms of config values
     safe_state: str
     recovery: str
+    stop: str = ""  # a fault's default stop: hold, descend or cut (safety/stops.py)
+    stop_why: str = ""  # why that stop
 
 
-_MIN = "every tendon at minimum tension"
+_MIN = "its stop (column stop; safety.yaml `stops.rules`)"
 _HOLD = "after the condition has been absent for `recovery_hold_s`"
 _ACK = "latched: after `acknowledge()` (operator) and then `recovery_hold_s`"
 
 #: Every safety rule. Names are stable identifiers (reports, tests, diagnostics keys).
-RULES: tuple[Rule, ...] = (
+_RULES: tuple[Rule, ...] = (
     Rule("joint_state", FAULT, False, "potentiometer reader + supervisor",
          "a sample with a non-finite count, the wrong number of counts, a count at the ADC rail "
          "(out of range), an angle beyond the joint limits + `limit_margin_rad`, or counts "
@@ -210,6 +212,54 @@ RULES: tuple[Rule, ...] = (
          _MIN, "at the next good command, ramped up at `driver.rate_limit_n_s`"),
 )
 
+_INPUT_LOST = ("the controller lost an input, the arm is whole: the tensions in force balanced "
+               "it a tick ago and keep its posture while the input may come back; it descends "
+               "if it does not")
+_SENSOR_WRONG = ("a sensor reads wrong, so neither the controller's commands nor a long hold "
+                 "can be trusted; the arm is lowered under control")
+_UNBALANCED = ("the arm lost a force the other tensions were balanced against: holding them "
+               "swings it, cutting them drops it; lowering them under control does neither "
+               "at full speed")
+#: The stop each fault calls by default, and why (safety.yaml ``stops.rules`` may change it).
+_STOPS: dict[str, tuple[str, str]] = {
+    "joint_state": ("hold", _INPUT_LOST),
+    "joint_state_stale": ("hold", _INPUT_LOST),
+    "tendon_state": ("hold", _INPUT_LOST),
+    "tendon_state_stale": ("hold", _INPUT_LOST),
+    "snapshot_stale": ("hold", _INPUT_LOST),
+    "driver_silent": ("hold", "nothing the controller sends reaches the arm; it keeps "
+                              "sending the tensions in force, so that a driver that comes back "
+                              "finds the posture's tensions, not a fall"),
+    "consistency": ("descend", _SENSOR_WRONG),
+    "tendon_snapped": ("descend", _UNBALANCED),
+    "tendon_slack": ("descend", _UNBALANCED),
+    "tendon_runaway": ("cut", "a winch winding beyond the muscle's range: tension itself is "
+                              "the hazard"),
+    "actuator_tracking": ("descend", "an actuator does not deliver its command (latched): the "
+                                     "other tensions are balanced against a force that is not "
+                                     "there"),
+    "actuator_lagging": ("hold", "commands reached a module late: holding is what the modules "
+                                 "do meanwhile anyway"),
+    "actuator_watchdog": ("hold", "the modules' own watchdog took over; holding the tensions "
+                                  "in force lets the link come back to the posture's tensions"),
+    "controller": ("hold", "a failed solve is mostly one tick's; the last command still "
+                           "balances the arm"),
+    "command_invalid": ("cut", "a command that is not a number, or an error in the last check "
+                               "before the actuators: nothing computed can be trusted"),
+    "foreign_commander": ("cut", "someone else commands the tendons and, without sample ids, "
+                                 "the controller's commands cannot be told from theirs"),
+    "foreign_actuator_writer": ("cut", "a second writer reaches the actuators directly; the "
+                                       "mock arm applies nothing while it is there"),
+    "operator_stop": ("cut", "the operator stops the arm because of what the tendons do to "
+                             "something or someone: the tension goes at once"),
+    "command_watchdog": ("hold", "the controller's commands stopped (its process paused or "
+                                 "died): the driver holds, then descends, on its own clock; a "
+                                 "bad command or a clock fault of its own is a cut"),
+}
+RULES: tuple[Rule, ...] = tuple(
+    r._replace(stop=_STOPS[r.name][0], stop_why=_STOPS[r.name][1]) if r.name in _STOPS else r
+    for r in _RULES)
+
 RULE_NAMES: tuple[str, ...] = tuple(r.name for r in RULES)
 _BY_NAME = {r.name: r for r in RULES}
 
@@ -224,11 +274,22 @@ def rule(name: str) -> Rule:
 
 def rules_markdown() -> str:
     """The safety table as Markdown (doc/safety.md holds this text)."""
-    lines = ["| rule | severity | checked by | detected by | how fast | safe state | recovery |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| rule | severity | checked by | detected by | how fast | stop | safe state "
+             "| recovery |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in RULES:
         severity = "fault (latched)" if r.latched else r.severity
-        cells = [f"`{r.name}`", severity, r.where, r.detected_by, r.detection, r.safe_state,
-                 r.recovery]
+        cells = [f"`{r.name}`", severity, r.where, r.detected_by, r.detection, r.stop or "-",
+                 r.safe_state, r.recovery]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def stops_markdown() -> str:
+    """The stop of every fault rule and why, as Markdown (doc/safety.md holds this text)."""
+    category = {"hold": 2, "descend": 1, "cut": 0}
+    lines = ["| rule | stop | category | why |", "|---|---|---|---|"]
+    for r in RULES:
+        if r.stop:
+            lines.append(f"| `{r.name}` | {r.stop} | {category[r.stop]} | {r.stop_why} |")
     return "\n".join(lines) + "\n"

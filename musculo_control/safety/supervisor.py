@@ -4,11 +4,12 @@ each control tick around one controller, with a small state machine and a report
 States (as in upkie's spine: start-up, running, fault, and a guarded way back):
 
 - ``running``: the controller's command goes out, clamped to [min, max] tension;
-- ``fault``: a fault finding is active; every tendon at the minimum tension;
-- ``holding``: no fault for less than ``recovery_hold_s``; still minimum tension, so a
-  flickering condition cannot chatter the arm between pulling and limp;
+- ``fault``: a fault finding is active; the severest stop its rules call
+  (:mod:`musculo_control.safety.stops`: hold, descend or cut) unfolds from the tensions in force;
+- ``holding``: no fault for less than ``recovery_hold_s``; the stop goes on, so a flickering
+  condition cannot chatter the arm between control and its stop;
 - ``latched``: a latched fault's condition is gone but nobody has called
-  :meth:`Supervisor.acknowledge` yet; minimum tension.
+  :meth:`Supervisor.acknowledge` yet; its stop goes on.
 
 Warnings (a rejected goal, a dropped out-of-order message, a clamped command) are reported
 and change nothing else. The controller is ticked whenever its inputs are usable, also during a
@@ -51,7 +52,8 @@ from musculo_control.safety.operator_stop import OperatorStop
 from musculo_control.safety.resume import ResumeRamp
 from musculo_control.safety.rules import WARNING, Finding, rule
 from musculo_control.safety.tendon_monitor import TendonMonitor
-from musculo_control.streams import LATE, ON_TIME, STALE
+from musculo_control.stopping import Stop
+from musculo_control.streams import LATE, ON_TIME, STALE, OwnPause
 
 _log = logging.getLogger(__name__)
 FloatArray = npt.NDArray[np.float64]
@@ -68,9 +70,10 @@ _TENSION_SLACK_N = 1e-9
 
 def _graded(add: Any, rule_prefix: str, what: str, age_s: float, bounds: Any,
             late_note: str = "") -> bool:
-    """Grade a sample's age (doc/safety.md "Late inputs"): stale, a finding
-    ``<rule_prefix>_stale`` and False; late, a finding ``<rule_prefix>_late`` (with
-    ``late_note``) and True; on time, True."""
+    """Grade a sample's age (doc/safety.md "Late inputs"; the supervisor's own pause left out,
+    :class:`~musculo_control.streams.OwnPause`): stale, a finding ``<rule_prefix>_stale`` and
+    False; late, a finding ``<rule_prefix>_late`` (with ``late_note``) and True; on time,
+    True."""
     grade = bounds.grade(age_s)
     if grade == ON_TIME:
         return True
@@ -97,6 +100,8 @@ class SafetyReport(NamedTuple):
     faults: tuple[Finding, ...]  # fault findings active at this tick
     warnings: tuple[Finding, ...]
     latched: tuple[Finding, ...]  # latched faults waiting for acknowledge()
+    #: what the stop does at this tick: hold, descend or cut ('' while running)
+    stop: str = ""
 
     @property
     def ok(self) -> bool:
@@ -125,7 +130,8 @@ class SafetyReport(NamedTuple):
         parts = [f"{f.rule}: {f.message}" for f in (*self.faults, *self.warnings)]
         parts += [f"{f.rule} (latched, acknowledge to resume): {f.message}"
                   for f in self.latched if f not in self.faults]
-        return f"{self.state}" + (": " + "; ".join(parts) if parts else "")
+        head = f"{self.state} ({self.stop})" if self.stop else self.state
+        return head + (": " + "; ".join(parts) if parts else "")
 
 
 class SupervisedOutput(NamedTuple):
@@ -171,6 +177,10 @@ class Supervisor:
         self.transitions: deque[Transition] = deque(maxlen=config.log_length)
         #: the operator stop: survives reset(), only its own release clears it
         self.stop = OperatorStop()
+        #: the stop the faults call (hold, descend, cut), from the tensions in force
+        self.stopping = config.stops.sequence(self.tension_min_n)
+        #: the supervisor's own pauses (its ticks far apart): inputs that aged with it are not late
+        self.pause = OwnPause(config.inputs.own_pause_s)
         self.reset()
 
     def reset(self, stamp_s: float = 0.0, tension_n: npt.ArrayLike | None = None) -> None:
@@ -186,6 +196,11 @@ class Supervisor:
         #: control ticks at which each input was late (on with the newest sample), per rule
         self.late_ticks: dict[str, int] = {}
         self.monitor.reset(stamp_s, self.tension_min_n if tension_n is None else tension_n)
+        #: the tensions in force: the last command sent, or the standing stop's [N]
+        self._in_force = np.full(self.m, self.tension_min_n) if tension_n is None else \
+            np.maximum(np.asarray(tension_n, dtype=float), self.tension_min_n)
+        self.stopping.clear()
+        self.pause.reset()
         self.consistency.reset()
         self.goals.reset()
         self.transitions.clear()
@@ -260,11 +275,12 @@ class Supervisor:
             t = float(t_s) if isinstance(t_s, (int, float)) else math.nan
             self._last_fault_t = t if math.isfinite(t) else self._last_fault_t
             report = SafetyReport(t, FAULT_STATE, (finding,), (), tuple(self._latched.values()))
+            output, report = self._stopped(t, report, None)
             if self.state != FAULT_STATE:
                 self.transitions.append(Transition(t, self.state, FAULT_STATE, report.summary()))
                 self.state = FAULT_STATE
             self.report = report
-            return SupervisedOutput(self._safe(report, None), report)
+            return SupervisedOutput(output, report)
 
     def _paired_joints(self, joints: PotentiometerReading, tendons: TendonState,
                        recent: Sequence[PotentiometerReading]) -> PotentiometerReading | None:
@@ -292,6 +308,7 @@ class Supervisor:
         def add(f: Finding) -> None:
             (warnings if rule(f.rule).severity == WARNING else faults)[f.rule] = f
 
+        paused = self.pause.tick(t)
         for f in self._pending.values():
             add(f)
         self._pending.clear()
@@ -309,7 +326,7 @@ class Supervisor:
         tendons_ok = self._check_tendons(t, tendons, add)
         snapshot_ok = self._check_snapshot(t, snapshot, add)
         if driver_stamp_s is not None:
-            age = t - driver_stamp_s
+            age = self.pause.age_s(t, driver_stamp_s, cfg.inputs.driver_output)
             grade = cfg.inputs.driver_output.grade(age)
             if grade != ON_TIME:
                 limits = (f"late beyond {cfg.inputs.driver_output.late_s * 1e3:.1f} ms, "
@@ -353,7 +370,7 @@ class Supervisor:
                     for i in np.flatnonzero(snapped))))
         out: ControlOutput | None = None
         if joints_ok and snapshot_ok and goal_now is not None and joints is not None:
-            target, restart = self._resume_goal(t, goal_now, joints, not faults)
+            target, restart = self._resume_goal(t, goal_now, joints, not faults, paused)
             if restart:  # the arm was limp: what the controller kept (the integral) is of then
                 controller.reset()
             answer = controller.tick(snapshot, self._joint_angles(t, joints), joints.qd_rad_s,
@@ -374,21 +391,27 @@ class Supervisor:
         state = self._next_state(t, faults)
         report = SafetyReport(t, state, tuple(faults.values()), tuple(warnings.values()),
                               tuple(self._latched.values()))
-        if state != self.state:
-            self.transitions.append(Transition(t, self.state, state, report.summary()))
-            self.state = state
-        self.report = report
         if state == RUNNING and out is not None:
-            return SupervisedOutput(out, report)
-        return SupervisedOutput(self._safe(report, out), report)
+            self.stopping.clear()
+            self._in_force[:] = out.tension_n
+            sent = SupervisedOutput(out, report)
+        else:
+            sent = SupervisedOutput(*self._stopped(t, report, out))
+        if state != self.state:
+            self.transitions.append(Transition(t, self.state, state, sent.report.summary()))
+            self.state = state
+        self.report = sent.report
+        return sent
 
     def _resume_goal(self, t: float, goal: HandGoal, joints: PotentiometerReading,
-                     clear: bool) -> tuple[HandGoal, bool]:
-        """The goal for the controller: ramped from the hand while control resumes; and
-        whether control resumes at this tick."""
+                     clear: bool, paused: bool = False) -> tuple[HandGoal, bool]:
+        """The goal for the controller: ramped from the hand while control resumes, after a
+        stop or after the supervisor's own pause (the driver held, then lowered the arm
+        meanwhile: pulling it back to the goal at full gain would swing it); and whether
+        control resumes after a stop at this tick."""
         resuming = (self.state != RUNNING and clear and not self._latched
                     and t - self._last_fault_t >= self.config.recovery_hold_s)
-        if resuming:
+        if resuming or (paused and clear and self.state == RUNNING):
             hand = self._hand.hand_state(joints.q_rad, joints.qd_rad_s)
             self._ramp = ResumeRamp(t, self.config.resume_ramp_s, hand, goal)
         if self._ramp is None:
@@ -408,9 +431,23 @@ class Supervisor:
             return HOLDING
         return RUNNING
 
-    def _safe(self, report: SafetyReport, out: ControlOutput | None) -> ControlOutput:
-        return safe_output(self.robot, f"safety: {report.summary()}",
+    def _stopped(self, t: float, report: SafetyReport,
+                 out: ControlOutput | None) -> tuple[ControlOutput, SafetyReport]:
+        """The output of a stop at ``t`` [s] and the report that names it: the severest stop
+        the report's faults and latched faults call, from the tensions in force; with none
+        (the recovery hold) the standing stop goes on, or a hold begins."""
+        stops = self.config.stops
+        called = [stops.stop_of(f.rule) for f in (*report.faults, *report.latched)]
+        if called:
+            self.stopping.engage(t, max(called), self._in_force)
+        elif not self.stopping.active:
+            self.stopping.engage(t, Stop.HOLD, self._in_force)
+        phase = self.stopping.phase(t)
+        report = report._replace(stop=phase.label if phase is not None else "")
+        tension = self.stopping.tension(t, self._in_force)
+        safe = safe_output(self.robot, f"safety: {report.summary()}",
                            out.snapshot_age_s if out is not None else 0.0)
+        return dataclasses.replace(safe, tension_n=tension.copy()), report
 
     # -- the checks -------------------------------------------------------------------------------
     def _check_joints(self, t: float, joints: PotentiometerReading | None,
@@ -426,7 +463,7 @@ class Supervisor:
             add(Finding("joint_state", f"joint state of shape {np.shape(joints.q_rad)}, "
                                        f"expected ({n},)"))
             return False
-        if not _graded(add, "joint_state", "joint sample", t - joints.stamp_s,
+        if not _graded(add, "joint_state", "joint sample", self._age(t, joints.stamp_s, "joint"),
                        self.config.inputs.joint_state, ": extrapolated by its velocity"):
             return False
         if not finite(joints.q_rad, joints.qd_rad_s):
@@ -437,8 +474,10 @@ class Supervisor:
     def _joint_angles(self, t: float, joints: PotentiometerReading) -> FloatArray:
         """The joint angles for the controller at ``t`` [s]: the sample's, or, when it is
         late, extrapolated by its velocity over its age (at the arm's accelerations off by
-        less than the potentiometers' noise up to the hold bound; doc/safety.md)."""
-        age = t - joints.stamp_s
+        less than the potentiometers' noise up to the hold bound; doc/safety.md). After the
+        supervisor's own pause the age counts from the tick after it: the sample is the arm
+        before the pause, when nobody knows what it did since."""
+        age = self._age(t, joints.stamp_s, "joint")
         if age <= self.config.inputs.joint_state.late_s:
             return joints.q_rad
         return joints.q_rad + joints.qd_rad_s * age
@@ -454,8 +493,17 @@ class Supervisor:
             add(Finding("tendon_state", f"tendon state of shape {np.shape(tendons.length_m)}, "
                                         f"expected ({self.m},)"))
             return False
-        return _graded(add, "tendon_state", "tendon sample", t - tendons.stamp_s,
+        return _graded(add, "tendon_state", "tendon sample", self._age(t, tendons.stamp_s,
+                                                                        "tendon"),
                        self.config.inputs.tendon_state)
+
+    def _age(self, t: float, stamp_s: float, stream: str) -> float:
+        """The age of a ``stream`` ('joint', 'tendon', 'snapshot') sample at ``t``, the
+        supervisor's own pause left out."""
+        inputs = self.config.inputs
+        bounds = {"joint": inputs.joint_state, "tendon": inputs.tendon_state,
+                  "snapshot": inputs.snapshot}[stream]
+        return self.pause.age_s(t, stamp_s, bounds)
 
     def _check_snapshot(self, t: float, snapshot: DynamicsSnapshot | None, add: Any) -> bool:
         cfg = self.config
@@ -463,7 +511,7 @@ class Supervisor:
             add(Finding("snapshot_stale", "no dynamics snapshot yet"))
             return False
         bounds = cfg.inputs.snapshot
-        age = t - snapshot.stamp_s
+        age = self._age(t, snapshot.stamp_s, "snapshot")
         limits = f"late beyond {bounds.late_s * 1e3:.1f} ms, stale at {bounds.hold_s * 1e3:.1f} ms"
         grade = bounds.grade(age)
         if grade == STALE:
