@@ -96,8 +96,15 @@ def logs(graph: GraphProcesses, tail: int = 2000) -> str:
 
 
 def minimum_tension(tension_n: np.ndarray, f_min_n: float) -> bool:
-    """Every muscle at the minimum tension (the safe state)."""
+    """Every muscle at the minimum tension (a cut, or a descend's end)."""
     return bool(np.all(np.abs(np.asarray(tension_n) - f_min_n) < 1e-6))
+
+
+def stopping(commands: list[np.ndarray]) -> bool:
+    """Each command no higher than the one before, tendon by tendon: a stop (a hold keeps the
+    tensions, a descend lowers them, a cut is the minimum)."""
+    values = np.asarray(commands, dtype=float)
+    return len(values) > 0 and bool(np.all(np.diff(values, axis=0) <= 1e-6))
 
 
 def rate_by_stamps(stamps: list[float], t0: float, t1: float) -> tuple[float, float]:

@@ -25,6 +25,7 @@ from graph_harness import (
     rate_by_count,
     rate_by_stamps,
     running_graph,
+    stopping,
     wait_running,
 )
 
@@ -110,9 +111,8 @@ def test_a_goal_10_cm_away_is_reached_within_tolerance_in_5_s(parts, tmp_path):
     ("potentiometer_node", "joint_state_stale"),
     ("tendon_driver_node", "driver_silent"),
 ])
-def test_killing_a_node_ends_in_minimum_tension_within_100_ms_with_the_reason(
+def test_killing_a_node_ends_in_its_stop_within_100_ms_with_the_reason(
         parts, tmp_path, node, reason):
-    f_min = parts.robot.hill.f_min_n
     with running_graph(parts, tmp_path) as (graph, obs):
         wait_running(graph, obs)
         assert obs.wait_for(1.0, 60.0)
@@ -126,22 +126,21 @@ def test_killing_a_node_ends_in_minimum_tension_within_100_ms_with_the_reason(
                   "tendon_driver_node": obs.sent}[node]
         t_kill = obs.newest_stamp(output)
         commands = obs.snapshot(obs.commands)
-        safe = [s for s, f in zip(commands.stamp, commands.values)
-                if s >= t_kill and minimum_tension(f, f_min)]
         diag = next((d for d in obs.diagnostics_of("activation_qp_node")
                      if d.stamp >= t_kill and d.level >= 2 and reason in d.message), None)
-        assert safe and safe[0] - t_kill <= 0.1, (safe[:1], t_kill, logs(graph))
         assert diag is not None and diag.stamp - t_kill <= 0.1, (diag, obs.diagnostics[-5:])
+        # an input lost: a hold (safety.yaml stops.rules), the arm keeps its posture
+        assert "(hold)" in diag.message, diag.message
         if node == "tendon_driver_node":
-            # nobody forwards the QP's minimum tension now: the actuator modules' own watchdog
+            # nobody forwards the QP's commands now: the actuator modules' own watchdog
             # (the mock arm's node runs on the wall clock and stamps its reports so: asked only
             # to report it; when, the mock arm's own tests judge)
             mock = first_diagnostic(obs, diag.t, "mock_hardware_node", 2, ("watchdog",))
             assert mock is not None, obs.diagnostics[-5:]
-        # and it stays safe once the controller names the reason (before that, a sample late on
-        # a loaded computer may have sent minimum tension for a tick and recovered: by design)
+        # and it stays stopped once the controller names the reason (before that, a sample
+        # late on a loaded computer may have stopped for a tick and recovered: by design)
         later = [f for s, f in zip(commands.stamp, commands.values) if s >= diag.stamp]
-        assert later and all(minimum_tension(f, f_min) for f in later)
+        assert stopping(later), later[:3]
 
 
 def test_bad_goals_are_refused_and_the_arm_keeps_its_goal(parts, tmp_path):
@@ -255,6 +254,7 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
         assert fault is not None and round(fault.t - inject_at, 6) <= 0.1, \
             (fault, obs.diagnostics[-10:])
         commands = obs.snapshot(obs.commands)
+        # the winch of the snapped tendon runs away: tendon_runaway's cut (latched)
         safe = first_after(commands, inject_at, lambda f: minimum_tension(f, f_min))
         assert safe is not None and round(safe - inject_at, 6) <= 0.1, (safe, fault)
         # the tendon is mended, but the fault stays latched: minimum tension until acknowledged

@@ -93,7 +93,7 @@ def run_faults(args: argparse.Namespace) -> int:
     within = [r for r in results if r.meets_target]
     missed = [r for r in results if not r.meets_target]
     verdict = (f"{len(within)}/{len(results)} faults reported within "
-               f"{cfg.detection_target_ms:.0f} ms and at minimum tension within their bound "
+               f"{cfg.detection_target_ms:.0f} ms and stopped within their bound "
                f"(warnings never), with every command inside "
                f"[min, {results[0].limit_N if results else 0:.0f} N] and no NaN; "
                f"{sum(r.recovered for r in results)}/{len(results)} recovered; fault-free run: "
@@ -103,7 +103,7 @@ def run_faults(args: argparse.Namespace) -> int:
         after = "-" if r.detection_time_ms is None else f"{r.detection_time_ms:.1f}"
         safe = "-" if r.safe_state_ms is None else f"{r.safe_state_ms:.1f}"
         print(f"  {r.name}: detected={r.detected} after {after} ms "
-              f"({r.rule or 'no rule'}), minimum tension after {safe} ms (bound "
+              f"({r.rule or 'no rule'}), stop after {safe} ms (bound "
               f"{r.safe_target_ms}), max command {r.max_command_N:.1f} N, NaN {r.any_nan}")
     doc = {"faults": [r.as_dict() for r in results],
            "target": {"detection_time_ms": cfg.detection_target_ms,

@@ -19,6 +19,8 @@ Per fault:
 - ``max_command_N``: the largest tension commanded, by the supervisor's output and by the
   tendon driver to the actuators, over the whole run;
 - ``any_nan``: a non-finite value in any of those commands;
+- ``hand_speed_max_m_s``, ``hand_drop_m``: what the fault and its stop did to the hand, from
+  the onset to the end of the run: its largest speed and how far it fell below where it was;
 - ``recovered``: after the fault ended (and was acknowledged, if latched) the loop is back in
   normal control and stays there, and the hand ends within ``recovery_tolerance_m`` of where
   the fault-free run's hand ends.
@@ -112,8 +114,10 @@ class FaultResult:
     safe_ticks: int  # control ticks at minimum tension
     limit_N: float  # the actuator's limit
     target_ms: float  # detection target (reliability.yaml faults.detection_target_ms)
-    safe_state_ms: float | None = None  # onset -> first tick at minimum tension
+    safe_state_ms: float | None = None  # onset -> first tick of the stop
     safe_target_ms: float | None = None  # ... at the latest; None: never (a warning only)
+    hand_speed_max_m_s: float = 0.0  # the hand's largest speed from the onset on
+    hand_drop_m: float = 0.0  # how far the hand fell below its height at the onset
 
     def as_dict(self) -> dict[str, Any]:
         def num(v: float | None, digits: int) -> float | None:
@@ -132,6 +136,8 @@ class FaultResult:
             "safe_ticks": self.safe_ticks, "limit_N": round(self.limit_N, 3),
             "safe_state_ms": num(self.safe_state_ms, 2),
             "safe_target_ms": num(self.safe_target_ms, 2),
+            "hand_speed_max_m_s": round(self.hand_speed_max_m_s, 3),
+            "hand_drop_m": round(self.hand_drop_m, 4),
         }
 
     @property
@@ -339,6 +345,7 @@ def evaluate(name: str, cfg: FaultMatrixConfig, trace: _Trace, extra: dict[str, 
     err_base = np.linalg.norm(base[n - 1] - baseline.goal[n - 1])
     final_excess = float(err - err_base)
     recovered = back is not None and final_excess <= cfg.recovery_tolerance_m
+    speed, drop = hand_after(t, hand, onset)
     command_max = max(trace.command_max, extra["sent_max_n"])
     any_nan = trace.nonfinite > 0 or extra["sent_nonfinite"] > 0
     return FaultResult(
@@ -354,7 +361,19 @@ def evaluate(name: str, cfg: FaultMatrixConfig, trace: _Trace, extra: dict[str, 
         safe_ticks=int(np.count_nonzero(~ok)), limit_N=extra["limit_N"],
         target_ms=cfg.detection_target_ms,
         safe_state_ms=None if safe_t is None else (safe_t - onset) * 1e3,
-        safe_target_ms=safe_target_ms(kind, cfg, extra["safe_bounds"]))
+        safe_target_ms=safe_target_ms(kind, cfg, extra["safe_bounds"]),
+        hand_speed_max_m_s=speed, hand_drop_m=drop)
+
+
+def hand_after(t: FloatArray, hand: FloatArray, onset: float) -> tuple[float, float]:
+    """The hand's largest speed [m/s] and its largest fall below its height at ``onset`` [m],
+    from the onset on (per control tick)."""
+    i0 = int(np.searchsorted(t, onset))
+    if i0 >= len(t) - 1:
+        return 0.0, 0.0
+    path = hand[i0:]
+    speed = np.linalg.norm(np.diff(path, axis=0), axis=1) / np.diff(t[i0:])
+    return float(speed.max()), float(max(path[0, 2] - path[:, 2].min(), 0.0))
 
 
 def run_matrix(setup: Setup, cfg: FaultMatrixConfig,
@@ -391,9 +410,10 @@ def run_matrix(setup: Setup, cfg: FaultMatrixConfig,
 def matrix_markdown(results: list[FaultResult]) -> str:
     """The fault matrix as a Markdown table."""
     lines = ["| fault | detected by | detection [ms] | from injection [ms] "
-             "| minimum tension after [ms] (bound) | max command [N] "
-             "| NaN | recovered | recovery [ms] | max hand deviation [cm] |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| stop after [ms] (bound) | max command [N] "
+             "| NaN | recovered | recovery [ms] | max hand deviation [cm] "
+             "| hand: max speed [m/s], drop [cm] |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         def ms(v: float | None) -> str:
             return "-" if v is None else f"{v:.1f}"
@@ -407,7 +427,8 @@ def matrix_markdown(results: list[FaultResult]) -> str:
                      f"{ms(r.detection_time_ms)} | {ms(r.injection_to_detection_ms)} | {safe} | "
                      f"{r.max_command_N:.1f} | {'yes' if r.any_nan else 'no'} | "
                      f"{'yes' if r.recovered else '**no**'} | {ms(r.recovery_time_ms)} | "
-                     f"{100 * r.max_deviation_m:.1f} |")
+                     f"{100 * r.max_deviation_m:.1f} | "
+                     f"{r.hand_speed_max_m_s:.2f}, {100 * r.hand_drop_m:.1f} |")
     return "\n".join(lines) + "\n"
 
 

@@ -61,6 +61,7 @@ from musculo_control.sim.fault_matrix import (
     FaultMatrixConfig,
     FaultResult,
     fault_duration,
+    hand_after,
     safe_bounds,
     safe_target_ms,
 )
@@ -332,7 +333,13 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
     # matrix counts both too)
     driver_safe = next((t for t, v in driver if np.all(np.abs(np.asarray(v) - f_min_n) < 1e-6)),
                        None)
-    safe_t = min((t for t in (safe[0] if safe else None, driver_safe) if t is not None),
+    # or a stop that keeps tensions (a hold, a descend): the first ERROR the controller or the
+    # driver reports after the onset (each node publishes a change of status at once)
+    stop_t = next((max(d.stamp, onset) for d in rec["diagnostics"]
+                   if d.stamp >= onset and d.level >= 2 and d.name.removeprefix(
+                       "musculo_control: ") in ("activation_qp_node", "tendon_driver_node")),
+                  None)
+    safe_t = min((t for t in (safe[0] if safe else None, driver_safe, stop_t) if t is not None),
                  default=None)
     command_max = float(np.nanmax(sent)) if sent.size else 0.0
     any_nan = bool(sent.size and not np.isfinite(sent).all())
@@ -360,6 +367,7 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
     final_excess = float(np.linalg.norm(hand[-1] - run["end"])
                          - np.linalg.norm(base_hand[-1] - base["end"]))
     recovered = back is not None and final_excess <= cfg.recovery_tolerance_m
+    speed, drop = hand_after(hand_t, hand, onset - run["t0"])
     return FaultResult(
         name=name, detected=detect_t is not None,
         detection_time_ms=None if detect_t is None else (detect_t - onset) * 1e3,
@@ -372,7 +380,8 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
         alarms_before_injection=len(before), safe_ticks=len(safe), limit_N=limit_n,
         target_ms=cfg.detection_target_ms,
         safe_state_ms=None if safe_t is None else (safe_t - onset) * 1e3,
-        safe_target_ms=safe_target_ms(kind, cfg, bounds))
+        safe_target_ms=safe_target_ms(kind, cfg, bounds),
+        hand_speed_max_m_s=speed, hand_drop_m=drop)
 
 
 def _hand(run: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
