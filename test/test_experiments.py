@@ -135,3 +135,17 @@ def test_the_mock_arm_seed_reaches_the_mock_and_run_yaml(tmp_path, how):
     assert set(drawn["potentiometer_offset_error_counts"]) == set(seed0.robot.arm.joint_names)
     assert {"git_commit", "python", "packages"} <= set(info["provenance"])
     assert info["provenance"]["packages"]["numpy"] != "not installed"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(12))
+def test_a_model_three_times_as_wrong_trips_no_safety_rule(seed):
+    """Model error x3 (link masses 30 %, via-points 3 mm) makes a wrong model, not a broken arm:
+    no safety rule stops the arm at start-up or later (the consistency rule above all), on
+    the robustness study's seeds 0-5 and six more, in the push and the nullspace drift."""
+    x3 = ["mock_arm.model_error.link_mass_error_percent=30.0",
+          "mock_arm.model_error.via_point_error_mm=3.0", f"mock_arm.seed={seed}"]
+    setup = load_setup(default_config_dir(), Overrides.parse(
+        [*SHORT_DISTURBANCE, *x3, "experiments.nullspace.duration_s=2.0"]))
+    for run in (run_disturbance(setup, "osc"), run_nullspace(setup, "osc")):
+        assert run.metrics["unsafe_ticks"] == 0, (seed, run.metrics)

@@ -4,7 +4,8 @@ muscle states out (``tendon_driver_node``'s logic).
 A shell of stamp order and health around :class:`~musculo_control.hardware.tendon_driver.
 TendonDriver`, which is the last line of defence: it clamps every command to the actuators'
 envelope, limits its rate, holds the last command while commands or tendon states are late
-(a warning), and sends minimum tension when they stop, or when a command is bad.
+(a warning), and stops the arm (safety.yaml ``stops``) when they stop, or when a command is
+bad.
 
 It also obeys only the controller it serves and the operator: with a :class:`~musculo_control.
 safety.authority.WriterWatch` on ``muscle_commands`` (the node gives it the graph's
@@ -30,6 +31,8 @@ STATE_IN_TOPIC = topics.TENDON_STATES
 COMMAND_IN_TOPIC = topics.MUSCLE_COMMANDS
 COMMAND_OUT_TOPIC = topics.TENDON_COMMANDS
 STATE_OUT_TOPIC = topics.MUSCLE_STATES
+#: How the driver's status begins while it stops the arm ("stop (hold): ...").
+STOP_WORD = "stop"
 
 
 class TendonStage:
@@ -53,9 +56,9 @@ class TendonStage:
         self.ticks = 0  # outputs sent
         self.limited_ticks = 0  # outputs with a clamped or rate-limited tendon
         self.clamped_ticks = 0  # outputs with a command outside the envelope, clamped
-        self.fault_ticks = 0  # outputs at minimum tension for a fault
+        self.fault_ticks = 0  # outputs of a stop for a fault
         self.foreign_refused = 0  # muscle_commands samples not used: a foreign writer is there
-        self.stop_ticks = 0  # outputs at minimum tension for the operator stop
+        self.stop_ticks = 0  # outputs stopped for the operator stop
         self.late_ticks = 0  # outputs holding the last command while an input was late
         self.sent_max_n = 0.0  # largest tension sent [N]
         self.last: DriverOutput | None = None
@@ -120,7 +123,9 @@ class TendonStage:
         self.ticks += 1
         if out.faults:
             self.fault_ticks += 1
-            self.health.set(ERROR, "minimum tension: " + "; ".join(out.faults), now_s)
+            phase = self.driver.stopping.phase(now_s)
+            self.health.set(ERROR, f"{STOP_WORD} ({phase.label if phase else 'cut'}): "
+                            + "; ".join(out.faults), now_s)
         else:
             self.limited_ticks += int(any_true(out.limited))
             self.clamped_ticks += int(any_true(out.clamped))
@@ -139,11 +144,11 @@ class TendonStage:
 
     def values(self) -> dict[str, str]:
         return {"output ticks": str(self.ticks),
-                "ticks at minimum tension for a fault": str(self.fault_ticks),
+                "ticks stopped for a fault": str(self.fault_ticks),
                 "ticks holding the last command (an input late)": str(self.late_ticks),
                 "ticks with a clamped or rate-limited tendon": str(self.limited_ticks),
                 "ticks with a clamped tendon": str(self.clamped_ticks),
-                "ticks at minimum tension for the operator stop": str(self.stop_ticks),
+                "ticks stopped for the operator stop": str(self.stop_ticks),
                 "muscle_commands samples refused (foreign writer)": str(self.foreign_refused),
                 "largest tension sent [N]": f"{self.sent_max_n:.1f}",
                 **self.health.values()}

@@ -48,6 +48,7 @@ from musculo_control import messages as cv
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.loop.build import LoopParts
 from musculo_control.loop.state_record import STATE_CODES
+from musculo_control.loop.tendon_stage import STOP_WORD
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
 from musculo_control.nodes.node_config import (
@@ -333,12 +334,11 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
     # matrix counts both too)
     driver_safe = next((t for t, v in driver if np.all(np.abs(np.asarray(v) - f_min_n) < 1e-6)),
                        None)
-    # or a stop that keeps tensions (a hold, a descend): the first ERROR the controller or the
-    # driver reports after the onset (each node publishes a change of status at once)
+    # or a stop that keeps tensions (a hold, a descend): the first status of the controller
+    # that is not running, or of the driver that says it stops, after the onset (each node
+    # publishes a change of status at once)
     stop_t = next((max(d.stamp, onset) for d in rec["diagnostics"]
-                   if d.stamp >= onset and d.level >= 2 and d.name.removeprefix(
-                       "musculo_control: ") in ("activation_qp_node", "tendon_driver_node")),
-                  None)
+                   if d.stamp >= onset and d.level >= 2 and _stopping(d)), None)
     safe_t = min((t for t in (safe[0] if safe else None, driver_safe, stop_t) if t is not None),
                  default=None)
     command_max = float(np.nanmax(sent)) if sent.size else 0.0
@@ -382,6 +382,15 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
         safe_state_ms=None if safe_t is None else (safe_t - onset) * 1e3,
         safe_target_ms=safe_target_ms(kind, cfg, bounds),
         hand_speed_max_m_s=speed, hand_drop_m=drop)
+
+
+def _stopping(status: Any) -> bool:
+    """Whether a /diagnostics status says its node stops the arm: the controller's supervisor
+    not running, or the tendon driver in a stop of its own."""
+    node = status.name.removeprefix("musculo_control: ")
+    if node == "activation_qp_node":
+        return not status.message.startswith("running")
+    return node == "tendon_driver_node" and status.message.startswith(STOP_WORD + " (")
 
 
 def _hand(run: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
