@@ -827,6 +827,32 @@ def test_control_resumes_from_the_hand_not_with_a_jump(robot, safety_cfg, ctrl_c
     assert ctrl.resets == [1], ctrl.resets
 
 
+def test_a_resume_from_far_away_takes_the_hand_back_no_faster_than_the_resume_speed(
+        robot, safety_cfg, ctrl_cfg, drivers, home):
+    """An arm a stop lowered far below its goal comes back along a ramp whose goal moves at
+    most resume_speed_m_s, not within resume_ramp_s whatever the distance."""
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    tick(sup, world, ctrl, TICK, goal)
+    tick(sup, world, ctrl, 2 * TICK, goal, snapshot=None)  # a fault
+    hung = snap.q_rad + np.array([1.2, 0.0, 0.0, 1.5, 0.0, 0.0, 0.0])  # lowered far
+    lengths = robot.geometry.lengths_at(hung)
+    hand, _ = robot.arm.hand_pose(hung)
+    far = float(np.linalg.norm(hand - goal.position_m))
+    assert far > 1.875 * safety_cfg.resume_speed_m_s * safety_cfg.resume_ramp_s  # not vacuous
+    t = 2 * TICK + safety_cfg.recovery_hold_s + TICK
+    speeds = []
+    while t < 2 * TICK + 1.875 * far / safety_cfg.resume_speed_m_s + 0.5:
+        out, report = tick(sup, world, ctrl, t, goal, joints=world.joints(t - 0.001, hung),
+                           tendons=world.tendons(t - 0.001, lengths=lengths))
+        assert out.ok, report.summary()
+        speeds.append(float(np.linalg.norm(ctrl.goals[-1].velocity_m_s)))
+        t += TICK
+    assert max(speeds) <= 1.001 * safety_cfg.resume_speed_m_s
+    assert max(speeds) > 0.95 * safety_cfg.resume_speed_m_s and speeds[-1] == 0.0
+
+
 def test_the_supervisors_own_pause_is_no_fault_and_control_resumes_from_the_hand(
         robot, safety_cfg, ctrl_cfg, drivers, home):
     """Frozen for 250 ms (its process stopped), the supervisor's first tick after the pause

@@ -92,6 +92,7 @@ from musculo_control.serialized import (
     SerializedPointWriter,
     SerializedRecordWriter,
 )
+from musculo_control.streams import OwnPause
 
 GOAL_TOPIC = "hand_goal"
 GOAL_TRAJECTORY_TOPIC = "hand_goal/trajectory"
@@ -132,7 +133,7 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         leads = lockstep_leads(parts)
         self._joints_in = self.joint_states_in(JOINTS_TOPIC, robot.arm.joint_names, "joint name",
                                                required=("position", "velocity"), finite=True,
-                                               lead_s=leads[JOINT_STATES])
+                                               lead_s=leads[JOINT_STATES], stamped=True)
         self._muscles_in = self.joint_states_in(TENDONS_TOPIC, muscles, "muscle name",
                                                 required=("position", "velocity", "effort"),
                                                 finite=True, depth=p.tendon_queue,
@@ -157,6 +158,8 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         self._sent_writers = GraphWriters(self, SENT_TOPIC)
         self.create_service(Trigger, "controller/acknowledge", self._on_acknowledge)
         self._goal_shown: HandGoal | None = None
+        self._pause = OwnPause(parts.safety.inputs.own_pause_s)
+        self._joint_bounds = parts.safety.inputs.joint_state
         # timing and health
         rate = parts.controller.loop.control_rate_hz
         self._gc = GcPauses()
@@ -176,6 +179,12 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         for stop in self._stop_in.take_all():
             step.operator_stop(bool(stop.data), now_s, f"operator stop on {STOP_TOPIC}")
         self.await_lockstep(now_s)
+        if self._pause.tick(now_s):
+            # its own pause: the joint sample it holds shows the arm before it, which the driver
+            # held or lowered meanwhile; wait a little for one taken since (the supervisor ages
+            # the inputs from this tick, and ramps the goal from the hand it is given)
+            bound = self._joint_bounds.late_s
+            self._joints_in.sub.await_stamp(now_s - bound, bound)
         arrays = self._joints_in.take_newest()
         if arrays is not None:
             if isinstance(arrays, str):

@@ -1,9 +1,15 @@
-"""How far a graph's discovery reaches: the mock graph stays on this machine.
+"""How far a graph's discovery reaches, and how its processes talk.
 
-The distribution's own setting (no middleware XML): ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``
-from Iron on, ``ROS_LOCALHOST_ONLY=1`` on Humble and older (which Jazzy deprecates). A caller
-that set either variable itself keeps its choice (a lab network, RViz on another computer). The
-robot's graph is left as the caller's environment says (doc/ros.md "Discovery").
+The mock graph stays on this machine, by the distribution's own setting (no middleware XML):
+``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` from Iron on, ``ROS_LOCALHOST_ONLY=1`` on Humble and
+older (which Jazzy deprecates). A caller that set either variable itself keeps its choice (a
+lab network, RViz on another computer). The robot's graph is left as the caller's environment
+says (doc/ros.md "Discovery").
+
+Every graph's processes talk over UDP, not Fast DDS's shared memory (:func:`graph_transport`):
+a process that pauses for more than about a second (its own stall, a debugger, SIGSTOP) finds
+its shared-memory ports given up by the writers' health check when it resumes, and receives
+nothing more, so a controller whose process paused could never take the arm back.
 """
 
 from __future__ import annotations
@@ -25,3 +31,15 @@ def localhost_discovery(environ: Mapping[str, str]) -> dict[str, str]:
     if environ.get("ROS_DISTRO", "").strip().lower() in _LOCALHOST_ONLY_DISTROS:
         return {LOCALHOST_ONLY: "1"}
     return {RANGE: "LOCALHOST"}
+
+
+#: Fast DDS's choice of built-in transports (from Fast DDS 2.13; older ones ignore it).
+TRANSPORTS = "FASTDDS_BUILTIN_TRANSPORTS"
+
+
+def graph_transport(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables to add to ``environ`` so that the graph's processes talk over UDP only
+    (see the module docstring); none when ``environ`` chose the transports already."""
+    if TRANSPORTS in environ:
+        return {}
+    return {TRANSPORTS: "UDPv4"}

@@ -220,15 +220,18 @@ class StageNode(Node, Generic[P]):
 
     def joint_states_in(self, topic: str, names: Sequence[str], what: str, *,
                         required: Sequence[str] = ("position",), finite: bool = False,
-                        depth: int = 1, lead_s: float | None = None) -> JointStateInput:
+                        depth: int = 1, lead_s: float | None = None,
+                        stamped: bool = False) -> JointStateInput:
         """A polled ``JointState`` input taken as bytes and read in ``names``' order
         (:class:`~musculo_control.nodes.polled.JointStateInput`; ``what``: what a name is, for
-        refusals); with ``lead_s``, awaited as :meth:`subscribe_awaited` says."""
+        refusals); with ``lead_s``, awaited as :meth:`subscribe_awaited` says; ``stamped``: its
+        stamps read as it is taken, so that the node may wait for a fresh one
+        (:meth:`~musculo_control.nodes.polled.PolledSubscription.await_stamp`) itself."""
         reader = SerializedJointStateReader(MSGS, cv.NameOrder(topic, names, what), required,
                                             finite)
         awaited = lead_s is not None and self._lockstep_wait_s is not None
         sub = self.inputs.subscribe(JointState, topic, depth, raw=True,
-                                    stamp_of=reader.stamp_s if awaited else None)
+                                    stamp_of=reader.stamp_s if awaited or stamped else None)
         if awaited:
             self._awaited.append((sub, float(lead_s)))  # type: ignore[arg-type]
         return JointStateInput(sub, reader)

@@ -137,6 +137,11 @@ class SafetyConfig:
     resume_ramp_s: float = spec(gt=0.0, doc="on resuming, the goal starts at the hand's pose "
                                             "and velocity and joins the real goal over this "
                                             "[s]")
+    resume_speed_m_s: float = spec(0.25, gt=0.0, doc="a resume from far away lasts longer "
+                                                     "than resume_ramp_s, so that its goal "
+                                                     "moves at most this fast (an arm lowered "
+                                                     "by a stop is taken back up, not yanked) "
+                                                     "[m/s]")
     saturation_timeout_s: float = spec(gt=0.0, doc="a tension above the limit longer: "
                                                    "warning saturation_persistent [s]")
     tendons: TendonMonitorConfig = spec(doc="per-tendon checks")

@@ -413,7 +413,10 @@ class Supervisor:
                     and t - self._last_fault_t >= self.config.recovery_hold_s)
         if resuming or (paused and clear and self.state == RUNNING):
             hand = self._hand.hand_state(joints.q_rad, joints.qd_rad_s)
-            self._ramp = ResumeRamp(t, self.config.resume_ramp_s, hand, goal)
+            # the quintic's peak speed is 15/8 of distance over duration
+            far = float(np.linalg.norm(hand.position_m - goal.position_m))
+            duration = max(self.config.resume_ramp_s, 1.875 * far / self.config.resume_speed_m_s)
+            self._ramp = ResumeRamp(t, duration, hand, goal)
         if self._ramp is None:
             return goal, resuming
         if not self._ramp.active(t):

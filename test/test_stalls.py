@@ -1,0 +1,91 @@
+"""A pause of the computer never drops the arm: the controller's process frozen (SIGSTOP, then
+SIGCONT) at wall clock, in the layout a lab runs (``musculo graph``, ``ros2 launch``: the tendon
+driver and the potentiometer node in a process of their own, the real-time profile).
+
+Short freezes (50, 100, 250 ms) are what a loaded lab computer does now and then: the tendon
+driver holds the last command, the arm keeps its posture, and the controller takes over again
+without a fault. Long ones (1 s, 3 s) are a controller that stopped: the driver holds, then
+lowers the arm (safety.yaml ``stops``), and control resumes from where the hand is. A frozen
+driver leaves the arm to the actuator modules' own watchdog.
+"""
+
+from __future__ import annotations
+
+import pytest
+from graph_harness import first_diagnostic, logs, running_graph, wait_running
+
+from musculo_control.loop.build import load_parts
+from musculo_control.paths import default_config_dir
+from musculo_control.testing.stalls import freeze, freezes_markdown
+
+#: Short freezes of the controller's process [s]: an ordinary pause of a lab computer.
+SHORT_S = (0.05, 0.10, 0.25)
+#: Long ones [s]: the controller stopped for a while.
+LONG_S = (1.0, 3.0)
+#: The hand may move this much during a short freeze [m].
+SHORT_MOVE_M = 0.01
+
+
+@pytest.fixture(scope="module")
+def parts():
+    return load_parts(default_config_dir())
+
+
+def _running(obs) -> bool:
+    qp = obs.diagnostics_of("activation_qp_node")
+    return bool(qp) and qp[-1].message.startswith("running")
+
+
+def test_the_graphs_processes_talk_over_udp_unless_the_caller_chose():
+    """Fast DDS gives up a shared-memory port whose reader paused for about a second: a
+    controller frozen for 3 s then received nothing more (joint samples 7 s old four seconds
+    after it resumed), where over UDP it took the arm back at once."""
+    from musculo_control.nodes.discovery import TRANSPORTS, graph_transport
+
+    assert graph_transport({}) == {TRANSPORTS: "UDPv4"}
+    assert graph_transport({TRANSPORTS: "SHM"}) == {}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_freezing_the_controllers_process_never_drops_the_arm(parts, tmp_path):
+    f_min = parts.robot.hill.f_min_n
+    stops = parts.safety.stops
+    with running_graph(parts, tmp_path, sim=False, one_process=True, realtime=True,
+                       fast_streams=False) as (graph, obs):
+        wait_running(graph, obs)
+        assert graph.process_of["activation_qp_node"] != graph.process_of["tendon_driver_node"]
+        assert obs.wait_until(lambda: _running(obs), 60.0), logs(graph)
+        assert obs.wait_for(2.0, 60.0)
+        short = [freeze(graph, obs, "activation_qp_node", s, f_min, settle_s=2.0)
+                 for s in SHORT_S]
+        long = [freeze(graph, obs, "activation_qp_node", s, f_min,
+                       settle_s=parts.safety.resume_ramp_s + 3.0) for s in LONG_S]
+        text = logs(graph, 4000)
+    table = freezes_markdown(short + long)
+    for r in short:
+        assert r.hand_moved_m < SHORT_MOVE_M, (table, text)
+        assert r.minimum_tension_outputs == 0 and not r.latched and r.resumed, (table, text)
+    for r in long:
+        # the driver held, and for longer than its hold it lowered the arm
+        assert "hold" in r.driver_stops, (table, text)
+        if r.freeze_s > stops.hold_s + 0.1:
+            assert "descend" in r.driver_stops, (table, text)
+        assert not r.latched and r.resumed, (table, text)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_freezing_the_drivers_process_leaves_the_arm_to_the_modules_watchdog(parts, tmp_path):
+    f_min = parts.robot.hill.f_min_n
+    with running_graph(parts, tmp_path, sim=False, one_process=True, realtime=True,
+                       fast_streams=False) as (graph, obs):
+        wait_running(graph, obs)
+        assert obs.wait_until(lambda: _running(obs), 60.0), logs(graph)
+        assert obs.wait_for(1.0, 60.0)
+        t0 = obs.now_s()
+        result = freeze(graph, obs, "tendon_driver_node", 0.5, f_min, settle_s=3.0)
+        watchdog = first_diagnostic(obs, t0, "mock_hardware_node", 2, ("watchdog",))
+        text = logs(graph, 4000)
+    assert watchdog is not None, (freezes_markdown([result]), text)
+    assert not result.latched and result.resumed, (freezes_markdown([result]), text)
