@@ -11,12 +11,13 @@ its drop and largest speed, the tendon driver's outputs with every tendon at min
 the stops the driver and the controller said they made, latched faults, and whether control
 resumed. ``--trials N`` repeats the whole on N fresh graphs.
 
-    python benchmarks/bench_stalls.py [--config DIR] [--freezes 0.05,0.1,0.25,1,3]
+    python benchmarks/bench_stalls.py [--config DIR] [--freezes 0.05,0.1,0.25,1,3] [--watch S]
                                       [--driver-freeze S] [--realtime] [--busy-loops N]
                                       [--trials N] [--out DIR] [--page PAGE]
 
-``--page PAGE`` writes the table, with the date, the command and the commit, into the page's
-``stalls`` block (doc/safety.md has one), checked before the run.
+``--watch S`` first watches the arm for S seconds with nothing frozen (a row ``-``: what the
+load alone does). ``--page PAGE`` writes the table, with the date, the command and the commit,
+into the page's ``stalls`` block (doc/safety.md has one), checked before the run.
 """
 
 from __future__ import annotations
@@ -33,13 +34,15 @@ from musculo_control.loop.build import load_parts
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.paths import default_config_dir
 from musculo_control.testing.machine_load import busy_loops
-from musculo_control.testing.stalls import FreezeResult, freeze, freezes_markdown
+from musculo_control.testing.stalls import FreezeResult, freeze, freezes_markdown, watch
 
 #: The page block this benchmark writes, and the writer its markers name.
 _BLOCK, _WRITER = "stalls", "python benchmarks/bench_stalls.py --page"
 
 
 def _seconds(text: str) -> list[float]:
+    if text.strip().lower() == "none":
+        return []
     try:
         values = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -59,7 +62,7 @@ def _trial(parts: Any, args: argparse.Namespace) -> list[FreezeResult]:
                            goal_mode="none")
     domain = private_domain_id()
     settle = parts.safety.resume_ramp_s + 2.0
-    seconds = sum(args.freezes) + len(args.freezes) * settle + 300.0
+    seconds = args.watch + sum(args.freezes) + len(args.freezes) * settle + 300.0
     with busy_loops(args.busy_loops, seconds), \
             tempfile.TemporaryDirectory(prefix="bench_stalls_") as workdir, \
             GraphProcesses(options, Path(workdir), domain_id=domain) as graph, \
@@ -74,6 +77,9 @@ def _trial(parts: Any, args: argparse.Namespace) -> list[FreezeResult]:
             raise SystemExit(1)
         obs.wait_for(2.0, 60.0)
         results = []
+        if args.watch > 0.0:
+            print(f"  watching the arm for {args.watch:g} s ...", flush=True)
+            results.append(watch(obs, args.watch, f_min))
         for seconds_frozen in args.freezes:
             print(f"  freezing control_process for {1e3 * seconds_frozen:.0f} ms ...",
                   flush=True)
@@ -91,9 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", type=Path, default=default_config_dir())
     p.add_argument("--freezes", type=_seconds, default=[0.05, 0.1, 0.25, 1.0, 3.0],
-                   help="how long to freeze the controller's process, one after the other [s]")
+                   help="how long to freeze the controller's process, one after the other [s]; "
+                        "'none': no freeze")
     p.add_argument("--driver-freeze", type=float, default=0.5,
                    help="then freeze the drivers' process this long [s] (0: not)")
+    p.add_argument("--watch", type=float, default=0.0,
+                   help="first watch the arm this long without freezing anything [s]")
     p.add_argument("--realtime", action="store_true", help="the config's real-time profile")
     p.add_argument("--busy-loops", type=int, default=0,
                    help="spinning processes for the whole run (-1: one per core)")

@@ -5,6 +5,7 @@ not a late input."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -83,6 +84,9 @@ def test_every_fault_rule_names_a_stop_and_only_hazardous_tension_is_a_cut():
         assert stops[name] == "hold", name
     assert stops["tendon_runaway"] == "cut" and stops["command_invalid"] == "cut"
     assert all(f"`{name}`" in stops_markdown() for name in stops)
+    page = Path(__file__).resolve().parents[1] / "doc" / "safety.md"
+    assert stops_markdown() in page.read_text(encoding="utf-8"), \
+        "doc/safety.md: paste musculo_control.safety.rules.stops_markdown() again"
 
 
 def test_safety_yaml_may_change_a_rules_stop_and_a_wrong_name_is_refused(tmp_path):

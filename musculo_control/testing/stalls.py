@@ -81,8 +81,7 @@ def freeze(graph: Any, obs: GraphObserver, node: str, freeze_s: float, f_min_n: 
     (:func:`wait_still`), then watch the arm for ``settle_s`` more; the true hand
     (``mock/hand``) from the freeze on against where it was when the freeze began."""
     wait_still(obs)
-    before = obs.snapshot(obs.hand)
-    hand0 = np.asarray(before.values[-1], dtype=float)
+    hand0 = np.asarray(obs.snapshot(obs.hand).values[-1], dtype=float)
     t0 = obs.now_s()
     pid = graph.pid(node)
     os.kill(pid, signal.SIGSTOP)
@@ -91,6 +90,21 @@ def freeze(graph: Any, obs: GraphObserver, node: str, freeze_s: float, f_min_n: 
     finally:
         os.kill(pid, signal.SIGCONT)
     obs.wait_for(settle_s, settle_s + 60.0)
+    return _measured(obs, node, freeze_s, t0, hand0, f_min_n)
+
+
+def watch(obs: GraphObserver, seconds: float, f_min_n: float) -> FreezeResult:
+    """Watch the arm for ``seconds`` without freezing anything (a row with node ``-`` and no
+    freeze): what the load alone does to it."""
+    hand0 = np.asarray(obs.snapshot(obs.hand).values[-1], dtype=float)
+    t0 = obs.now_s()
+    obs.wait_for(seconds, seconds + 120.0)
+    return _measured(obs, "-", 0.0, t0, hand0, f_min_n)
+
+
+def _measured(obs: GraphObserver, node: str, freeze_s: float, t0: float, hand0: np.ndarray,
+              f_min_n: float) -> FreezeResult:
+    """The row of a window that began at ``t0`` with the hand at ``hand0``."""
     hand = obs.snapshot(obs.hand).since(t0)
     path = np.asarray(hand.values, dtype=float).reshape(-1, 3)
     stamps = np.asarray(hand.stamp, dtype=float)
