@@ -1,29 +1,31 @@
 """Benchmark of the node graph at real time, quiet and loaded: rates, periods, latency, CPU and
 memory per process, and whether the controller held the arm.
 
-The graph ``mock_arm.launch.py`` starts (nodes/graph.py; by default every node but the mock arm
-in ``control_process``, ``--process-per-node`` for the other layout; ``--realtime`` adds the
-config folder's real-time profile) on the wall clock, the controller holding the arm at its
-start pose, watched for ``--duration`` seconds by an observer in this process that takes only
-the 125 Hz and slower streams and /diagnostics (an observer taking the 500 Hz streams too costs
-about as much CPU as a node). Two cases, one after the other on fresh graphs: quiet, then with
-``--busy-loops`` spinning processes (default one per core), as a lab computer that also runs
-RViz, a recorder and cameras. Per case:
+The graph ``mock_arm.launch.py`` starts (nodes/graph.py; by default the shared layout: the
+potentiometer and tendon driver nodes in ``hardware_process``, the dynamics, QP and goal nodes
+in ``control_process``, the mock arm alone; ``--process-per-node`` for the other layout;
+``--realtime`` adds the config folder's real-time profile) on the wall clock, the controller
+holding the arm at its start pose, watched for ``--duration`` seconds by an observer in this
+process that takes only the 125 Hz and slower streams and /diagnostics (an observer taking the
+500 Hz streams too costs about as much CPU as a node). Two cases, one after the other on fresh
+graphs: quiet, then with ``--busy-loops`` spinning processes (default one per core), as a lab
+computer that also runs RViz, a recorder and cameras. Per case:
 
 - ``muscle_commands`` and ``dynamics``: the rate from the stamps and the stamp interval p50 /
-  p99 / max; the tendon driver's tick loop: ticks per second, late and skipped ticks; the
-  potentiometer node's samples converted per second (their /diagnostics counts over the
-  window);
+  p99 / max; the tendon driver's tick loop: ticks per second (and the share of its nominal
+  rate), late and skipped ticks; the potentiometer node's samples converted per second and its
+  job's ticks, late and skipped (the growth of their /diagnostics counts from the window's
+  first report to its last, per second between those two reports);
 - from ``controller/state`` (every QP tick): the tick period, the tick's compute time and the
   age of the newest joint sample at the tick (sensing to command), p50 / p99 / max;
 - per process: CPU share of one core (``/proc/<pid>/stat`` over the window) and RSS, against
   bench.yaml ``targets.node_cpu_share`` (judged only when the load average before the graph
   started was quiet: the graph itself is this benchmark's load); for a process of one
   controller node, its work in the window (potentiometer samples converted, driver ticks, QP
-  ticks, snapshots) against the nominal rate (on a busy machine a node that skips work spends
-  less: CPU shares compare only at the same work); the controller's processes together against
-  ``targets.controller_cpu_share`` (a process per node) and the driver nodes' RSS against
-  ``targets.driver_node_rss_mb``;
+  ticks, snapshots) against the nominal rate, for a shared process each of its nodes' (on a
+  busy machine a node that skips work spends less: CPU shares compare only at the same work);
+  the controller's processes together against ``targets.controller_cpu_share`` (a process per
+  node) and the driver nodes' RSS against ``targets.driver_node_rss_mb``;
 - "held the arm" only when the mock let the arm go, no fault latched and at most 0.1 % of the
   QP's ticks were at minimum tension; otherwise the ticks and the episodes with their rules.
 
@@ -39,6 +41,7 @@ a timer with nothing else of ours running. The QP tick period p99 is reported ag
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -52,6 +55,7 @@ from musculo_control.bench.config import load_bench_config
 from musculo_control.bench.measure import MachineLoad, markdown_table, summary_ms, write_reports
 from musculo_control.loop.build import load_parts
 from musculo_control.loop.timing import Schedule
+from musculo_control.nodes.graph import GraphOptions, layout_label
 from musculo_control.paths import default_config_dir
 from musculo_control.testing.machine_load import busy_loops
 
@@ -87,24 +91,30 @@ def _rss_mb(pid: int) -> float:
 _TICKING = ("tendon_driver_node", "potentiometer_node")
 
 
-def _tick_counts(obs: Any, node: str, t0: float, t1: float) -> tuple[int, int, int]:
-    """(ticks, late, skipped) of ``node``'s first tick job between ``t0`` and ``t1``, from the
-    first and last /diagnostics of the window."""
+def _tick_counts(obs: Any, node: str, t0: float, t1: float) -> tuple[int, int, int, float]:
+    """(ticks, late, skipped, span [s]) of ``node``'s first tick job between ``t0`` and ``t1``:
+    the counts' growth from the first to the last /diagnostics of the window, and the time
+    between those two reports by their stamps (the counts' own interval: with a report a
+    second, a 30 s window holds about 29 s of counts)."""
     def counts(d: Any) -> np.ndarray:
         key = next(k for k in d.values if k.startswith("job 0 "))
         return np.array([int(x) for x in d.values[key].split(" / ")])
 
     inside = [d for d in obs.diagnostics_of(node) if t0 <= d.t <= t1]
     if len(inside) < 2:
-        return (0, 0, 0)
-    first, last = counts(inside[0]), counts(inside[-1])
-    return tuple(int(x) for x in last - first)  # type: ignore[return-value]
+        return (0, 0, 0, math.nan)
+    ticks, late, skipped = (int(x) for x in counts(inside[-1]) - counts(inside[0]))
+    return ticks, late, skipped, inside[-1].stamp - inside[0].stamp
 
 
-def _value_count(obs: Any, node: str, key: str, t0: float, t1: float) -> int:
-    """How much the count ``key`` of ``node``'s /diagnostics grew between ``t0`` and ``t1``."""
+def _value_count(obs: Any, node: str, key: str, t0: float, t1: float) -> tuple[int, float]:
+    """How much the count ``key`` of ``node``'s /diagnostics grew between ``t0`` and ``t1``,
+    and over how long [s] (as :func:`_tick_counts`)."""
     inside = [d for d in obs.diagnostics_of(node) if t0 <= d.t <= t1 and key in d.values]
-    return int(inside[-1].values[key]) - int(inside[0].values[key]) if len(inside) > 1 else 0
+    if len(inside) < 2:
+        return 0, math.nan
+    return (int(inside[-1].values[key]) - int(inside[0].values[key]),
+            inside[-1].stamp - inside[0].stamp)
 
 
 def _row(case: str, samples_s: Any, extra: str = "") -> dict[str, Any]:
@@ -116,18 +126,16 @@ def _row(case: str, samples_s: Any, extra: str = "") -> dict[str, Any]:
 def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
              busy: int) -> dict[str, Any]:
     """One watched run of the graph with ``busy`` spinning processes; its rows and figures."""
-    from musculo_control.nodes.graph import GraphOptions
     from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
     from musculo_control.testing.observer import GraphObserver
 
     loop, rates = parts.controller.loop, parts.drivers.rates
-    options = GraphOptions(args.config, use_sim_time=False, goal_mode="none",
-                           one_process=not args.process_per_node, realtime=args.realtime)
+    options = _options(args)
     domain = args.domain_id if args.domain_id is not None else private_domain_id()
     seconds = duration + 200.0
     with busy_loops(busy, seconds), \
-            tempfile.TemporaryDirectory(prefix="bench_graph_") as work, \
-            GraphProcesses(options, Path(work), domain_id=domain) as graph, \
+            tempfile.TemporaryDirectory(prefix="bench_graph_") as workdir, \
+            GraphProcesses(options, Path(workdir), domain_id=domain) as graph, \
             GraphObserver(parts, domain_id=domain, fast_streams=False) as obs:
         def running() -> bool:
             mock = obs.diagnostics_of("mock_hardware_node")
@@ -143,6 +151,7 @@ def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
                    if "not permitted" in line]
         obs.wait_for(1.0, 30.0)  # past the release transient
         pids = {name: proc.pid for name, proc in graph.processes.items()}
+        members = {name: [n.name for n in launch.nodes] for name, launch in graph.launches.items()}
         cpu0 = {name: _cpu_s(pid) for name, pid in pids.items()}
         wall0, t0 = time.monotonic(), obs.now_s()
         print(f"watching for {duration:g} s ...", flush=True)
@@ -155,7 +164,7 @@ def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
             ("muscle_commands", obs.commands), ("dynamics", obs.dynamics),
             ("controller/state", obs.controller_state))}
         ticks = {node: _tick_counts(obs, node, t0, t1) for node in _TICKING}
-        published = _value_count(obs, "potentiometer_node", "published", t0, t1)
+        published, published_s = _value_count(obs, "potentiometer_node", "published", t0, t1)
         qp = [d for d in obs.diagnostics_of("activation_qp_node") if t0 <= d.t <= t1]
         latched = sorted({d.message.split(":", 2)[1].strip() for d in qp
                           if d.message.startswith("latched")})
@@ -170,20 +179,22 @@ def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
         rows.append(_row(f"{topic}: stamp interval", intervals,
                          f"{rate:.1f} Hz by stamps (nominal {hz:g})"))
     job = ticks["tendon_driver_node"]
+    driver_hz = job[0] / job[3]
     rows.append({"case": "tendon_driver_node: tick loop, from /diagnostics",
                  "p50_ms": float("nan"), "p99_ms": float("nan"), "max_ms": float("nan"),
                  "count": job[0],
-                 "note": f"{job[0] / wall:.1f} ticks/s (nominal {rates.driver_rate_hz:g}), "
-                         f"{job[1]} late, {job[2]} skipped"})
+                 "note": f"{driver_hz:.1f} ticks/s (nominal {rates.driver_rate_hz:g}: "
+                         f"{100.0 * driver_hz / rates.driver_rate_hz:.1f} %) over "
+                         f"{job[3]:.1f} s, {job[1]} late, {job[2]} skipped"})
     # its job polls the input (single-threaded executor) or checks its age (EventsExecutor,
     # which hands each sample over as it comes): its work is the samples it converts
     job = ticks["potentiometer_node"]
     rows.append({"case": "potentiometer_node: samples converted, from /diagnostics",
                  "p50_ms": float("nan"), "p99_ms": float("nan"), "max_ms": float("nan"),
                  "count": published,
-                 "note": f"{published / wall:.1f} samples/s (nominal "
-                         f"{rates.sensor_rate_hz:g}); its job {job[1]} late, {job[2]} "
-                         f"skipped"})
+                 "note": f"{published / published_s:.1f} samples/s (nominal "
+                         f"{rates.sensor_rate_hz:g}); its job {job[0] / job[3]:.1f} ticks/s, "
+                         f"{job[1]} late, {job[2]} skipped"})
     states = records["controller/state"].values
     period = np.array([s["tick_period_s"] for s in states])
     compute = np.array([s["compute_time_s"] for s in states])
@@ -198,25 +209,38 @@ def _measure(parts: Any, args: argparse.Namespace, bench: Any, duration: float,
     # each controller node's work in the window against its nominal rate: on a busy machine a
     # node that skips ticks also spends less, so its CPU share is scaled to the nominal work
     dynamics = np.asarray(records["dynamics"].stamp)
-    work = {"potentiometer_node": (published, rates.sensor_rate_hz),
-            "tendon_driver_node": (ticks["tendon_driver_node"][0], rates.driver_rate_hz),
-            "activation_qp_node": (len(states), loop.control_rate_hz),
-            "dynamics_node": (int(np.sum(dynamics < t1)), loop.dynamics_rate_hz)}
+    # (done, over how long [s], nominal rate [Hz])
+    work = {"potentiometer_node": (published, published_s, rates.sensor_rate_hz),
+            "tendon_driver_node": (ticks["tendon_driver_node"][0], ticks["tendon_driver_node"][3],
+                                   rates.driver_rate_hz),
+            "activation_qp_node": (len(states), wall, loop.control_rate_hz),
+            "dynamics_node": (int(np.sum(dynamics < t1)), wall, loop.dynamics_rate_hz)}
     return {"rows": rows, "cpu": cpu, "rss": rss, "unsafe": unsafe, "ticks": len(states),
-            "work": {n: (done / wall, hz) for n, (done, hz) in work.items()},
+            "work": {n: (done / span, hz) for n, (done, span, hz) in work.items()},
+            "members": members,
             "released": released, "latched": latched, "held": held, "episodes": episodes,
             "refused": refused, "busy_loops": busy, "wall_s": wall}
 
 
+def _options(args: argparse.Namespace) -> GraphOptions:
+    """The graph the benchmark runs: the launch files' at wall clock, no goals of the goal node."""
+    return GraphOptions(args.config, use_sim_time=False, goal_mode="none",
+                        one_process=not args.process_per_node, realtime=args.realtime)
+
+
 def _process_row(case: dict[str, Any], name: str, target: str) -> dict[str, Any]:
-    """One process's CPU share and RSS, and its node's work against the nominal rate where
-    the process runs one node whose work is counted (a starved node skips work and spends
-    less: a CPU share is comparable only at the same work)."""
+    """One process's CPU share and RSS, and the work of each of its nodes whose work is
+    counted against the nominal rate (a starved node skips work and spends less: a CPU share is
+    comparable only at the same work)."""
     row = {"process": name, "cpu_share_of_one_core": round(case["cpu"][name], 3),
            "rss_mb": round(case["rss"][name], 1), "work_per_s": "", "target": target}
-    if name in case["work"]:
+    nodes = [n for n in case["members"].get(name, [name]) if n in case["work"]]
+    if nodes == [name]:
         done, nominal = case["work"][name]
         row["work_per_s"] = f"{done:.1f} of {nominal:g}"
+    elif nodes:
+        row["work_per_s"] = "; ".join(f"{n} {case['work'][n][0]:.1f} of {case['work'][n][1]:g}"
+                                      for n in nodes)
     return row
 
 
@@ -227,8 +251,9 @@ def main() -> int:
                         help="seconds watched (default: bench.yaml graph_duration_s)")
     parser.add_argument("--out", type=Path, default=Path("out/bench"))
     parser.add_argument("--process-per-node", action="store_true",
-                        help="each node in its own process (default: every node but the mock "
-                             "arm in one process, as the launch files)")
+                        help="each node in its own process (default: the shared layout of "
+                             "the launch files, the drivers in hardware_process and the "
+                             "dynamics, QP and goal nodes in control_process)")
     parser.add_argument("--realtime", action="store_true",
                         help="with the config folder's real-time profile (realtime.yaml)")
     parser.add_argument("--busy-loops", type=int, default=-1, metavar="N",
@@ -292,7 +317,7 @@ def main() -> int:
             text += " (" + judged(total, bench.targets.controller_cpu_share) + ")"
         return text
 
-    layout = "a process per node" if args.process_per_node else "one process for all but the mock"
+    layout = layout_label(_options(args))
     profile = "real-time profile" if args.realtime else "no real-time profile"
     command = " ".join(["python benchmarks/bench_graph.py", *sys.argv[1:]])
     lines = [f"Measured with `{command}` on {time.strftime('%Y-%m-%d')}.", "",

@@ -1,5 +1,6 @@
-"""Launch test: ``mock_arm.launch.py one_process:=true``, every node but the mock arm in one
-``control_process``, held to the checks of ``test_mock_arm_launch.py`` (every node comes up, the
+"""Launch test: ``mock_arm.launch.py one_process:=true``, the shared layout (the potentiometer and
+tendon driver nodes in ``hardware_process``, the dynamics, QP and goal nodes in
+``control_process``), held to the checks of ``test_mock_arm_launch.py`` (every node comes up, the
 controller holds the arm, the rates, no safe state, a goal 10 cm away reached, clean exits).
 
     launch_test launch_tests/test_one_process_launch.py
@@ -35,4 +36,4 @@ def generate_test_description():
 
 
 class TestOneProcess(one_per_node.TestMockArm):
-    """The same tests, in name order, on the one-process graph."""
+    """The same tests, in name order, on the graph of the shared layout."""

@@ -315,3 +315,29 @@ def test_the_policy_parses_as_sros2_reads_it():
     assert "/musculo_control/control_process" in paths
     for profile in root.iter("profile"):
         assert profile.get("ns") == "/" and profile.get("node")
+
+
+def test_each_shared_process_has_an_enclave_of_its_own_nodes_only():
+    """The shared layout's processes (nodes/graph.py SHARED_PROCESSES) each run in their own
+    enclave with their nodes' profiles and no other: the controller's process may not write
+    the actuators, the drivers' process may not command the muscles."""
+    import xml.etree.ElementTree as ET
+
+    from musculo_control.nodes.graph import SHARED_PROCESSES
+    from musculo_control.nodes.security import enclave_of, policy_xml
+
+    root = ET.fromstring(policy_xml())
+    enclaves = {e.get("path"): e for e in root.iter("enclave")}
+
+    def published(process: str) -> set[str]:
+        return {t.text for topics in enclaves[enclave_of(process)].iter("topics")
+                if topics.get("publish") == "ALLOW" for t in topics.iter("topic")}
+
+    for process, nodes in SHARED_PROCESSES.items():
+        profiles = {p.get("node") for p in enclaves[enclave_of(process)].iter("profile")}
+        assert {n for n in profiles if not n.startswith("_")} == set(nodes), process
+    assert set(SHARED_PROCESSES) == {"hardware_process", "control_process"}
+    assert "hw/tendon_commands" in published("hardware_process")
+    assert "muscle_commands" not in published("hardware_process")
+    assert "muscle_commands" in published("control_process")
+    assert "hw/tendon_commands" not in published("control_process")

@@ -1,11 +1,13 @@
 """``musculo graph``: the node graph without ``ros2 launch`` (for the ROS 2 wheels from PyPI).
 
 Starts every node of the graph ``mock_arm.launch.py`` (or, with ``--robot``, ``arm.launch.py``)
-starts, from the same description (:mod:`musculo_control.nodes.graph`), all but the mock arm in
-one ``control_process`` (with ``--sim-time`` or ``--process-per-node``, each in its own
-process), with the parameters the launch file would give it (``--realtime``: and the
-real-time profile); prints where each node logs; stops them all on Ctrl-C, after
-``--duration``, or when a node dies (printing the end of its log, exit 1).
+starts, from the same description (:mod:`musculo_control.nodes.graph`): the mock arm alone, the
+potentiometer and tendon driver nodes in ``hardware_process``, the dynamics, QP and goal nodes
+in ``control_process`` (with ``--sim-time`` or ``--process-per-node``, each node in its own
+process), with the parameters the launch file would give them (``--realtime``: and the
+real-time profile); prints which process runs which nodes and the folder of their logs (one
+per process); stops them all on Ctrl-C, after ``--duration``, or when a node dies (printing
+the end of its log, exit 1).
 Other ROS 2 tools (``ros2 topic``, RViz, Foxglove) on the same ``ROS_DOMAIN_ID`` and computer see
 the nodes: the mock graph's discovery stays on this machine (``ROS_AUTOMATIC_DISCOVERY_RANGE``,
 ``ROS_LOCALHOST_ONLY`` on Humble) unless the environment sets it.
@@ -54,8 +56,9 @@ def add_parser(sub: Any) -> None:
                                                          "file's)")
     p.add_argument("--process-per-node", action="store_true",
                    help="each node in its own process (one_process:=false of the launch "
-                        "files); default: every node but the mock arm in one process on the "
-                        "wall clock, a process per node with --sim-time")
+                        "files); default: on the wall clock the drivers in hardware_process "
+                        "and the dynamics, QP and goal nodes in control_process, a process per "
+                        "node with --sim-time")
     p.add_argument("--realtime", action="store_true",
                    help="the real-time profile of the config folder's realtime.yaml "
                         "(realtime:=true of the launch files: SCHED_FIFO tick threads, nice "
@@ -98,8 +101,10 @@ def run(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, on_signal)
     graph.start()
-    print(f"{len(graph.nodes)} nodes ({', '.join(graph.nodes)}) in {len(graph.processes)} "
-          f"processes, config {folder}; logs in {logs}; Ctrl-C stops them", flush=True)
+    layout = "; ".join(f"{name} ({', '.join(launch.arguments)})" if launch.shared else name
+                       for name, launch in graph.launches.items())
+    print(f"{len(graph.nodes)} nodes in {len(graph.processes)} processes: {layout}; config "
+          f"{folder}; logs in {logs}; Ctrl-C stops them", flush=True)
     t0 = time.monotonic()
     dead = ""
     try:

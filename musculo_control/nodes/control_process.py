@@ -7,10 +7,18 @@ and topics; what changes is only that they share one Python interpreter, one DDS
 and one thread that sleeps to the earliest deadline of all their jobs
 (:func:`~musculo_control.nodes.tick_loop.spin_tick_loops`). That saves each node's fixed cost
 of a process (its interpreter, its DDS participant and threads, its own wake-ups and
-housekeeping) at the price of parallelism: a long QP tick delays the drivers' next tick
-instead of running beside it on another core. ``NODE`` defaults to :data:`CONTROLLER_NODES`,
-the nodes that run on the robot computer (the mock arm stands for hardware: it keeps its own
-process). The launch files start this with ``one_process:=true``.
+housekeeping) at the price of parallelism: a long tick of one node delays the next tick of the
+others instead of running beside it on another core.
+
+The launch files' shared layout (``one_process``; :data:`~musculo_control.nodes.graph.
+SHARED_PROCESSES`) runs this executable twice: ``hardware_process`` with the potentiometer and
+tendon driver nodes (the 500 Hz path to the hardware, kept apart from the QP's ticks and alive
+when the controller's process is frozen or dies) and ``control_process`` with the dynamics,
+QP and goal nodes (and the muscle markers); the mock arm stands for hardware and keeps its own
+process. The process's own messages (a refused argument or parameter file) name the shared
+process its nodes make up (:func:`~musculo_control.nodes.graph.shared_process_name`).
+``NODE`` defaults to :data:`CONTROLLER_NODES`, every node that runs on the robot computer, in
+one process.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from collections.abc import Callable, Sequence
 
 from rclpy.node import Node
 
+from musculo_control.nodes.graph import CONTROL_PROCESS, shared_process_name
 from musculo_control.nodes.node_config import (
     ACTIVATION_QP_NODE,
     DYNAMICS_NODE,
@@ -30,8 +39,6 @@ from musculo_control.nodes.node_config import (
     TENDON_DRIVER_NODE,
 )
 from musculo_control.nodes.process import NodeSpec, run_nodes
-
-PROCESS_NAME = "control_process"
 
 #: The nodes this executable runs when none are named, in tick order.
 CONTROLLER_NODES = (POTENTIOMETER_NODE, TENDON_DRIVER_NODE, DYNAMICS_NODE, ACTIVATION_QP_NODE,
@@ -79,10 +86,10 @@ def node_names(argv: Sequence[str]) -> list[str] | str:
 def main() -> None:
     names = node_names(sys.argv)
     if isinstance(names, str):
-        print(f"[FATAL] [{PROCESS_NAME}]: {names}", file=sys.stderr, flush=True)
+        print(f"[FATAL] [{CONTROL_PROCESS}]: {names}", file=sys.stderr, flush=True)
         raise SystemExit(2)
     specs: list[NodeSpec] = [(n, NODE_PARAMS[n], _factory(n)) for n in names]
-    raise SystemExit(run_nodes(PROCESS_NAME, specs))
+    raise SystemExit(run_nodes(shared_process_name(names), specs))
 
 
 if __name__ == "__main__":

@@ -59,9 +59,10 @@ class GraphOptions:
     trajectory_file: str = ""  # '' keeps the parameter file's
     goal_orientation: bool | None = None  # None keeps the parameter file's
     use_muscle_markers: bool = False
-    #: every node but the mock arm in one process (nodes/control_process.py); None: the
-    #: default by measurement (doc/timing.md): one process on the wall clock, a process per
-    #: node on simulated time (the lockstep holds the clock for each node's own thread)
+    #: the shared layout (:data:`SHARED_PROCESSES`, nodes/control_process.py): the drivers in
+    #: one process, the controller's other nodes in another, the mock arm alone; None: the
+    #: default by measurement (doc/timing.md): shared on the wall clock, a process per node on
+    #: simulated time (the lockstep holds the clock for each node's own thread)
     one_process: bool | None = None
     #: the real-time profile of ``<config_dir>/realtime.yaml`` on top of the parameter file
     realtime: bool = False
@@ -79,7 +80,8 @@ class GraphOptions:
 
     @property
     def shared_process(self) -> bool:
-        """Whether the controller's nodes share one process (``one_process`` or its default)."""
+        """Whether the controller's nodes share processes (:data:`SHARED_PROCESSES`;
+        ``one_process`` or its default)."""
         return (not self.use_sim_time) if self.one_process is None else self.one_process
 
     @property
@@ -161,46 +163,106 @@ def graph_nodes(options: GraphOptions) -> list[NodeLaunch]:
     qp: dict[str, Any] = {"controller": options.controller}
     if options.goal_orientation is not None:
         qp["use_goal_orientation"] = options.goal_orientation
-    lockstep = {"lockstep": sim and options.mock and options.lockstep}
-    # the consumers wait for samples another process has sent; in one process every input of
-    # the controller's nodes comes from the same thread, which a wait would only block (it
-    # waited out lockstep_wait_s for a snapshot its own dynamics job had yet to compute)
-    awaits = {"lockstep": lockstep["lockstep"] and not options.shared_process}
-    qp.update(awaits)
+    lockstep = sim and options.mock and options.lockstep
+
+    def awaits(name: str) -> dict[str, Any]:
+        # a consumer waits for samples another process has sent; in a process with a producer
+        # of its inputs it would only block the thread that is to send them (seen: a QP in the
+        # dynamics node's process waiting out lockstep_wait_s for a snapshot its own thread
+        # had yet to compute)
+        own = process_of(options, name)
+        return {"lockstep": lockstep and all(process_of(options, producer) != own
+                                             for producer in AWAITED_PRODUCERS[name])}
+
+    qp.update(awaits(ACTIVATION_QP_NODE))
     nodes = []
     if options.mock:
         # the mock arm is the clock in simulated time; it must not wait for /clock itself
         nodes.append(node(MOCK_HARDWARE_NODE, {"publish_clock": sim,
                                                "real_time_factor": options.real_time_factor,
-                                               **lockstep},
+                                               "lockstep": lockstep},
                           use_sim_time=False))
-    nodes += [node(POTENTIOMETER_NODE), node(TENDON_DRIVER_NODE, awaits),
-              node(DYNAMICS_NODE, awaits), node(ACTIVATION_QP_NODE, qp), node(GOAL_NODE, goal)]
+    nodes += [node(POTENTIOMETER_NODE), node(TENDON_DRIVER_NODE, awaits(TENDON_DRIVER_NODE)),
+              node(DYNAMICS_NODE, awaits(DYNAMICS_NODE)), node(ACTIVATION_QP_NODE, qp),
+              node(GOAL_NODE, goal)]
     if options.use_muscle_markers:
         nodes.append(node(MUSCLE_MARKER_NODE))
     return nodes
 
 
-#: The module of the process that runs several nodes (``one_process``).
+#: The executable (console script; module ``musculo_control.nodes.control_process``) that runs
+#: the nodes named on its command line in one process: every process of the shared layout.
+SHARED_EXECUTABLE = "control_process"
+#: The shared layout's process of the hardware path: the 500 Hz drivers, the tendon driver the
+#: last line of defence, on a thread (and interpreter) of their own, so that neither the QP's
+#: ticks nor a frozen controller hold them up.
+HARDWARE_PROCESS = "hardware_process"
+#: The shared layout's process of the controller: the dynamics, QP and goal nodes (and the
+#: muscle markers), which exchange their samples within it.
 CONTROL_PROCESS = "control_process"
+#: The shared layout (``one_process``): process -> the nodes it may run (each runs those of the
+#: graph, in graph order). The mock arm (it stands for the hardware) and any stand-in run
+#: alone.
+SHARED_PROCESSES: dict[str, tuple[str, ...]] = {
+    HARDWARE_PROCESS: (POTENTIOMETER_NODE, TENDON_DRIVER_NODE),
+    CONTROL_PROCESS: (DYNAMICS_NODE, ACTIVATION_QP_NODE, GOAL_NODE, MUSCLE_MARKER_NODE),
+}
+#: Per consumer, the nodes whose outputs its tick awaits in lockstep (nodes/lockstep.py): the
+#: driver's hw/tendon_states (mock arm) and muscle_commands (QP); the dynamics node's
+#: joint_states; the QP node's joint_states, muscle_states and hw/tendon_commands (drivers) and
+#: snapshots (dynamics node).
+AWAITED_PRODUCERS: dict[str, tuple[str, ...]] = {
+    TENDON_DRIVER_NODE: (MOCK_HARDWARE_NODE, ACTIVATION_QP_NODE),
+    DYNAMICS_NODE: (POTENTIOMETER_NODE,),
+    ACTIVATION_QP_NODE: (POTENTIOMETER_NODE, TENDON_DRIVER_NODE, DYNAMICS_NODE),
+}
+
+
+def process_of(options: GraphOptions, name: str) -> str:
+    """The name of the process that runs node ``name``: its own, or in the shared layout the
+    one of :data:`SHARED_PROCESSES` that lists it (the mock arm and a stand-in run alone)."""
+    if options.shared_process and name != MOCK_HARDWARE_NODE and not options.stand_ins.get(name):
+        for process, names in SHARED_PROCESSES.items():
+            if name in names:
+                return process
+    return name
+
+
+def shared_process_name(nodes: Iterable[str]) -> str:
+    """The process of :data:`SHARED_PROCESSES` that lists every one of ``nodes`` (the name a
+    shared process's messages carry); :data:`CONTROL_PROCESS` for another mix."""
+    names = set(nodes)
+    return next((process for process, listed in SHARED_PROCESSES.items()
+                 if names and names <= set(listed)), CONTROL_PROCESS)
+
+
+def layout_label(options: GraphOptions) -> str:
+    """The process layout of ``options`` in words, for reports."""
+    if not options.shared_process:
+        return "a process per node"
+    return f"drivers and controller in two processes ({', '.join(SHARED_PROCESSES)})"
 
 
 @dataclass(frozen=True)
 class ProcessLaunch:
-    """One process of the graph: its name (also its executable's) and the nodes it runs."""
+    """One process of the graph: its name and the nodes it runs; ``shared``: a process of the
+    shared layout (:data:`SHARED_PROCESSES`), which runs :data:`SHARED_EXECUTABLE` with its
+    nodes' names as arguments, however many nodes it has."""
 
     name: str
     nodes: tuple[NodeLaunch, ...]
+    shared: bool = False
+
+    @property
+    def executable(self) -> str:
+        """The package's executable that runs it: :data:`SHARED_EXECUTABLE` or its node's."""
+        return SHARED_EXECUTABLE if self.shared else self.nodes[0].name
 
     @property
     def module(self) -> str:
         """The Python module whose ``main()`` runs it (``python -m``)."""
-        return f"musculo_control.nodes.{self.name}" if self.shared else self.nodes[0].module
-
-    @property
-    def shared(self) -> bool:
-        """Whether it is the process of several nodes (``control_process``)."""
-        return self.name == CONTROL_PROCESS
+        return f"musculo_control.nodes.{SHARED_EXECUTABLE}" if self.shared \
+            else self.nodes[0].module
 
     @property
     def arguments(self) -> list[str]:
@@ -209,19 +271,14 @@ class ProcessLaunch:
 
 
 def graph_processes(options: GraphOptions) -> list[ProcessLaunch]:
-    """The processes of the graph in start order: one per node, or with ``one_process`` the
-    mock arm (it stands for the hardware), each stand-in, and one process for every other
-    node."""
+    """The processes of the graph in start order: one per node, or in the shared layout the
+    mock arm (it stands for the hardware), each stand-in, then each process of
+    :data:`SHARED_PROCESSES` that has a node to run."""
     nodes = graph_nodes(options)
-    if not options.shared_process:
-        return [ProcessLaunch(n.name, (n,)) for n in nodes]
-
-    def alone(n: NodeLaunch) -> bool:
-        return n.name == MOCK_HARDWARE_NODE or bool(n.stand_in)
-
-    shared = tuple(n for n in nodes if not alone(n))
-    return [ProcessLaunch(n.name, (n,)) for n in nodes if alone(n)] + \
-        [ProcessLaunch(CONTROL_PROCESS, shared)]
+    alone = [ProcessLaunch(n.name, (n,)) for n in nodes if process_of(options, n.name) == n.name]
+    shared = [ProcessLaunch(name, members, shared=True) for name in SHARED_PROCESSES
+              if (members := tuple(n for n in nodes if process_of(options, n.name) == name))]
+    return alone + shared
 
 
 def display_warnings(use_rviz: bool, use_robot_state_publisher: bool) -> list[str]:

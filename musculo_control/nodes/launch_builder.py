@@ -35,7 +35,7 @@ from launch_ros.actions import Node
 
 from musculo_control.control.controller_names import CONTROLLER_NAMES
 from musculo_control.model.description import base_frame, robot_description
-from musculo_control.nodes.discovery import localhost_discovery
+from musculo_control.nodes.discovery import graph_transport, localhost_discovery
 from musculo_control.nodes.graph import (
     GOAL_MODES,
     GraphOptions,
@@ -107,10 +107,11 @@ def arguments(mock: bool) -> list[DeclareLaunchArgument]:
                                           "before (a loaded computer slows the simulation "
                                           "instead of starving the loop; repeatable runs)"),
         DeclareLaunchArgument("one_process", default_value="", choices=["", "true", "false"],
-                              description="run every node but the mock arm in one process "
-                                          "(control_process: one executor and tick loop, no "
-                                          "middleware hop between the controller's nodes); "
-                                          "false: a process per node; empty: one process on "
+                              description="the shared layout: the potentiometer and tendon "
+                                          "driver nodes in one process (hardware_process), the "
+                                          "dynamics, QP and goal nodes in another "
+                                          "(control_process), each with one executor and tick "
+                                          "loop; false: a process per node; empty: shared on "
                                           "the wall clock, a process per node on simulated "
                                           "time (see doc/timing.md)"),
         DeclareLaunchArgument("secure", default_value="false",
@@ -155,21 +156,23 @@ def options(context: LaunchContext) -> GraphOptions:
 
 def _process(opts: GraphOptions, process: ProcessLaunch, secure: bool = False) -> list[Any]:
     """The launch actions of one process: a node with its parameters on top of the parameter
-    file, or several nodes (control_process) with theirs in a temporary file of one section per
-    node (launch_ros would give a parameter dictionary to every node of the process), removed
-    when the launch shuts down. ``secure``: in the process's SROS2 enclave."""
+    file, or a shared process (the executable ``control_process`` with its nodes' names, under
+    the process's name in the launch's log) with its nodes' parameters in a temporary file of
+    one section per node (launch_ros would give a parameter dictionary to every node of the
+    process), removed when the launch shuts down. ``secure``: in the process's SROS2 enclave."""
     enclave = ["--enclave", enclave_of(process.name)] if secure else []
     if not process.shared:
         n = process.nodes[0]
-        return [Node(package=PACKAGE, executable=n.name, name=n.name, output="screen",
-                     parameters=[str(opts.parameter_file), n.parameters],
+        return [Node(package=PACKAGE, executable=process.executable, name=n.name,
+                     output="screen", parameters=[str(opts.parameter_file), n.parameters],
                      ros_arguments=enclave)]
     handle, path = tempfile.mkstemp(prefix=f"{process.name}_", suffix=".yaml")
     os.close(handle)
     write_parameters(Path(path), process.nodes)
-    return [Node(package=PACKAGE, executable=process.name, output="screen",
-                 arguments=process.arguments, parameters=[str(opts.parameter_file), path],
-                 ros_arguments=enclave),
+    # no name: launch_ros would remap every node of the process to it
+    return [Node(package=PACKAGE, executable=process.executable, exec_name=process.name,
+                 output="screen", arguments=process.arguments,
+                 parameters=[str(opts.parameter_file), path], ros_arguments=enclave),
             RegisterEventHandler(OnShutdown(
                 on_shutdown=lambda _event, _context: Path(path).unlink(missing_ok=True)))]
 
@@ -181,6 +184,9 @@ def _nodes(context: LaunchContext) -> list[Any]:
     if opts.mock:  # the mock graph (and its RViz) stays on this machine
         actions += [SetEnvironmentVariable(name, value)
                     for name, value in localhost_discovery(os.environ).items()]
+    # a process that paused must hear the others again (nodes/discovery.py)
+    actions += [SetEnvironmentVariable(name, value)
+                for name, value in graph_transport(os.environ).items()]
     secure = _flag(context, "secure")
     if secure:
         actions += [SetEnvironmentVariable(name, value) for name, value in security_environment(

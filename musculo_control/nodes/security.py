@@ -5,8 +5,9 @@ subscribe, serve and call exactly what it uses (doc/ros.md "SROS2").
 polled inputs (``_<node>_inputs``, same process); an entry made only in some configurations
 names it (:data:`SIM_TIME`, :data:`LOCKSTEP`, ...). :func:`policy_xml` turns it into an SROS2
 policy (schema 0.2.0) with one enclave per process of either layout: each node alone
-(``/musculo_control/<node>``) and the one-process layout's ``control_process``, whose
-participant needs the union of its nodes' permissions (DDS grants permissions per participant,
+(``/musculo_control/<node>``) and each process of the shared layout (``hardware_process``,
+``control_process``: :data:`~musculo_control.nodes.graph.SHARED_PROCESSES`), whose participant
+needs the union of its nodes' permissions and no more (DDS grants permissions per participant,
 one per process). ``config/sros2/policy.xml`` is that text, and a node-graph test holds
 :data:`INTERFACES` to what the running nodes really create. Nothing here imports rclpy.
 """
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from xml.sax.saxutils import escape
 
 from musculo_control.errors import InputError
-from musculo_control.nodes.graph import CONTROL_PROCESS
+from musculo_control.nodes.graph import SHARED_PROCESSES
 from musculo_control.nodes.node_config import (
     ACTIVATION_QP_NODE,
     DYNAMICS_NODE,
@@ -166,11 +167,12 @@ def _profile_xml(iface: NodeInterface, indent: str) -> list[str]:
 
 
 def enclaves() -> dict[str, list[str]]:
-    """Enclave path -> the nodes whose profiles it holds: one per node, and the one-process
-    layout's ``control_process`` with every node but the mock arm (which stands for the
-    hardware and runs alone)."""
+    """Enclave path -> the nodes whose profiles it holds: one per node, and one per process of
+    the shared layout with its nodes (the drivers' ``hardware_process``, the controller's
+    ``control_process``; the mock arm stands for the hardware and runs alone)."""
     out = {enclave_of(n): [n] for n in INTERFACES}
-    out[enclave_of(CONTROL_PROCESS)] = [n for n in INTERFACES if n != MOCK_HARDWARE_NODE]
+    for process, nodes in SHARED_PROCESSES.items():
+        out[enclave_of(process)] = [n for n in nodes if n in INTERFACES]
     out[enclave_of(OPERATOR.node)] = [OPERATOR.node]
     return out
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from musculo_control.loop.build import LoopParts
-from musculo_control.nodes.graph import GraphOptions
+from musculo_control.nodes.graph import GraphOptions, layout_label
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.setup import Setup, start_pose
@@ -47,7 +47,7 @@ class GraphSoakOptions:
 
     realtime: bool = True  # the config folder's real-time profile (realtime.yaml)
     busy_loops: int = 1  # spinning processes loading the machine (-1: one per core)
-    one_process: bool = True  # the launch files' default layout
+    one_process: bool = True  # the launch files' default layout: the shared one
 
 
 def _rss_mb(pid: int) -> float:
@@ -150,8 +150,7 @@ def run_graph_soak(setup: Setup, parts: LoopParts, cfg: SoakConfig, options: Gra
         episodes = qp[-1].values.get("minimum-tension episodes", "") if qp else ""
         figures = {
             "duration_s": cfg.duration_s, "busy_loops": n_busy, "realtime": options.realtime,
-            "realtime_refused": refused, "layout": "one process" if graph_options.shared_process
-            else "a process per node",
+            "realtime_refused": refused, "layout": layout_label(graph_options),
             "ticks": int(codes.size), "ticks_at_minimum_tension": int(np.count_nonzero(codes)),
             "minimum_tension_fraction": float(np.count_nonzero(codes) / max(codes.size, 1)),
             "latched": latches, "acknowledged": acknowledged, "episodes": episodes,
