@@ -7,9 +7,8 @@ The graph runs as a lab runs it (``musculo graph``, ``mock_arm.launch.py``): the
 nodes in ``control_process``), with ``--realtime`` the config folder's real-time profile and
 with ``--busy-loops N`` N spinning processes (-1: one per core) for the whole run. Per freeze
 (``musculo_control.testing.stalls.freeze``): the hand's largest distance from where it was,
-its drop and largest speed, the tendon driver's outputs with every tendon at minimum tension,
-the stops the driver and the controller said they made, latched faults, and whether control
-resumed. ``--trials N`` repeats the whole on N fresh graphs.
+its drop and largest speed, the stops the driver and the controller said they made, latched
+faults, and whether control resumed. ``--trials N`` repeats the whole on N fresh graphs.
 
     python benchmarks/bench_stalls.py [--config DIR] [--freezes 0.05,0.1,0.25,1,3] [--watch S]
                                       [--driver-freeze S] [--realtime] [--busy-loops N]
@@ -57,7 +56,6 @@ def _trial(parts: Any, args: argparse.Namespace) -> list[FreezeResult]:
     from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
     from musculo_control.testing.observer import GraphObserver
 
-    f_min = parts.robot.hill.f_min_n
     options = GraphOptions(parts.config_dir, one_process=True, realtime=args.realtime,
                            goal_mode="none")
     domain = private_domain_id()
@@ -79,16 +77,16 @@ def _trial(parts: Any, args: argparse.Namespace) -> list[FreezeResult]:
         results = []
         if args.watch > 0.0:
             print(f"  watching the arm for {args.watch:g} s ...", flush=True)
-            results.append(watch(obs, args.watch, f_min))
+            results.append(watch(obs, args.watch))
         for seconds_frozen in args.freezes:
             print(f"  freezing control_process for {1e3 * seconds_frozen:.0f} ms ...",
                   flush=True)
-            results.append(freeze(graph, obs, "activation_qp_node", seconds_frozen, f_min,
+            results.append(freeze(graph, obs, "activation_qp_node", seconds_frozen,
                                   settle_s=settle))
         if args.driver_freeze > 0.0:
             print(f"  freezing hardware_process for {1e3 * args.driver_freeze:.0f} ms ...",
                   flush=True)
-            results.append(freeze(graph, obs, "tendon_driver_node", args.driver_freeze, f_min,
+            results.append(freeze(graph, obs, "tendon_driver_node", args.driver_freeze,
                                   settle_s=settle))
     return results
 

@@ -24,6 +24,12 @@ SHORT_S = (0.05, 0.10, 0.25)
 LONG_S = (1.0, 3.0)
 #: The hand may move this much during a short freeze [m].
 SHORT_MOVE_M = 0.01
+#: The hand's largest speed while a long freeze lowers the arm [m/s]. The descend takes the
+#: hand down the 40 cm the shipped arm can fall in safety.yaml stops.descend_s (3 s), 0.13 m/s
+#: on average; a straight tension ramp gives way fastest at first, where the arm is near the
+#: horizontal (measured: 0.42-0.45 m/s, 3.5 times the average), so 4.5 times the average: about
+#: half the 1.1 m/s the arm falls at minimum tension.
+LONG_SPEED_M_S = 0.6
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +55,6 @@ def test_the_graphs_processes_talk_over_udp_unless_the_caller_chose():
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_freezing_the_controllers_process_never_drops_the_arm(parts, tmp_path):
-    f_min = parts.robot.hill.f_min_n
     stops = parts.safety.stops
     with running_graph(parts, tmp_path, sim=False, one_process=True, realtime=True,
                        fast_streams=False) as (graph, obs):
@@ -57,34 +62,35 @@ def test_freezing_the_controllers_process_never_drops_the_arm(parts, tmp_path):
         assert graph.process_of["activation_qp_node"] != graph.process_of["tendon_driver_node"]
         assert obs.wait_until(lambda: _running(obs), 60.0), logs(graph)
         assert obs.wait_for(2.0, 60.0)
-        short = [freeze(graph, obs, "activation_qp_node", s, f_min, settle_s=2.0)
-                 for s in SHORT_S]
-        long = [freeze(graph, obs, "activation_qp_node", s, f_min,
+        short = [freeze(graph, obs, "activation_qp_node", s, settle_s=2.0) for s in SHORT_S]
+        long = [freeze(graph, obs, "activation_qp_node", s,
                        settle_s=parts.safety.resume_ramp_s + 3.0) for s in LONG_S]
         text = logs(graph, 4000)
     table = freezes_markdown(short + long)
     for r in short:
         assert r.hand_moved_m < SHORT_MOVE_M, (table, text)
-        assert r.minimum_tension_outputs == 0 and not r.latched and r.resumed, (table, text)
+        # the driver only held: it never lowered the arm, never sent minimum tension
+        assert r.driver_stops == ("hold",) and not r.controller_stops, (table, text)
+        assert not r.latched and r.resumed, (table, text)
     for r in long:
         # the driver held, and for longer than its hold it lowered the arm
         assert "hold" in r.driver_stops, (table, text)
         if r.freeze_s > stops.hold_s + 0.1:
             assert "descend" in r.driver_stops, (table, text)
+        assert r.hand_speed_max_m_s < LONG_SPEED_M_S, (table, text)
         assert not r.latched and r.resumed, (table, text)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_freezing_the_drivers_process_leaves_the_arm_to_the_modules_watchdog(parts, tmp_path):
-    f_min = parts.robot.hill.f_min_n
     with running_graph(parts, tmp_path, sim=False, one_process=True, realtime=True,
                        fast_streams=False) as (graph, obs):
         wait_running(graph, obs)
         assert obs.wait_until(lambda: _running(obs), 60.0), logs(graph)
         assert obs.wait_for(1.0, 60.0)
         t0 = obs.now_s()
-        result = freeze(graph, obs, "tendon_driver_node", 0.5, f_min, settle_s=3.0)
+        result = freeze(graph, obs, "tendon_driver_node", 0.5, settle_s=3.0)
         watchdog = first_diagnostic(obs, t0, "mock_hardware_node", 2, ("watchdog",))
         text = logs(graph, 4000)
     assert watchdog is not None, (freezes_markdown([result]), text)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from musculo_control.errors import InputError
-from musculo_control.nodes.discovery import localhost_discovery
+from musculo_control.nodes.discovery import graph_transport, localhost_discovery
 from musculo_control.nodes.graph import (
     GraphOptions,
     NodeLaunch,
@@ -61,6 +61,7 @@ class GraphProcesses:
         self.env = dict(os.environ if env is None else env)
         if options.mock:  # the mock graph stays on this machine
             self.env.update(localhost_discovery(self.env))
+        self.env.update(graph_transport(self.env))  # a paused process must hear again
         if domain_id is not None:
             self.env["ROS_DOMAIN_ID"] = str(domain_id)
         self.processes: dict[str, subprocess.Popen[bytes]] = {}

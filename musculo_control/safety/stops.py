@@ -32,7 +32,7 @@ class StopConfig:
 
     hold_s: float = spec(0.5, gt=0.0, doc="a hold keeps the tensions in force this long, then "
                                           "descends [s]")
-    descend_s: float = spec(2.0, gt=0.0, doc="a descend ramps every tension from where it is to "
+    descend_s: float = spec(3.0, gt=0.0, doc="a descend ramps every tension from where it is to "
                                              "the minimum over this [s]")
     rules: RuleStops = spec(RuleStops(),  # type: ignore[valid-type]
                             doc="the stop each fault rule calls")

@@ -3,7 +3,8 @@ clock, and what that did to the arm.
 
 A lab computer pauses a process now and then (page faults, another program's burst, a
 hypervisor); :func:`freeze` does that on purpose to the process of one node and measures, on the
-mock arm's true hand and on what reached the actuators, whether the pause dropped the arm. The
+mock arm's true hand and on the stops the tendon driver and the controller reported, whether
+the pause dropped the arm (a driver that only held never sent minimum tension). The
 graph runs as a lab runs it (``musculo graph``, ``ros2 launch``): the shared layout, the
 tendon driver and the potentiometer node in a process of their own. ``test_stalls.py`` judges
 the figures; ``benchmarks/bench_stalls.py`` reports them.
@@ -35,7 +36,6 @@ class FreezeResult:
     hand_moved_m: float  # the true hand's largest distance from where it was at the freeze [m]
     hand_drop_m: float  # how far it fell below that height [m]
     hand_speed_max_m_s: float  # its largest speed [m/s]
-    minimum_tension_outputs: int  # hw/tendon_commands with every tendon at minimum tension
     driver_stops: tuple[str, ...]  # the stops the tendon driver said it made ("hold", ...)
     controller_stops: tuple[str, ...]  # ... and the controller
     latched: tuple[str, ...]  # /diagnostics messages of a latched fault
@@ -75,7 +75,7 @@ def wait_still(obs: GraphObserver, timeout_s: float = 20.0) -> bool:
     return obs.wait_until(still, timeout_s)
 
 
-def freeze(graph: Any, obs: GraphObserver, node: str, freeze_s: float, f_min_n: float,
+def freeze(graph: Any, obs: GraphObserver, node: str, freeze_s: float,
            settle_s: float = 2.0) -> FreezeResult:
     """Freeze the process of ``node`` for ``freeze_s`` [s] (wall time), once the hand is still
     (:func:`wait_still`), then watch the arm for ``settle_s`` more; the true hand
@@ -90,20 +90,20 @@ def freeze(graph: Any, obs: GraphObserver, node: str, freeze_s: float, f_min_n: 
     finally:
         os.kill(pid, signal.SIGCONT)
     obs.wait_for(settle_s, settle_s + 60.0)
-    return _measured(obs, node, freeze_s, t0, hand0, f_min_n)
+    return _measured(obs, node, freeze_s, t0, hand0)
 
 
-def watch(obs: GraphObserver, seconds: float, f_min_n: float) -> FreezeResult:
+def watch(obs: GraphObserver, seconds: float) -> FreezeResult:
     """Watch the arm for ``seconds`` without freezing anything (a row with node ``-`` and no
     freeze): what the load alone does to it."""
     hand0 = np.asarray(obs.snapshot(obs.hand).values[-1], dtype=float)
     t0 = obs.now_s()
     obs.wait_for(seconds, seconds + 120.0)
-    return _measured(obs, "-", 0.0, t0, hand0, f_min_n)
+    return _measured(obs, "-", 0.0, t0, hand0)
 
 
-def _measured(obs: GraphObserver, node: str, freeze_s: float, t0: float, hand0: np.ndarray,
-              f_min_n: float) -> FreezeResult:
+def _measured(obs: GraphObserver, node: str, freeze_s: float, t0: float,
+              hand0: np.ndarray) -> FreezeResult:
     """The row of a window that began at ``t0`` with the hand at ``hand0``."""
     hand = obs.snapshot(obs.hand).since(t0)
     path = np.asarray(hand.values, dtype=float).reshape(-1, 3)
@@ -115,12 +115,10 @@ def _measured(obs: GraphObserver, node: str, freeze_s: float, t0: float, hand0: 
         dt = np.diff(stamps)
         ok = dt > 0.0
         speed = float((np.linalg.norm(np.diff(path, axis=0), axis=1)[ok] / dt[ok]).max())
-    sent = obs.snapshot(obs.sent).since(t0)
-    at_minimum = sum(bool(np.all(np.abs(np.asarray(v) - f_min_n) < 1e-6)) for v in sent.values)
     qp = obs.diagnostics_of("activation_qp_node")
     latched = tuple(d.message for d in qp if d.t >= t0 and d.message.startswith(_LATCHED))
     resumed = bool(qp) and qp[-1].message.startswith("running")
-    return FreezeResult(node, freeze_s, moved, drop, speed, at_minimum,
+    return FreezeResult(node, freeze_s, moved, drop, speed,
                         _stops(obs, "tendon_driver_node", t0),
                         _stops(obs, "activation_qp_node", t0), latched, resumed)
 
@@ -128,12 +126,12 @@ def _measured(obs: GraphObserver, node: str, freeze_s: float, t0: float, hand0: 
 def freezes_markdown(results: list[FreezeResult]) -> str:
     """The freezes as a Markdown table."""
     lines = ["| frozen | for [ms] | hand moved [cm] | drop [cm] | max speed [m/s] "
-             "| outputs at minimum | driver's stops | controller's stops | latched | resumed |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| driver's stops | controller's stops | latched | resumed |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(f"| {r.node} | {1e3 * r.freeze_s:.0f} | {100 * r.hand_moved_m:.2f} | "
                      f"{100 * r.hand_drop_m:.2f} | {r.hand_speed_max_m_s:.2f} | "
-                     f"{r.minimum_tension_outputs} | {', '.join(r.driver_stops) or '-'} | "
+                     f"{', '.join(r.driver_stops) or '-'} | "
                      f"{', '.join(r.controller_stops) or '-'} | {len(r.latched)} | "
                      f"{'yes' if r.resumed else '**no**'} |")
     return "\n".join(lines) + "\n"
