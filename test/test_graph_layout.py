@@ -84,6 +84,21 @@ def test_the_hardware_nodes_never_share_a_process_with_the_qp(options):
             assert process.get(other) != process[driver], (driver, other)
     hardware = next(p for p in graph_processes(opts) if p.name == HARDWARE_PROCESS)
     assert hardware.arguments == [POTENTIOMETER_NODE, TENDON_DRIVER_NODE]
+    # joint_states come from another process: after its own pause the QP waits for a fresh one
+    qp = next(n for n in graph_nodes(opts) if n.name == ACTIVATION_QP_NODE)
+    assert qp.parameters["resync_after_pause"] is True
+
+
+def test_the_qp_waits_after_its_pause_only_for_joint_states_of_another_process():
+    """In a process per node the QP resynchronises too; a QP node started without the launcher
+    (its parameter's default) does not wait, since its process may run the potentiometer
+    node, which could send nothing while it waits."""
+    opts = GraphOptions(default_config_dir(), one_process=False)
+    qp = next(n for n in graph_nodes(opts) if n.name == ACTIVATION_QP_NODE)
+    assert qp.parameters["resync_after_pause"] is True
+    from musculo_control.nodes.node_config import ActivationQPNodeParams
+
+    assert ActivationQPNodeParams().resync_after_pause is False
 
 
 def test_by_default_the_wall_clock_shares_processes_and_simulated_time_does_not():

@@ -160,6 +160,7 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         self._goal_shown: HandGoal | None = None
         self._pause = OwnPause(parts.safety.inputs.own_pause_s)
         self._joint_bounds = parts.safety.inputs.joint_state
+        self._resync = bool(p.resync_after_pause)
         # timing and health
         rate = parts.controller.loop.control_rate_hz
         self._gc = GcPauses()
@@ -179,7 +180,7 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         for stop in self._stop_in.take_all():
             step.operator_stop(bool(stop.data), now_s, f"operator stop on {STOP_TOPIC}")
         self.await_lockstep(now_s)
-        if self._pause.tick(now_s):
+        if self._pause.tick(now_s) and self._resync:
             # its own pause: the joint sample it holds shows the arm before it, which the driver
             # held or lowered meanwhile; wait a little for one taken since (the supervisor ages
             # the inputs from this tick, and ramps the goal from the hand it is given)

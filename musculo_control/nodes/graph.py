@@ -175,6 +175,10 @@ def graph_nodes(options: GraphOptions) -> list[NodeLaunch]:
                                              for producer in AWAITED_PRODUCERS[name])}
 
     qp.update(awaits(ACTIVATION_QP_NODE))
+    if process_of(options, POTENTIOMETER_NODE) != process_of(options, ACTIVATION_QP_NODE):
+        # after its own pause the QP waits for a joint sample taken since: one another process
+        # sends meanwhile (in its own, the wait would only delay the node that is to send it)
+        qp["resync_after_pause"] = True
     nodes = []
     if options.mock:
         # the mock arm is the clock in simulated time; it must not wait for /clock itself

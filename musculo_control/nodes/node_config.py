@@ -153,6 +153,12 @@ class ActivationQPNodeParams(LockstepParams, CommonNodeParams):
     actuator_writer: str = spec(TENDON_DRIVER_NODE, doc="the one node that may publish "
                                                         "hw/tendon_commands (relative to this "
                                                         "node's namespace, or absolute)")
+    resync_after_pause: bool = spec(False, doc="after the node's own pause (a tick "
+                                               "safety.yaml inputs.own_pause_s late), wait up "
+                                               "to inputs.joint_state.late_s for a joint "
+                                               "sample taken since (the launcher sets it when "
+                                               "joint_states come from another process: in the "
+                                               "same one, nothing can arrive meanwhile)")
 
 
 @dataclass(frozen=True, kw_only=True)
