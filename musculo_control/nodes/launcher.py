@@ -2,12 +2,13 @@
 
 For machines with rclpy but no launch system (the ROS 2 wheels from PyPI) and for the tests:
 each process of :func:`~musculo_control.nodes.graph.graph_processes` (one per node, or the
-mock arm and one ``control_process`` for the rest) runs as ``python -m
+mock arm alone, the drivers in ``hardware_process`` and the controller's nodes in
+``control_process``) runs as ``python -m
 musculo_control.nodes.<name> [nodes] --ros-args --params-file <file> --params-file
 <overrides>``, the command line ``ros2 launch`` gives it, with the environment of the caller
 (the ROS 2 wheels' bootstrapper sets the library path in it) and, if asked, its own
-``ROS_DOMAIN_ID``; the mock graph's discovery stays on this machine
-(:mod:`musculo_control.nodes.discovery`). Output goes to one log file per process. Nodes are
+``ROS_DOMAIN_ID``; the mock graph's discovery stays on this machine, and every graph's
+processes talk over UDP (:mod:`musculo_control.nodes.discovery`). Output goes to one log file per process. Nodes are
 addressed by node name; a node's process is the one that runs it (signals to a node reach every
 node of its process). :meth:`GraphProcesses.stop` interrupts every process (each node sends its
 last safe messages) and kills what does not end in time.
