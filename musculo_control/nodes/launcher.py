@@ -8,10 +8,10 @@ musculo_control.nodes.<name> [nodes] --ros-args --params-file <file> --params-fi
 <overrides>``, the command line ``ros2 launch`` gives it, with the environment of the caller
 (the ROS 2 wheels' bootstrapper sets the library path in it) and, if asked, its own
 ``ROS_DOMAIN_ID``; the mock graph's discovery stays on this machine, and every graph's
-processes talk over UDP (:mod:`musculo_control.nodes.discovery`). Output goes to one log file per process. Nodes are
-addressed by node name; a node's process is the one that runs it (signals to a node reach every
-node of its process). :meth:`GraphProcesses.stop` interrupts every process (each node sends its
-last safe messages) and kills what does not end in time.
+processes talk over UDP (:mod:`musculo_control.nodes.discovery`). Output goes to one log file
+per process. Nodes are addressed by node name; a node's process is the one that runs it
+(signals to a node reach every node of its process). :meth:`GraphProcesses.stop` interrupts
+every process (each node sends its last safe messages) and kills what does not end in time.
 """
 
 from __future__ import annotations
