@@ -69,8 +69,8 @@ def test_freezing_the_controllers_process_never_drops_the_arm(parts, tmp_path):
     table = freezes_markdown(short + long)
     for r in short:
         assert r.hand_moved_m < SHORT_MOVE_M, (table, text)
-        # the driver only held: it never lowered the arm, never sent minimum tension
-        assert r.driver_stops == ("hold",) and not r.controller_stops, (table, text)
+        # held at most: nobody lowered the arm, nothing sent minimum tension
+        assert set(r.driver_stops) | set(r.controller_stops) <= {"hold"}, (table, text)
         assert not r.latched and r.resumed, (table, text)
     for r in long:
         # the driver held, and for longer than its hold it lowered the arm

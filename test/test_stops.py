@@ -239,3 +239,33 @@ def test_the_drivers_own_pause_does_not_stop_the_arm(robot, cal, config_dir, inp
     plain = TendonDriver(cal, driver.config, inputs.muscle_commands)
     _, t = _run_until(plain, f, 0.5)
     assert not plain.output(t + 0.1).ok
+
+
+def test_the_dynamics_stage_computes_its_snapshot_after_its_own_pause(config_dir):
+    """Frozen with the controller's process for 100 ms, the 20 Hz dynamics stage's first tick
+    after the pause still publishes a snapshot from the joint sample it had (on time before the
+    pause); a joint stream that stopped is still stale one hold bound after the resume."""
+    from musculo_control.hardware.potentiometer import PotentiometerReading
+    from musculo_control.loop import build
+
+    parts = build.load_parts(config_dir)
+    stage = build.dynamics_stage(parts)
+    q = parts.robot.home_pose_rad
+    period = 1.0 / parts.controller.loop.dynamics_rate_hz
+    t = 1.0
+    for _ in range(4):
+        stage.receive_joints(PotentiometerReading(t - 0.002, q, 0.0 * q, ()))
+        assert stage.tick(t) is not None
+        t += period
+    last = t - period
+    # a sample taken just after the last tick, before the process froze for 100 ms
+    stage.receive_joints(PotentiometerReading(last + 0.002, q, 0.0 * q, ()))
+    resumed = last + 0.1
+    assert stage.tick(resumed) is not None, stage.health.message
+    # the stream really stopped: stale one hold bound after the resume, not before
+    stage.receive_joints(PotentiometerReading(last + 0.004, q, 0.0 * q, ()))
+    hold = parts.safety.inputs.joint_state.hold_s
+    assert stage.tick(resumed + 1.5 * hold) is None and "stale" in stage.health.message
+    plain = build.DynamicsStage(stage.estimator, parts.safety.inputs.joint_state)
+    plain.receive_joints(PotentiometerReading(1.0, q, 0.0 * q, ()))
+    assert plain.tick(1.1) is None  # without the pause rule: 100 ms old, no snapshot

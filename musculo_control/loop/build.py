@@ -23,6 +23,7 @@ from musculo_control.loop.mock_stage import MockStage
 from musculo_control.model.robot import Robot, load_robot
 from musculo_control.safety.config import SafetyConfig, load_safety_config
 from musculo_control.safety.supervisor import Supervisor
+from musculo_control.streams import OwnPause
 
 __all__ = ["LoopParts", "control_step", "controller", "dynamics_stage", "load_parts", "mock_stage",
            "potentiometer_stage", "tendon_stage"]
@@ -60,8 +61,11 @@ def load_parts(config_dir: str | Path, *, robot: Robot | None = None,
 
 
 def dynamics_stage(parts: LoopParts, warn_throttle_s: float = 1.0) -> DynamicsStage:
+    # its ticks are a 20 Hz period apart: a pause is inputs.own_pause_s beyond that
+    period = 1.0 / parts.controller.loop.dynamics_rate_hz
     return DynamicsStage(DynamicsEstimator(parts.robot, parts.controller.task),
-                         parts.safety.inputs.joint_state, warn_throttle_s)
+                         parts.safety.inputs.joint_state, warn_throttle_s,
+                         OwnPause(period + parts.safety.inputs.own_pause_s))
 
 
 def controller(parts: LoopParts, name: str) -> Controller:

@@ -16,7 +16,7 @@ from musculo_control.estimation.snapshot import DynamicsEstimator, DynamicsSnaps
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.loop import topics
 from musculo_control.loop.health import ERROR, OK, WARN, Health
-from musculo_control.streams import LATE, STALE, InputBounds, Latest
+from musculo_control.streams import LATE, STALE, InputBounds, Latest, OwnPause
 
 IN_TOPIC = topics.JOINT_STATES
 OUT_TOPIC = topics.DYNAMICS
@@ -26,17 +26,21 @@ class DynamicsStage:
     """See the module docstring."""
 
     def __init__(self, estimator: DynamicsEstimator, joint_state: InputBounds,
-                 warn_throttle_s: float = 1.0) -> None:
+                 warn_throttle_s: float = 1.0, pause: OwnPause | None = None) -> None:
         """``joint_state``: how old the joint state may be (safety.yaml
-        ``inputs.joint_state``)."""
+        ``inputs.joint_state``); ``pause``: the stage's own pauses (a tick that late after the
+        previous one), after which a joint sample that was on time is aged from the tick after
+        the pause (default: none seen)."""
         self.estimator = estimator
         self.bounds = joint_state
+        self.pause = pause if pause is not None else OwnPause()
         self.joints: Latest[PotentiometerReading] = Latest(IN_TOPIC)
         self.health = Health("dynamics", warn_throttle_s)
         self.reset()
 
     def reset(self) -> None:
         self.joints.reset()
+        self.pause.reset()
         self._last_source_s: float | None = None
         self.published = 0
         self.damped = 0
@@ -49,11 +53,14 @@ class DynamicsStage:
 
     def tick(self, now_s: float) -> DynamicsSnapshot | None:
         """The snapshot to publish at ``now_s`` [s], or ``None`` (see the module docstring)."""
+        self.pause.tick(now_s)
         joints = self.joints.value
         if joints is None:
             self.health.set(WARN, f"no {IN_TOPIC} yet", now_s)
             return None
-        age = self.joints.age_s(now_s)
+        # its own pause is not the joint stream's: a snapshot at the arm as it was before it
+        # beats none (the controller grades the snapshot's age the same way)
+        age = self.pause.age_s(now_s, self.joints.stamp_s, self.bounds)
         grade = self.bounds.grade(age)
         if grade == STALE:
             self.health.set(ERROR, f"{IN_TOPIC} {age * 1e3:.1f} ms old (stale at "

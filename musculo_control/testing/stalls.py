@@ -17,11 +17,12 @@ import os
 import signal
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from musculo_control.testing.observer import GraphObserver
+if TYPE_CHECKING:  # the observer is rclpy's; this module stays importable without it
+    from musculo_control.testing.observer import GraphObserver
 
 #: A /diagnostics message of a latched fault begins so (the controller's report).
 _LATCHED = "latched"
@@ -35,7 +36,7 @@ class FreezeResult:
     freeze_s: float  # how long it was frozen [s]
     hand_moved_m: float  # the true hand's largest distance from where it was at the freeze [m]
     hand_drop_m: float  # how far it fell below that height [m]
-    hand_speed_max_m_s: float  # its largest speed [m/s]
+    hand_speed_max_m_s: float  # its largest speed, over SPEED_WINDOW_S [m/s]
     driver_stops: tuple[str, ...]  # the stops the tendon driver said it made ("hold", ...)
     controller_stops: tuple[str, ...]  # ... and the controller
     latched: tuple[str, ...]  # /diagnostics messages of a latched fault
@@ -57,6 +58,8 @@ def _stops(obs: GraphObserver, node: str, t0: float) -> tuple[str, ...]:
     return tuple(seen)
 
 
+#: The hand's speed is its displacement over this much time [s].
+SPEED_WINDOW_S = 0.05
 #: Before a freeze the hand must have kept within this of one point [m] ...
 STILL_M = 0.002
 #: ... for this long [s], so that what the freeze did is not the end of an earlier motion.
@@ -112,9 +115,13 @@ def _measured(obs: GraphObserver, node: str, freeze_s: float, t0: float,
     drop = float(max(hand0[2] - path[:, 2].min(), 0.0)) if len(path) else math.nan
     speed = 0.0
     if len(path) > 1:
-        dt = np.diff(stamps)
-        ok = dt > 0.0
-        speed = float((np.linalg.norm(np.diff(path, axis=0), axis=1)[ok] / dt[ok]).max())
+        # over SPEED_WINDOW_S: the arm's motion, not the jitter of two samples' stamps
+        later = np.searchsorted(stamps, stamps + SPEED_WINDOW_S)
+        ok = later < len(stamps)
+        if np.any(ok):
+            i, j = np.flatnonzero(ok), later[ok]
+            speed = float((np.linalg.norm(path[j] - path[i], axis=1)
+                           / (stamps[j] - stamps[i])).max())
     qp = obs.diagnostics_of("activation_qp_node")
     latched = tuple(d.message for d in qp if d.t >= t0 and d.message.startswith(_LATCHED))
     resumed = bool(qp) and qp[-1].message.startswith("running")
