@@ -155,13 +155,10 @@ def test_no_pause_without_a_gap():
 
 # -- the tendon driver on its own clock ---------------------------------------------------------
 @pytest.fixture(scope="module")
-def cal(robot, config_dir):
-    return load_calibration(robot, config_dir / "hardware.yaml")
-
-
-@pytest.fixture(scope="module")
-def inputs(config_dir) -> LateInputsConfig:
-    return load(LateInputsConfig, config_dir / "safety.yaml", "inputs")
+def shipped(robot, config_dir):
+    """(the shipped calibration, safety.yaml inputs): what the driver is built from."""
+    return (load_calibration(robot, config_dir / "hardware.yaml"),
+            load(LateInputsConfig, config_dir / "safety.yaml", "inputs"))
 
 
 def _driver(robot, cal, config_dir, inputs):
@@ -185,8 +182,9 @@ def _run_until(driver, f, t_end, t=0.0):
     return out, t
 
 
-def test_the_driver_holds_then_descends_when_the_controller_goes_silent(robot, cal, config_dir,
-                                                                        inputs):
+def test_the_driver_holds_then_descends_when_the_controller_goes_silent(robot, shipped,
+                                                                        config_dir):
+    cal, inputs = shipped
     driver, stops = _driver(robot, cal, config_dir, inputs)
     f = np.linspace(30.0, 200.0, robot.n_muscles)
     out, t = _run_until(driver, f, 1.0)
@@ -214,7 +212,8 @@ def test_the_driver_holds_then_descends_when_the_controller_goes_silent(robot, c
     assert back.ok and np.any(back.tension_n < f) and np.any(back.limited)
 
 
-def test_a_bad_command_is_a_cut_at_the_driver(robot, cal, config_dir, inputs):
+def test_a_bad_command_is_a_cut_at_the_driver(robot, shipped, config_dir):
+    cal, inputs = shipped
     driver, _ = _driver(robot, cal, config_dir, inputs)
     f = np.full(robot.n_muscles, 120.0)
     _, t = _run_until(driver, f, 0.5)
@@ -225,10 +224,11 @@ def test_a_bad_command_is_a_cut_at_the_driver(robot, cal, config_dir, inputs):
     assert not out.ok and np.all(out.tension_n == driver.config.min_tension_n)
 
 
-def test_the_drivers_own_pause_does_not_stop_the_arm(robot, cal, config_dir, inputs):
+def test_the_drivers_own_pause_does_not_stop_the_arm(robot, shipped, config_dir):
     """Frozen for 100 ms (its process stopped), the driver's first tick after it finds its
     command 100 ms old: its own pause, so the command goes on until the controller's next one
     is due; without the pause rule it would have stopped."""
+    cal, inputs = shipped
     driver, _ = _driver(robot, cal, config_dir, inputs)
     f = np.full(robot.n_muscles, 120.0)
     _, t = _run_until(driver, f, 0.5)
