@@ -392,8 +392,11 @@ def test_the_graph_fault_matrix_detects_injected_faults_and_writes_the_runners_j
     import sys
 
     out = tmp_path / "out"
-    cases = ["pot_dropout", "command_nan", "foreign_commander", "foreign_actuator_writer",
-             "operator_stop"]
+    # qp_failure: a fault whose stop holds, so no minimum tension marks its detection (a
+    # wall-stamped start-up status of the mock arm that names the controller was once taken
+    # for it)
+    cases = ["pot_dropout", "qp_failure", "command_nan", "foreign_commander",
+             "foreign_actuator_writer", "operator_stop"]
     done = subprocess.run(
         [sys.executable, "-m", "musculo_control.cli", "simulate", "faults", "--graph",
          "--out", str(out), "--set", f"reliability.faults.cases=[{', '.join(cases)}]"],

@@ -308,7 +308,9 @@ def evaluate(name: str, cfg: FaultMatrixConfig, run: dict[str, Any], base: dict[
             continue
         if stray is not None and not names_stray:
             continue  # a stray writer is detected when a node names it
-        named = [r for r in kind.expected_rules if r in d.message]
+        # a rule's name in a status of a node the fault concerns (the mock arm's start-up
+        # status "holding the arm until the controller holds it" names no rule)
+        named = [r for r in kind.expected_rules if r in d.message] if node in nodes else []
         new_refusal = any(refused_before.get(k) != v for k, v in refused.items()) \
             and node in nodes
         stage_error = node in nodes and node != "activation_qp_node" and d.level >= 1
