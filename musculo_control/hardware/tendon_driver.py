@@ -145,9 +145,8 @@ class TendonDriver:
         self._length = np.full(self.m, np.nan)
         self._tension = np.full(self.m, np.nan)
         self._read_stamp = -math.inf
-        if hasattr(self, "stopping"):
-            self.stopping.clear()
-            self.pause.reset()
+        self.stopping.clear()
+        self.pause.reset()
 
     @property
     def min_tension_n(self) -> FloatArray:

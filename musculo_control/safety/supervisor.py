@@ -466,8 +466,10 @@ class Supervisor:
             add(Finding("joint_state", f"joint state of shape {np.shape(joints.q_rad)}, "
                                        f"expected ({n},)"))
             return False
-        if not _graded(add, "joint_state", "joint sample", self._age(t, joints.stamp_s, "joint"),
-                       self.config.inputs.joint_state, ": extrapolated by its velocity"):
+        bounds = self.config.inputs.joint_state
+        if not _graded(add, "joint_state", "joint sample", self.pause.age_s(t, joints.stamp_s,
+                                                                          bounds),
+                       bounds, ": extrapolated by its velocity"):
             return False
         if not finite(joints.q_rad, joints.qd_rad_s):
             add(Finding("joint_state", "joint state not finite"))
@@ -480,7 +482,7 @@ class Supervisor:
         less than the potentiometers' noise up to the hold bound; doc/safety.md). After the
         supervisor's own pause the age counts from the tick after it: the sample is the arm
         before the pause, when nobody knows what it did since."""
-        age = self._age(t, joints.stamp_s, "joint")
+        age = self.pause.age_s(t, joints.stamp_s, self.config.inputs.joint_state)
         if age <= self.config.inputs.joint_state.late_s:
             return joints.q_rad
         return joints.q_rad + joints.qd_rad_s * age
@@ -496,17 +498,9 @@ class Supervisor:
             add(Finding("tendon_state", f"tendon state of shape {np.shape(tendons.length_m)}, "
                                         f"expected ({self.m},)"))
             return False
-        return _graded(add, "tendon_state", "tendon sample", self._age(t, tendons.stamp_s,
-                                                                        "tendon"),
-                       self.config.inputs.tendon_state)
-
-    def _age(self, t: float, stamp_s: float, stream: str) -> float:
-        """The age of a ``stream`` ('joint', 'tendon', 'snapshot') sample at ``t``, the
-        supervisor's own pause left out."""
-        inputs = self.config.inputs
-        bounds = {"joint": inputs.joint_state, "tendon": inputs.tendon_state,
-                  "snapshot": inputs.snapshot}[stream]
-        return self.pause.age_s(t, stamp_s, bounds)
+        bounds = self.config.inputs.tendon_state
+        return _graded(add, "tendon_state", "tendon sample",
+                       self.pause.age_s(t, tendons.stamp_s, bounds), bounds)
 
     def _check_snapshot(self, t: float, snapshot: DynamicsSnapshot | None, add: Any) -> bool:
         cfg = self.config
@@ -514,7 +508,7 @@ class Supervisor:
             add(Finding("snapshot_stale", "no dynamics snapshot yet"))
             return False
         bounds = cfg.inputs.snapshot
-        age = self._age(t, snapshot.stamp_s, "snapshot")
+        age = self.pause.age_s(t, snapshot.stamp_s, bounds)
         limits = f"late beyond {bounds.late_s * 1e3:.1f} ms, stale at {bounds.hold_s * 1e3:.1f} ms"
         grade = bounds.grade(age)
         if grade == STALE:
