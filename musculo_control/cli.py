@@ -19,6 +19,7 @@ from musculo_control.errors import ConfigWarning, MusculoError
 #: Modules that each provide ``add_parser(subparsers)``; the parser's ``func`` runs the command.
 COMMANDS = (
     "musculo_control.commands.init",
+    "musculo_control.commands.config",
     "musculo_control.commands.model_report",
     "musculo_control.commands.bench",
     "musculo_control.commands.simulate",

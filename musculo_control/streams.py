@@ -26,15 +26,21 @@ class InputBounds:
     """How old one input may be (``safety.yaml`` ``inputs.<stream>``): up to ``late_s`` it is
     on time; up to ``hold_s`` it is *late*: reported at WARN and counted while control goes on
     with the newest sample; beyond ``hold_s`` it is *stale*: a fault, every tendon at the
-    minimum tension."""
+    minimum tension. Without ``late_s`` (or with it equal to ``hold_s``) an input has no late
+    stage: on time, then stale, as before late inputs were graded."""
 
-    late_s: float = spec(gt=0.0, doc="older: reported as late, control goes on [s]")
+    late_s: float = spec(None, gt=0.0, doc="older: reported as late, control goes on [s]; "
+                                           "default hold_s: no late stage")
     hold_s: float = spec(gt=0.0, doc="older: a fault, every tendon at minimum tension [s]")
 
+    def __post_init__(self) -> None:
+        if self.late_s is None:
+            object.__setattr__(self, "late_s", self.hold_s)
+
     def check(self, file: str, key: str) -> None:
-        if not self.late_s < self.hold_s:
+        if not self.late_s <= self.hold_s:
             raise ConfigError(file, f"{key}.late_s" if key else "late_s",
-                              f"less than hold_s = {self.hold_s} s (late is reported before "
+                              f"at most hold_s = {self.hold_s} s (late is reported before "
                               f"the safe state)", self.late_s)
 
     def grade(self, age_s: float) -> int:
