@@ -10,6 +10,7 @@ from musculo_control.config.parser import load_with_overrides, spec
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.tendon_driver import TendonDriverConfig
 from musculo_control.safety.authority import AuthorityConfig
+from musculo_control.safety.follow import FollowConfig
 from musculo_control.safety.stops import StopConfig
 from musculo_control.streams import InputBounds
 
@@ -149,6 +150,8 @@ class SafetyConfig:
     log_length: int = spec(256, ge=1, doc="state transitions kept in memory")
     authority: AuthorityConfig = spec(AuthorityConfig(), doc="who may write the command "
                                                             "streams (node graph only)")
+    follow: FollowConfig = spec(FollowConfig(), doc="whether the tendon driver applies the "
+                                                    "controller's commands")
 
 
 def load_safety_config(config_dir: str | Path, driver: TendonDriverConfig,

@@ -85,6 +85,16 @@ _RULES: tuple[Rule, ...] = (
          "`inputs.driver_output.hold_s`: the driver or its link is gone",
          "`inputs.driver_output.hold_s` + one control period", _MIN + " (the actuator modules' "
          "own watchdog holds their idle tension meanwhile)", _HOLD),
+    Rule("driver_not_following", WARNING, False, "supervisor",
+         "`follow.samples` outputs of the tendon driver in a row further than "
+         "`follow.tolerance_n` outside the span of the commands sent over "
+         "`inputs.muscle_commands.hold_s`: the driver stopped on its own (the commands do not "
+         "reach it) while the controller runs on",
+         "the driver's hold (`stops.hold_s`), then `follow.samples` of its outputs",
+         "the goal is kept at the hand, so that commands reaching the arm again hold it where "
+         "the driver's stop left it; control goes on",
+         "when the driver follows again: the goal returns on the resume ramp, at most "
+         "`resume_speed_m_s`"),
     Rule("out_of_order", WARNING, False, "every stage, on each input stream",
          "a message stamped no later than the previous one of its stream (reordered stream)",
          "on arrival", "the late message is dropped, the newest data is kept, control goes on",

@@ -47,6 +47,7 @@ from musculo_control.hardware.tendon_driver import TendonDriverConfig, TendonSta
 from musculo_control.model.robot import Robot
 from musculo_control.safety.config import SafetyConfig
 from musculo_control.safety.consistency import ConsistencyMonitor
+from musculo_control.safety.follow import CommandFollow
 from musculo_control.safety.goal_gate import GoalGate
 from musculo_control.safety.operator_stop import OperatorStop
 from musculo_control.safety.resume import ResumeRamp
@@ -181,6 +182,8 @@ class Supervisor:
         self.stopping = config.stops.sequence(self.tension_min_n)
         #: the supervisor's own pauses (its ticks far apart): inputs that aged with it are not late
         self.pause = OwnPause(config.inputs.own_pause_s)
+        #: whether the tendon driver applies what this supervisor sends
+        self.follow = CommandFollow(config.follow, config.inputs.muscle_commands.hold_s)
         self.reset()
 
     def reset(self, stamp_s: float = 0.0, tension_n: npt.ArrayLike | None = None) -> None:
@@ -201,6 +204,7 @@ class Supervisor:
             np.maximum(np.asarray(tension_n, dtype=float), self.tension_min_n)
         self.stopping.clear()
         self.pause.reset()
+        self.follow.reset()
         self.consistency.reset()
         self.goals.reset()
         self.transitions.clear()
@@ -231,6 +235,7 @@ class Supervisor:
     def driver_sent(self, stamp_s: float, tension_n: FloatArray) -> None:
         """The tendon driver sent ``tension_n`` [N] at ``stamp_s`` [s]."""
         self.monitor.sent(stamp_s, tension_n)
+        self.follow.driver(stamp_s, tension_n)
 
     def condition(self, name: str, message: str) -> None:
         """A fault of rule ``name`` that stands from now on at every tick until the same call
@@ -369,8 +374,12 @@ class Supervisor:
                     f"winch has wound {-1e3 * float(deviation[i]):.1f} mm past its path"
                     for i in np.flatnonzero(snapped))))
         out: ControlOutput | None = None
+        adrift = not self.follow.following
+        if adrift:
+            add(Finding("driver_not_following", self.follow.message(self.robot.muscle_names)))
         if joints_ok and snapshot_ok and goal_now is not None and joints is not None:
-            target, restart = self._resume_goal(t, goal_now, joints, not faults, paused)
+            target, restart = self._resume_goal(t, goal_now, joints, not faults,
+                                                paused or adrift)
             if restart:  # the arm was limp: what the controller kept (the integral) is of then
                 controller.reset()
             answer = controller.tick(snapshot, self._joint_angles(t, joints), joints.qd_rad_s,
@@ -397,6 +406,7 @@ class Supervisor:
             sent = SupervisedOutput(out, report)
         else:
             sent = SupervisedOutput(*self._stopped(t, report, out))
+        self.follow.sent(t, sent.output.tension_n)
         if state != self.state:
             self.transitions.append(Transition(t, self.state, state, sent.report.summary()))
             self.state = state
