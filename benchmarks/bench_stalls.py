@@ -14,6 +14,10 @@ faults, and whether control resumed. ``--trials N`` repeats the whole on N fresh
                                       [--driver-freeze S] [--realtime] [--busy-loops N]
                                       [--trials N] [--out DIR] [--page PAGE]
 
+``--launch`` starts the graph with ``ros2 launch musculo_control mock_arm.launch.py`` instead
+(a sourced ROS 2 with this package built; ``realtime:=true`` with ``--realtime``), and finds the
+two processes among the launch's children.
+
 ``--watch S`` first watches the arm for S seconds with nothing frozen (a row ``-``: what the
 load alone does). ``--page PAGE`` writes the table, with the date, the command and the commit,
 into the page's ``stalls`` block (doc/safety.md has one), checked before the run.
@@ -22,8 +26,14 @@ into the page's ``stalls`` block (doc/safety.md has one), checked before the run
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +45,80 @@ from musculo_control.paths import default_config_dir
 from musculo_control.testing.machine_load import busy_loops
 from musculo_control.testing.stalls import FreezeResult, freeze, freezes_markdown, watch
 
-#: The page block this benchmark writes, and the writer its markers name.
+#: The page block this benchmark writes, and the writer its markers name (with --launch: its own).
 _BLOCK, _WRITER = "stalls", "python benchmarks/bench_stalls.py --page"
+_LAUNCH_BLOCK, _LAUNCH_WRITER = "stalls-launch", "python benchmarks/bench_stalls.py --launch --page"
+
+
+class _Launched:
+    """``ros2 launch`` of the mock graph in a session of its own; :meth:`pid` finds the process
+    that runs a node among the launch's children (the shared layout's ``control_process``
+    executable with the node's name among its arguments, or the node's own executable)."""
+
+    def __init__(self, realtime: bool, log: Path, domain_id: int) -> None:
+        ros2 = shutil.which("ros2")
+        if ros2 is None:
+            raise SystemExit("--launch needs ros2 on PATH: source a ROS 2 setup and this "
+                             "package's install (doc/ros.md, Running the launch tests)")
+        args = [f"realtime:={str(realtime).lower()}", "use_rviz:=false",
+                "use_robot_state_publisher:=false", "goal_mode:=none"]
+        self.log = log
+        self._out = open(log, "w")  # noqa: SIM115 - closed in stop()
+        env = {**os.environ, "ROS_DOMAIN_ID": str(domain_id)}
+        self.proc = subprocess.Popen([ros2, "launch", "musculo_control", "mock_arm.launch.py",
+                                      *args], stdout=self._out, stderr=subprocess.STDOUT,
+                                     env=env, start_new_session=True)
+
+    def _children(self) -> dict[int, list[str]]:
+        listed = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.proc.pid)],
+                                capture_output=True, text=True).stdout.split()
+        out = {}
+        for pid in map(int, listed):
+            with contextlib.suppress(OSError):
+                out[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        return out
+
+    def pid(self, node: str) -> int:
+        for pid, argv in self._children().items():
+            script = next((a for a in argv if "/lib/musculo_control/" in a), "")
+            rest = argv[argv.index(script) + 1:] if script else []
+            named = rest[:rest.index("--ros-args")] if "--ros-args" in rest else rest
+            if (script.endswith("/control_process") and node in named) \
+                    or script.endswith("/" + node):
+                return pid
+        raise LookupError(f"no process of the launch runs {node}")
+
+    def nodes_log(self) -> str:
+        return self.log.read_text()[-4000:]
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGCONT)
+            os.killpg(self.proc.pid, signal.SIGINT)
+        try:
+            self.proc.wait(30.0)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10.0)
+        self._out.close()
+
+
+@contextlib.contextmanager
+def _graph(args: argparse.Namespace, parts: Any, workdir: Path, domain: int) -> Iterator[Any]:
+    """The running graph: ``musculo graph``'s processes, or ``ros2 launch`` (``--launch``)."""
+    if args.launch:
+        launched = _Launched(args.realtime, workdir / "launch.log", domain)
+        try:
+            yield launched
+        finally:
+            launched.stop()
+        return
+    from musculo_control.nodes.launcher import GraphProcesses
+
+    options = GraphOptions(parts.config_dir, one_process=True, realtime=args.realtime,
+                           goal_mode="none")
+    with GraphProcesses(options, workdir, domain_id=domain) as graph:
+        yield graph
 
 
 def _seconds(text: str) -> list[float]:
@@ -53,25 +135,24 @@ def _seconds(text: str) -> list[float]:
 
 
 def _trial(parts: Any, args: argparse.Namespace) -> list[FreezeResult]:
-    from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
+    from musculo_control.nodes.launcher import private_domain_id
     from musculo_control.testing.observer import GraphObserver
 
-    options = GraphOptions(parts.config_dir, one_process=True, realtime=args.realtime,
-                           goal_mode="none")
     domain = private_domain_id()
     settle = parts.safety.resume_ramp_s + 2.0
     seconds = args.watch + sum(args.freezes) + len(args.freezes) * settle + 300.0
     with busy_loops(args.busy_loops, seconds), \
             tempfile.TemporaryDirectory(prefix="bench_stalls_") as workdir, \
-            GraphProcesses(options, Path(workdir), domain_id=domain) as graph, \
+            _graph(args, parts, Path(workdir), domain) as graph, \
             GraphObserver(parts, domain_id=domain, fast_streams=False) as obs:
         def running() -> bool:
             qp = obs.diagnostics_of("activation_qp_node")
             return bool(qp) and qp[-1].message.startswith("running") and len(obs.hand) > 0
 
         if not obs.wait_until(running, 120.0):
-            print("the controller never ran; node logs:\n" + "\n".join(
-                f"--- {n}\n{graph.log(n)[-2000:]}" for n in graph.nodes), file=sys.stderr)
+            logs = graph.nodes_log() if args.launch else "\n".join(
+                f"--- {n}\n{graph.log(n)[-2000:]}" for n in graph.nodes)
+            print("the controller never ran; node logs:\n" + logs, file=sys.stderr)
             raise SystemExit(1)
         obs.wait_for(2.0, 60.0)
         results = []
@@ -105,12 +186,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--busy-loops", type=int, default=0,
                    help="spinning processes for the whole run (-1: one per core)")
     p.add_argument("--trials", type=int, default=1, help="fresh graphs, one after the other")
+    p.add_argument("--launch", action="store_true",
+                   help="start the graph with ros2 launch (mock_arm.launch.py) instead of "
+                        "musculo graph's processes")
     p.add_argument("--out", type=Path, default=Path("out/bench"))
     p.add_argument("--page", type=Path, default=None,
                    help="write the table into this page's 'stalls' block")
     args = p.parse_args(argv)
+    block, writer = (_LAUNCH_BLOCK, _LAUNCH_WRITER) if args.launch else (_BLOCK, _WRITER)
     if args.page is not None:
-        check_page(args.page, _BLOCK, _WRITER)
+        check_page(args.page, block, writer)
     parts = load_parts(args.config)
     load0 = load_average()
     results: list[FreezeResult] = []
@@ -133,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                            "freezes": [r.as_dict() for r in results]})
     print("\n" + table)
     if args.page is not None:
-        paths.append(write_page_block(args.page, _BLOCK, _WRITER, markdown, command))
+        paths.append(write_page_block(args.page, block, writer, markdown, command))
     print("wrote " + ", ".join(str(x) for x in paths))
     return 0
 
