@@ -55,10 +55,12 @@ def add_parser(sub: Any) -> None:
 
 def save_runs(runs: list[RunResult], folder: Path, setup: Setup) -> None:
     """Per run: run.yaml, signals.csv and the ROS 2 bag ``bag/`` under
-    ``folder/<experiment>/<controller>[/<start pose>]``."""
+    ``folder/<experiment>/<controller>[/<start pose>]``. The bag's hand positions and goals
+    are stamped with the base frame they are expressed in (robot.yaml ``arm.base_frame``), which
+    an MJCF whose bodies have no names still has."""
     robot = setup.robot
     layout = controller_state_layout(robot.arm.n_joints)
-    frame = robot.arm.link_names()[0]
+    frame = robot.arm.base_frame
     for run in runs:
         sub = folder / run.experiment / run.controller / run.variant if run.variant \
             else folder / run.experiment / run.controller
