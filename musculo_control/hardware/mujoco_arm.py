@@ -160,8 +160,8 @@ def muscle_sites(robot: Robot) -> tuple[list[str], list[str]]:
 
 def draw_model_error(robot: Robot, config: ModelErrorConfig,
                      rng: np.random.Generator) -> ModelError:
-    """Seeded model error: a mass scale per link (massless ones ignore it), an offset per muscle
-    point, a radius change per wrap surface.
+    """Seeded model error: a mass scale per link (massless ones ignore it; an MJCF's unnamed
+    bodies are "body #<id>"), an offset per muscle point, a radius change per wrap surface.
 
     Offsets have a uniformly random direction and a length uniform in [0, via_point_error_mm];
     radius changes are uniform in [-wrap_radius_error_mm, wrap_radius_error_mm] (drawn last, and
@@ -179,8 +179,31 @@ def draw_model_error(robot: Robot, config: ModelErrorConfig,
     length = rng.uniform(0.0, config.via_point_error_mm * 1e-3, size=(n_points, 1))
     er = config.wrap_radius_error_mm * 1e-3
     radius = rng.uniform(-er, er, size=len(geoms)) if geoms else np.zeros(0)
+    # an MJCF's unnamed bodies (MuJoCo's tendon arm has only those) by id, drawn last so that
+    # a model without them draws as before
+    scales.update({label: float(1.0 + rng.uniform(-e, e)) for label in _unnamed_bodies(robot)})
     return ModelError(mass_scale=scales, via_point_offset_m=direction * length,
                       wrap_radius_change_m=radius)
+
+
+#: How an unnamed MJCF body is called in :attr:`ModelError.mass_scale`: "body #<id>".
+_UNNAMED_BODY = "body #"
+
+
+def _unnamed_bodies(robot: Robot) -> list[str]:
+    body = robot.arm.body
+    if not isinstance(body, MujocoBody):
+        return []
+    model = body.model
+    return [f"{_UNNAMED_BODY}{b}" for b in range(1, model.nbody) if not model.body(b).name]
+
+
+def _body_id(model: mujoco.MjModel, link: str) -> int:
+    """MuJoCo id of a body named ``link`` or labelled "body #<id>" (-1: none)."""
+    if link.startswith(_UNNAMED_BODY) and link[len(_UNNAMED_BODY):].isdigit():
+        bid = int(link[len(_UNNAMED_BODY):])
+        return bid if 0 < bid < model.nbody and not model.body(bid).name else -1
+    return int(mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, link))
 
 
 @dataclass(frozen=True)
@@ -355,7 +378,7 @@ def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
     # Mass error on the compiled bodies: the same for a URDF's explicit inertials and an MJCF's
     # inertia from geoms. Mass and rotational inertia scale together (same shape, density off).
     for link, scale in error.mass_scale.items():
-        bid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, link)
+        bid = _body_id(model, link)
         if bid > 0 and model.body_mass[bid] > 0.0:
             model.body_mass[bid] *= scale
             model.body_inertia[bid] *= scale
