@@ -92,6 +92,19 @@ def run(args: argparse.Namespace) -> int:
     print("validation: every file loads as the commands load it")
     for line in report(setup):
         print(f"  {line}")
-    print(f"next: musculo model-report --config {args.out}; musculo simulate trajectory "
-          f"--config {args.out}")
+    print(next_commands(setup, args.out))
     return 0
+
+
+def next_commands(setup: Setup, folder: Path) -> str:
+    """The commands to run next: the model report and every experiment the folder sets up
+    (``musculo simulate`` refuses one it does not)."""
+    experiments = setup.experiments.configured()
+    commands = [f"musculo model-report --config {folder}"]
+    commands += [f"musculo simulate {e} --config {folder}" for e in experiments]
+    line = "next: " + "; ".join(commands)
+    if not experiments:
+        line += ("\n  (no experiment of the paper can be set up on this arm: see 'switched off' "
+                 "above; the controller still runs in the node graph, musculo graph --config "
+                 f"{folder})")
+    return line

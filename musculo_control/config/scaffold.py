@@ -55,7 +55,7 @@ from musculo_control.control.baselines import (
 from musculo_control.control.controller_config import ControllerConfig
 from musculo_control.control.goal import WorkspaceConfig
 from musculo_control.control.task_space import GainsConfig
-from musculo_control.errors import ConfigError, MusculoError
+from musculo_control.errors import ConfigError, ConfigErrors, MusculoError
 from musculo_control.hardware.mock_arm import ActuatorConfig, MockArmConfig, StartupConfig
 from musculo_control.hardware.mujoco_arm import ModelErrorConfig, PhysicsConfig
 from musculo_control.model.arm import ArmConfig
@@ -91,9 +91,13 @@ _SAMPLES = 512
 _MOVES = 1e-3
 #: ... and the pose solver moves it when its column reaches this share.
 _IK_SHARE = 0.05
+#: A frame whose Jacobian stays below this everywhere does not move [m/rad].
+_STILL_M_RAD = 1e-6
 #: The elbow of experiment C is raised by at most this, in steps of _STEP_M [m].
 _RAISE_M = 0.10
 _STEP_M = 0.01
+#: Experiment B's move is halved, down to this, until the hand can follow it [m].
+_SHORTEST_MOVE_M = 0.02
 #: Experiment B's start poses differ in elbow height by this [m].
 _ELBOW_SPREAD_M = 0.03
 #: The driver's limit over the largest peak force; the motor's over the driver's [-].
@@ -123,6 +127,7 @@ class Scaffold:
     choices: list[str] = field(default_factory=list)  # one line per decision, with its reason
     switched_off: list[str] = field(default_factory=list)  # experiments not set up, and why
     runs: int = 0  # experiment runs set up (B once per start pose)
+    move_m: float = 0.0  # experiment B's move, when it is set up [m]
 
 
 def _round(values: npt.ArrayLike, digits: int = 4) -> tuple[float, ...]:
@@ -174,6 +179,13 @@ def _task(robot: Robot, out: Scaffold) -> _Task:
     sing, normal = spread[1], spread[2][2]
     planar = bool(sing[2] < 1e-6 * sing[0])
     movers = int(np.count_nonzero(moves > _MOVES * float(moves.max())))
+    if movers == 1:  # one joint moves the hand (a one-joint elbow): along a curve, one row
+        axis = int(np.argmax(np.ptp(hands, axis=0)))
+        row = "v" + "xyz"[axis]
+        out.choices.append(f"task rows ['{row}']: one joint moves the hand, along a curve; "
+                           f"one row, the base axis along which it moves farthest "
+                           f"({np.ptp(hands[:, axis]):.3f} m over the joint range)")
+        return _Task((row,), (axis,), moves, planar)
     if planar or movers < 3:
         drop = int(np.argmax(np.abs(normal)))
         axes = tuple(i for i in range(3) if i != drop)
@@ -255,21 +267,32 @@ def _experiments(robot: Robot, task: _Task, move_m: float, out: Scaffold
     mask[list(task.axes)] = 1.0
     candidates = [up, -up, *np.eye(3), *-np.eye(3)]
     direction = None
-    for d in candidates:
-        d = d * mask
-        if np.linalg.norm(d) < 0.5:
-            continue
-        d = d / np.linalg.norm(d)
-        if _follows(robot, home, hand0, hand0 + move_m * d):
-            direction = d
+    asked = move_m
+    lengths = [move_m * 0.5**k for k in range(4) if move_m * 0.5**k >= _SHORTEST_MOVE_M]
+    for length in lengths or [move_m]:  # the move asked for, else shorter (a finger's reach)
+        for d in candidates:
+            d = d * mask
+            if np.linalg.norm(d) < 0.5:
+                continue
+            d = d / np.linalg.norm(d)
+            if _follows(robot, home, hand0, hand0 + length * d):
+                direction, move_m = d, length
+                break
+        if direction is not None:
             break
     named: list[NamedPose] = []
     trajectory = None
     if direction is None:
         out.switched_off.append(f"trajectory: from the home pose the hand cannot follow a "
-                                f"{100 * move_m:.0f} cm move along any base axis")
+                                f"move of {100 * min(lengths or [asked]):.1f}-"
+                                f"{100 * asked:.0f} cm along any base axis")
         direction = up * mask / max(float(np.linalg.norm(up * mask)), 1e-9)
     else:
+        if move_m < asked:
+            tried = [round(100 * x, 1) for x in lengths]
+            out.choices.append(f"experiment B's move: {100 * move_m:.1f} cm, the longest of "
+                               f"{tried} cm that the hand can follow from the home pose along "
+                               f"a base axis ({100 * asked:.0f} cm asked; --move-m)")
         start, end = hand0, hand0 + move_m * direction
         starts: list[str] = []
         z0 = solver.targets_at(home)[1]
@@ -286,12 +309,16 @@ def _experiments(robot: Robot, task: _Task, move_m: float, out: Scaffold
                 named.append(pose)
                 starts.append(pose.name)
         if starts:
+            raised_cm = ", ".join(f"{100 * _ELBOW_SPREAD_M * 'abc'.index(n[-1]):.0f}"
+                                  for n in starts)
             trajectory = TrajectoryConfig(start_m=_round(start), end_m=_round(end),
                                           start_poses=tuple(starts))
             out.choices.append(
-                f"experiment B: the hand moves {100 * move_m:.0f} cm along "
+                f"experiment B: the hand moves {100 * move_m:.3g} cm along "
                 f"{np.round(direction, 3).tolist()} from {np.round(start, 3).tolist()} m, from "
-                f"start poses {starts}" + (" (elbow raised 0, 3, 6 cm)" if redundant else ""))
+                f"start poses {starts}" + (f" (elbow raised {raised_cm} cm)"
+                                           if redundant and len(starts) > 1 else ""))
+            out.move_m = move_m
         else:
             out.switched_off.append("trajectory: no start pose follows the move")
     # C: the elbow raised with the hand fixed
@@ -318,12 +345,32 @@ def _experiments(robot: Robot, task: _Task, move_m: float, out: Scaffold
                 f"experiment C: released with the elbow {100 * len(raised) * _STEP_M:.0f} cm "
                 f"above the home pose's, hand held; drift joint '{drift}' (changes most)")
     # A: push the elbow where it moves most freely with the hand held
-    axis = _push_axis(robot, task, redundant, out)
-    disturbance = DisturbanceConfig(start_pose="home", axis=_round(axis, 3),
-                                    displacement_m=0.02)
+    disturbance = None
+    if _elbow_moves(robot):
+        axis = _push_axis(robot, task, redundant, out)
+        disturbance = DisturbanceConfig(start_pose="home", axis=_round(axis, 3),
+                                        displacement_m=0.02)
+    else:
+        out.switched_off.append(
+            f"disturbance: the elbow frame '{solver.config.elbow_frame}' does not move anywhere "
+            f"in the joint range (the anchor of the arm's first joint): the gauge would push a "
+            f"point fixed to the base")
     exp = ExperimentsConfig(disturbance=disturbance, trajectory=trajectory, nullspace=nullspace)
-    out.runs = 1 + (len(trajectory.start_poses) if trajectory else 0) + (1 if nullspace else 0)
+    out.runs = ((1 if disturbance else 0) + (len(trajectory.start_poses) if trajectory else 0)
+                + (1 if nullspace else 0))
     return exp, named, direction
+
+
+def _elbow_moves(robot: Robot) -> bool:
+    """The pose solver's elbow frame moves somewhere in the joint range (a one-joint arm's
+    elbow is that joint's anchor, fixed to the base)."""
+    solver = _solver(robot)
+    body, ws = robot.arm.body, robot.arm.body.workspace()
+    most = 0.0
+    for q in robot.sample_poses(32, seed=3):
+        J = body.jacobians(ws, q, (solver.elbow_frame,))[0][:3]
+        most = max(most, float(np.abs(J).max()))
+    return most > _STILL_M_RAD
 
 
 def _push_axis(robot: Robot, task: _Task, redundant: bool, out: Scaffold) -> FloatArray:
@@ -607,23 +654,28 @@ def write_config(mjcf: Path, folder: Path, *, task_frame: str | None = None,
                           "a folder without a config (or --force to overwrite it)", "exists")
     folder.mkdir(parents=True, exist_ok=True)
     first = _write_once(Path(mjcf), folder, task_frame, home, move_m)
-    if home is not None or not first.switched_off:
+    if home is not None or (not first.switched_off and first.move_m >= move_m):
         return first
     middle = _write_once(Path(mjcf), folder, task_frame, "middle", move_m)
     if _score(middle) > _score(first):
         was = next(c for c in first.choices if c.startswith("home pose:"))
         k = next(i for i, c in enumerate(middle.choices) if c.startswith("home pose:"))
         middle.choices[k] = (f"home pose: the middle of every joint's range, where "
-                             f"{_score(middle)} experiment runs can start (from the "
-                             f"{was.split(': ', 1)[1].split(' (')[0]} pose only "
-                             f"{_score(first)})")
+                             f"{_runs(middle)} (from the "
+                             f"{was.split(': ', 1)[1].split(' (')[0]} pose {_runs(first)})")
         return middle
     return _write_once(Path(mjcf), folder, task_frame, home, move_m)
 
 
-def _score(scaffold: Scaffold) -> int:
-    """How many experiment runs a folder sets up (B counts once per start pose)."""
-    return scaffold.runs
+def _score(scaffold: Scaffold) -> tuple[int, float]:
+    """How many experiment runs a folder sets up (B counts once per start pose), then how long
+    B's move is."""
+    return scaffold.runs, scaffold.move_m
+
+
+def _runs(scaffold: Scaffold) -> str:
+    move = f", B a {100 * scaffold.move_m:.3g} cm move" if scaffold.move_m else ""
+    return f"{scaffold.runs} experiment runs can start{move}"
 
 
 def _write_once(mjcf: Path, folder: Path, task_frame: str | None, home: str | None,
@@ -645,9 +697,16 @@ def _write_once(mjcf: Path, folder: Path, task_frame: str | None, home: str | No
     try:
         robot = load_robot(folder)
     except MusculoError as exc:
-        raise ConfigError(str(folder / "robot.yaml"), "<robot>", "a robot musculo init can "
-                          "describe (edit the written robot.yaml and muscles.yaml, then load "
-                          "it with musculo model-report)", str(exc)) from exc
+        head = ConfigError(str(mjcf), "<robot>", f"an arm the controller can describe: the "
+                           f"robot.yaml and muscles.yaml written from it do not load, for the "
+                           f"reasons below (edit them, then check with musculo model-report "
+                           f"--config {folder})")
+        if not isinstance(exc, ConfigError):
+            raise ConfigErrors([head, ConfigError(str(folder), "<robot>", "a robot that loads",
+                                                  str(exc))]) from exc
+        found = exc.errors if isinstance(exc, ConfigErrors) else (exc,)
+        unique = list({str(e): e for e in found}.values())  # each reason once
+        raise ConfigErrors([head, *unique]) from exc
     task = _task(robot, out)
     poses, _ = _poses_config(robot, task, out)
     robot_cfg = replace(first, poses=poses)

@@ -29,13 +29,21 @@ import numpy.typing as npt
 
 from musculo_control.errors import ConfigError
 from musculo_control.model.joint_coupling import JointCoupling
-from musculo_control.model.mujoco_body import MujocoBody
-from musculo_control.model.mujoco_tendons import compile_spec, mjcf_spec
+from musculo_control.model.mujoco_body import MujocoBody, element_names
+from musculo_control.model.mujoco_tendons import (
+    MujocoTendonGeometry,
+    compile_spec,
+    mjcf_spec,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
 #: The home pose keeps this fraction of each joint's range from its limits [-].
 HOME_MARGIN = 0.1
+#: Poses (beside the middle of the ranges) where the muscles' reach is sampled.
+_REACH_POSES = 64
+#: A moment arm below this does not pull a joint [m].
+_REACH_M = 1e-6
 
 
 @dataclass(frozen=True)
@@ -109,8 +117,62 @@ def _muscles(model: mujoco.MjModel) -> tuple[tuple[Muscle, ...], str]:
     spatial = [t for t in range(model.ntendon)
                if int(model.tendon_num[t]) > 0
                and int(model.wrap_type[model.tendon_adr[t]]) != int(mujoco.mjtWrap.mjWRAP_JOINT)]
-    return (tuple(Muscle(model.tendon(t).name, model.tendon(t).name, None) for t in spatial),
-            f"no muscle actuators: the {len(spatial)} spatial tendons")
+    named = [t for t in spatial if model.tendon(t).name]
+    unnamed = len(spatial) - len(named)
+    return (tuple(Muscle(model.tendon(t).name, model.tendon(t).name, None) for t in named),
+            f"no muscle actuators: the {len(named)} spatial tendons"
+            + (f" ({unnamed} unnamed ones left out: muscles.yaml names each muscle's tendon)"
+               if unnamed else ""))
+
+
+def _no_muscles(model: mujoco.MjModel) -> str:
+    """What the MJCF has instead of muscles on tendons (for the message)."""
+    on_joints = sum(int(model.actuator_trntype[a]) in (int(mujoco.mjtTrn.mjTRN_JOINT),
+                                                       int(mujoco.mjtTrn.mjTRN_JOINTINPARENT))
+                    for a in range(model.nu))
+    if on_joints:
+        return (f"none: its {on_joints} of {model.nu} actuators act on joints directly (a "
+                f"joint-torque model); the controller needs each muscle's path, a tendon")
+    return f"none ({model.ntendon} tendons, none spatial; {model.nu} actuators)"
+
+
+def _check_joint_names(model: mujoco.MjModel, coupling: JointCoupling, path: Path) -> None:
+    for j in coupling.independent:
+        if not model.joint(j).name:
+            b = int(model.jnt_bodyid[j])
+            raise ConfigError(str(path), f"joint #{j} (on body '{model.body(b).name or f'#{b}'}')",
+                              "a name on every joint that is a coordinate of the arm (robot.yaml "
+                              "lists the joints by name): name it in the MJCF", "an unnamed joint")
+
+
+def _check_muscles_reach(body: MujocoBody, muscles: tuple[Muscle, ...], path: Path) -> None:
+    """Every independent joint is pulled both ways by some muscle somewhere in its range: a
+    muscle only pulls, and the controller moves a joint only through its muscles' tensions."""
+    geometry = MujocoTendonGeometry(body, path, tuple(m.name for m in muscles),
+                                    tuple(m.tendon for m in muscles), str(path))
+    lo, hi = body.lower_rad, body.upper_rad
+    rand = np.random.default_rng(0).random((_REACH_POSES, len(lo)))
+    positive = np.zeros(len(lo))  # the largest moment arm pulling each joint positive [m]
+    negative = np.zeros(len(lo))
+    for q in np.vstack([0.5 * (lo + hi), lo + (hi - lo) * rand]):
+        jm = geometry.kinematics_at(q).jacobian  # torque -Jm^T f: Jm < 0 pulls positive
+        positive = np.maximum(positive, (-jm).max(axis=0))
+        negative = np.maximum(negative, jm.max(axis=0))
+    names = body.joint_names
+    none = [n for n, p, m in zip(names, positive, negative) if max(p, m) < _REACH_M]
+    if none:
+        raise ConfigError(str(path), "<tendon>", f"muscles that reach every joint of the arm "
+                          f"(the controller moves a joint only through its muscles): no "
+                          f"muscle's tendon changes length with joint(s) {none} anywhere in "
+                          f"their range, so nothing can hold them against gravity or move them",
+                          f"{len(muscles)} muscles, none over {none}")
+    one_way = [f"'{n}' only {'positive' if p >= _REACH_M else 'negative'}"
+               for n, p, m in zip(names, positive, negative) if min(p, m) < _REACH_M]
+    if one_way:
+        raise ConfigError(str(path), "<tendon>", "muscles that pull every joint of the arm both "
+                          "ways (a muscle only pulls; the controller moves a joint only through "
+                          "its muscles)", f"the muscles pull {'; '.join(one_way)}, anywhere in "
+                          f"the range")
 
 
 def _far_points(model: mujoco.MjModel, bodies: list[int]) -> list[tuple[int, FloatArray, str]]:
@@ -149,7 +211,7 @@ def _named_frame(model: mujoco.MjModel, body: int) -> tuple[str, FloatArray, Flo
     return None
 
 
-def _task_frame(model: mujoco.MjModel, hand: int, branches: bool
+def _task_frame(model: mujoco.MjModel, hand: int, branches: bool, path: Path
                 ) -> tuple[str, tuple[float, ...], str]:
     name = model.body(hand).name
     if branches and name:
@@ -179,9 +241,18 @@ def _task_frame(model: mujoco.MjModel, hand: int, branches: bool
         site = what.split("'")[1]
         return site, (0.0, 0.0, 0.0), f"{what}, the farthest point from the joint of {last}"
     frame = _named_frame(model, body)
+    carrier = body
+    while frame is None and carrier != hand:  # a joint-less body: its point in its parent's
+        rot = np.zeros(9)                     # frame, up to the hand body
+        mujoco.mju_quat2Mat(rot, model.body_quat[carrier])
+        point = model.body_pos[carrier] + rot.reshape(3, 3) @ point
+        carrier = int(model.body_parentid[carrier])
+        frame = _named_frame(model, carrier)
     if frame is None:
-        raise ConfigError("<mjcf>", f"body {body}", "a name on the arm's last body, or a named "
-                          "site or joint on it, to hang the task frame on", "none")
+        raise ConfigError(str(path), "task frame", f"a name on the arm's last body (#{hand}), "
+                          f"a named site on it or a named joint in it, to hang the task frame on "
+                          f"(name one in the MJCF, or pass --task-frame NAME: "
+                          f"{element_names(model)})", f"body #{hand}: none of them is named")
     label, origin, rot = frame
     offset = tuple(float(round(v, 6)) + 0.0 for v in rot.T @ (point - origin))
     return label, offset, (f"{what} (the farthest point from the joint of {last}), as "
@@ -223,11 +294,13 @@ def survey(path: Path, home: str | None = None, task_frame: str | None = None) -
     """
     model = compile_spec(mjcf_spec(path), path)
     coupling = JointCoupling(model, str(path))
+    _check_joint_names(model, coupling, path)
     body = MujocoBody(model, coupling)
     muscles, why_muscles = _muscles(model)
     if not muscles:
         raise ConfigError(str(path), "<tendon>", "spatial tendons or muscle actuators on "
-                          "tendons: the muscles", "none")
+                          "tendons: the muscles", _no_muscles(model))
+    _check_muscles_reach(body, muscles, path)
     hand, branches = _hand_body(model)
     offset: tuple[float, ...]
     if task_frame is not None:
@@ -235,7 +308,7 @@ def survey(path: Path, home: str | None = None, task_frame: str | None = None) -
             raise ConfigError("--task-frame", task_frame, body.frame_names())
         frame, offset, why_task = task_frame, (0.0, 0.0, 0.0), "given with --task-frame"
     else:
-        frame, offset, why_task = _task_frame(model, hand, branches)
+        frame, offset, why_task = _task_frame(model, hand, branches, path)
     home_q, why_home = _home(model, coupling, body, home)
     return Survey(path=Path(path), model=model, body=body, joints=body.joint_names,
                   coupled=tuple(coupling.describe()), muscles=muscles,
