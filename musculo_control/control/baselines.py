@@ -6,18 +6,32 @@
 - Muscle stiffness (eq. 17): ``f_i = max(k_m (l_i - l_des,i), 0) + f_min`` with
   ``l_des = l(q_des)``: no optimisation at all.
 
+What the paper leaves open, each chosen by a rule (doc/controller.md, "Baselines"):
+
+- eq. 16's weight k: the activation QP's ``qp.k`` on each tension in units of its muscle's peak
+  active force, ``(qp.k / f1_i^2) f_i^2`` (:func:`joint_stiffness_scale`); the paper's K is
+  given.
+- eq. 17's k_m: the joint stiffness it gives at ``home_pose_rad`` matches eq. 16's K in least
+  squares (:func:`muscle_stiffness_matching_k`). :func:`muscle_stiffness_equilibrium` is where
+  eq. 17 holds an arm under the model's gravity: eq. 17 has no gravity term, so it holds a pose
+  only as far as its springs sag.
+
 The controllers that run them live in :mod:`musculo_control.control.baseline_controllers`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from musculo_control.config.parser import spec
 from musculo_control.control.qp_problem import TorqueBalance
+
+if TYPE_CHECKING:
+    from musculo_control.model.robot import Robot
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -29,14 +43,19 @@ class JointStiffnessConfig:
     stiffness_nm_rad: tuple[float, ...] = spec(
         min_length=1, ge=0.0, doc="diagonal of K, one per joint in robot.yaml order [Nm/rad] "
                                   "(the paper's 7-joint arm: 40, 40, 40, 15, 2, 2, 2)")
-    k: float = spec(1e-5, gt=0.0, doc="tension weight k of eq. 16 [Nm^2/N^2]")
+    k: float | None = spec(
+        None, gt=0.0, doc="tension weight k of eq. 16 [Nm^2/N^2]; null: the rule, qp.k on "
+                          "each tension over its muscle's peak active force, (qp.k / f1_i^2) "
+                          "f_i^2 (the paper's weight on activations, f = a f1 at l_o)")
 
 
 @dataclass(frozen=True, kw_only=True)
 class MuscleStiffnessConfig:
     """Eq. 17 (controller.yaml ``baselines.muscle_stiffness``)."""
 
-    stiffness_n_m: float = spec(gt=0.0, doc="muscle stiffness k_m [N/m]")
+    stiffness_n_m: float | None = spec(
+        None, gt=0.0, doc="muscle stiffness k_m [N/m]; null: the rule, the k_m whose joint "
+                          "stiffness at home_pose_rad matches eq. 16's K in least squares")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,25 +66,158 @@ class BaselinesConfig:
     muscle_stiffness: MuscleStiffnessConfig = spec(doc="paper eq. 17")
 
 
+# -- eq. 16 -------------------------------------------------------------------------------------
 def joint_stiffness_torque(stiffness_nm_rad: FloatArray, q_des: FloatArray, q: FloatArray,
                            gravity_nm: FloatArray) -> FloatArray:
     """(n,) ``K (q_des - q) + g`` [Nm]: the torque the muscles should produce (paper eq. 16)."""
     return stiffness_nm_rad * (q_des - q) + gravity_nm
 
 
+def joint_stiffness_scale(k: float | None, qp_k: float,
+                          f1_n: FloatArray) -> tuple[float, FloatArray]:
+    """``(weight, scale)``: eq. 16 solved in ``a = f / scale`` with ``weight ||a||^2``.
+
+    ``k`` given: the paper's form, ``k ||f||^2`` (``scale`` 1). ``k`` None: the rule,
+    ``sum_i (qp_k / f1_i^2) f_i^2``, the activation QP's weight on each tension as the
+    activation it is at the optimal length (``f = a f1``), so eq. 16 and eq. 10-11 weigh effort
+    alike; ``f1_n`` (m,) of the controlled muscles [N].
+    """
+    f1 = np.asarray(f1_n, dtype=float)
+    if k is not None:
+        return float(k), np.ones_like(f1)
+    return float(qp_k), f1.copy()
+
+
 def joint_stiffness_balance(muscle_jacobian: FloatArray, target_torque_nm: FloatArray,
-                            fixed_torque_nm: FloatArray) -> TorqueBalance:
-    """Eq. 16 as the torque balance of the activation QP, with the tensions as variables.
+                            fixed_torque_nm: FloatArray,
+                            scale: FloatArray | None = None) -> TorqueBalance:
+    """Eq. 16 as the torque balance of the activation QP, with the tensions (``scale`` 1) or
+    ``f / scale`` (:func:`joint_stiffness_scale`) as variables.
 
     ``muscle_jacobian`` (m, n) of the controlled muscles; ``fixed_torque_nm`` is
     ``Jm_fixed^T f_fixed`` of the uncontrolled muscles.
     """
     m = muscle_jacobian.shape[0]
-    return TorqueBalance(muscle_jacobian, np.ones(m), np.zeros(m),
+    active = np.ones(m) if scale is None else scale
+    return TorqueBalance(muscle_jacobian, active, np.zeros(m),
                          target_torque_nm + fixed_torque_nm, None)
 
 
+# -- eq. 17 -------------------------------------------------------------------------------------
 def muscle_stiffness_tension(length_m: FloatArray, length_des_m: FloatArray,
                              stiffness_n_m: float, f_min_n: float) -> FloatArray:
     """(m,) ``max(k_m (l - l_des), 0) + f_min`` [N] (paper eq. 17)."""
     return np.maximum(stiffness_n_m * (length_m - length_des_m), 0.0) + f_min_n
+
+
+def muscle_stiffness_joint_stiffness(muscle_jacobian: FloatArray) -> FloatArray:
+    """(n,) eq. 17's stiffness of each joint per unit k_m at ``l = l_des`` [m^2/rad^2].
+
+    Turning joint j alone by a small angle stretches only the muscles whose moment arm on it
+    has one sign, and only stretched muscles pull (eq. 17 is one-sided): the stiffness is
+    ``k_m sum_{i: Jm_ij > 0} Jm_ij^2`` one way and ``k_m sum_{i: Jm_ij < 0} Jm_ij^2`` the other,
+    ``k_m / 2 sum_i Jm_ij^2`` on average. This returns ``sum_i Jm_ij^2 / 2``.
+    """
+    return 0.5 * np.einsum("ij,ij->j", muscle_jacobian, muscle_jacobian)
+
+
+def muscle_stiffness_matching_k(muscle_jacobian: FloatArray,
+                                stiffness_nm_rad: FloatArray) -> float:
+    """The k_m [N/m] whose joint stiffness (:func:`muscle_stiffness_joint_stiffness`) matches
+    ``stiffness_nm_rad`` (eq. 16's K) in least squares over the joints:
+    ``k_m = sum_j K_j s_j / sum_j s_j^2``. One scalar cannot give every joint its K; the joints
+    of large K and large moment arms weigh most."""
+    s = muscle_stiffness_joint_stiffness(muscle_jacobian)
+    k = np.asarray(stiffness_nm_rad, dtype=float)
+    denom = float(s @ s)
+    if not denom > 0.0:
+        raise ValueError("no muscle moves any joint at this pose: no k_m matches K")
+    return float(k @ s) / denom
+
+
+class Equilibrium(NamedTuple):
+    """Where eq. 17 holds the arm still under the model's gravity
+    (:func:`muscle_stiffness_equilibrium`)."""
+
+    q_rad: FloatArray  # (n,) the pose [rad]
+    residual_nm: float  # largest unbalanced torque left, joints on a stop excepted [Nm]
+    hand_moved_m: float  # |hand(q) - hand(q_des)| [m]
+    elbow_moved_m: float  # |elbow(q) - elbow(q_des)| [m]; nan without robot.yaml poses
+    tension_max_n: float  # largest tension of the controlled muscles there [N]
+    iterations: int
+
+
+def muscle_stiffness_equilibrium(robot: Robot, q_des_rad: FloatArray, stiffness_n_m: float, *,
+                                 tol_nm: float = 1e-6, max_iter: int = 400) -> Equilibrium:
+    """The still pose eq. 17 settles in under the model's gravity, from ``q_des_rad``.
+
+    Eq. 17 has no gravity term: at ``q_des`` every muscle pulls ``f_min``, so the arm sinks until
+    its stretched muscles hold its weight, ``Jm(q)^T f(q) + g(q) = 0`` (the uncontrolled muscles
+    at their constant tension, the joints within their limits). That residual is the gradient of
+    the springs' and gravity's potential, so the pose is found by descending it, from ``q_des``,
+    with implicit (backward Euler) steps of an adaptive length: it is the minimum the arm sinks
+    into when it sinks slowly (a fast fall may overshoot into another). The static sag of an arm
+    without damping or friction; the mock arm adds its model error, friction and the loop.
+    """
+    q_des = robot.arm.check_q(q_des_rad, "q_des_rad")
+    ci, fi = robot.controlled_idx, robot.fixed_idx
+    body = robot.arm.body
+    ws = body.workspace()
+    lower, upper = robot.arm.lower_rad, robot.arm.upper_rad
+    length_des = robot.geometry.lengths_at(q_des)[ci]
+    tension = np.zeros(robot.n_muscles)
+    tension[fi] = robot.fixed_tension_n
+
+    def residual(q: FloatArray) -> FloatArray:
+        kin = robot.geometry.kinematics_at(q)
+        tension[ci] = muscle_stiffness_tension(kin.length_m[ci], length_des, stiffness_n_m,
+                                               robot.hill.f_min_n)
+        return np.asarray(kin.jacobian.T @ tension + body.gravity_torque(ws, q), dtype=float)
+
+    def on_stop(q: FloatArray, r: FloatArray) -> npt.NDArray[np.bool_]:
+        """Joints on a stop with the torque pushing into it: the stop holds them."""
+        return ((q <= lower) & (r > 0.0)) | ((q >= upper) & (r < 0.0))
+
+    n = q_des.size
+    q = q_des.copy()
+    r = residual(q)
+    held = on_stop(q, r)
+    step = 1e-3  # pseudo-time step [rad/Nm]
+    it = 0
+    for it in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
+        free = ~held
+        if not np.any(free) or float(np.abs(r[free]).max()) <= tol_nm:
+            break
+        idx = np.flatnonzero(free)
+        h = 1e-7
+        jac = np.empty((idx.size, idx.size))
+        for col, j in enumerate(idx):
+            dq = np.zeros(n)
+            dq[j] = h if q[j] + h <= upper[j] else -h
+            jac[:, col] = (residual(q + dq)[idx] - r[idx]) / dq[j]
+        jac = 0.5 * (jac + jac.T)
+        delta = np.zeros(n)
+        try:
+            delta[idx] = np.linalg.solve(np.eye(idx.size) / step + jac, -r[idx])
+        except np.linalg.LinAlgError:
+            step *= 0.25
+            continue
+        q_new = np.clip(q + delta, lower, upper)
+        r_new = residual(q_new)
+        held_new = on_stop(q_new, r_new)
+        if np.linalg.norm(r_new[~held_new]) < np.linalg.norm(r[free]):
+            q, r, held = q_new, r_new, held_new
+            step = min(step * 4.0, 1e6)
+        else:
+            step *= 0.25
+            if step < 1e-12:
+                break
+    residual(q)  # the tensions at q
+    hand = float(np.linalg.norm(robot.arm.hand_pose(q)[0] - robot.arm.hand_pose(q_des)[0]))
+    if robot.poses is not None:
+        elbow = float(np.linalg.norm(robot.poses.elbow_position(q)
+                                     - robot.poses.elbow_position(q_des)))
+    else:
+        elbow = float("nan")
+    left = float(np.abs(r[~held]).max()) if np.any(~held) else 0.0
+    return Equilibrium(q, left, hand, elbow, float(tension[ci].max()), it)
