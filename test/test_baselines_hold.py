@@ -59,12 +59,6 @@ def test_joint_stiffness_holds_every_start_pose(config_dir, condition):
         assert not bench.loop.faults, (pose, bench.loop.faults[:3])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "sim/experiments.py starts a baseline towards robot.home_pose_rad: Bench.joint_target_at "
-    "reaches the controller only in Bench.run, after loop.reset's start-up, so from a "
-    "trajectory start pose the arm is released on the tensions that pull it home. Fix there: "
-    "set the controller's joint target to joint_target_at(0.0) before loop.reset; then drop "
-    "this marker"))
 def test_the_trajectory_experiment_starts_eq16_at_its_start_pose(config_dir):
     setup = load_setup(config_dir, Overrides.parse(["mock_arm.seed=0"]))
     runs = run_experiment(setup, "trajectory", "joint-stiffness", progress=False)

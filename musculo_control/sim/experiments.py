@@ -102,6 +102,14 @@ class Bench:
         """Give a joint-space baseline the target ``q_rad`` (no effect on the OSC)."""
         self.joint_target_at = lambda t: q_rad
 
+    def reset(self, q0_rad: FloatArray, goal: HandGoal) -> None:
+        """The loop's start-up at ``q0_rad``; a joint-space baseline holds its target at t = 0
+        from the first start-up tick (not robot.home_pose_rad until the run's first tick)."""
+        set_target = getattr(self.controller, "set_joint_target", None)
+        if set_target is not None and self.joint_target_at is not None:
+            set_target(self.joint_target_at(0.0))
+        self.loop.reset(q0_rad, goal)
+
     def record(self, state: LoopState) -> None:
         """Sample the run's signals at a control tick (the loop's ``on_control``)."""
         self.recorder.add(state.t_s, self.signals.sample(state, self.mock, self._goal_now))
@@ -157,7 +165,7 @@ def _start_holding(setup: Setup, controller: str,
     x0, R0 = setup.robot.arm.hand_pose(q0)
     goal = HandGoal.hold(x0, R0)
     bench.hold_joints(q0)
-    bench.loop.reset(q0, goal)
+    bench.reset(q0, goal)
     return bench, q0, x0, goal
 
 
@@ -250,7 +258,7 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
         bench.joint_target_at = joint_path(setup.robot, q0, start, end, cfg.move_s, t_move,
                                            hold_elbow=named is not None
                                            and named.elbow_z_m is not None)
-    bench.loop.reset(q0, goal_at(0.0))
+    bench.reset(q0, goal_at(0.0))
     duration = cfg.settle_s + cfg.move_s + cfg.hold_s
     started = time.time_ns()
     wall = bench.run(duration, goal_at, label=label)
