@@ -321,3 +321,18 @@ def test_a_fresh_run_of_the_same_seed_reproduces_doc_results_json(tmp_path):
         assert fresh == committed
     else:
         _within_spread(fresh, committed)
+
+
+def test_a_row_that_never_held_its_start_pose_shows_how_far_the_hand_went_not_its_figures():
+    metrics = {"start_held": {"a": False, "b": False}, "settle_hand_deviation_m": {"a": 0.25,
+                                                                                   "b": 0.19},
+               "mean_tracking_error_m": {"a": 0.3, "b": 0.2},
+               "elbow_height_at_move_m": {"a": 0.2, "b": 0.3},
+               "tension_limit_fraction": {"a": 0.0, "b": 0.0}}
+    doc = {"compare_with_paper": False, "experiments": {"trajectory": {"muscle-stiffness": {
+        "metrics": metrics, "verdict": {"status": "no target", "checks": [], "problems": []}}}}}
+    row = results_table(doc)[2]
+    assert "start pose not held: the hand moved 25.00 / 19.00 cm" in row
+    assert "mean error" not in row
+    metrics["start_held"]["b"] = True  # one pose held: the figures are shown, as measured
+    assert "mean error" in results_table(doc)[2]

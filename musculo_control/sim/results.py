@@ -113,8 +113,22 @@ def fmt(metric: str, value: Any) -> str:
     return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
+def never_held(m: Mapping[str, Any]) -> bool:
+    """No run of the row held its start pose: its figures measure the fall, not the
+    experiment (a controller that cannot hold this arm still, such as eq. 17 here)."""
+    held = m.get("start_held")
+    if isinstance(held, dict):
+        return bool(held) and not any(held.values())
+    return held is False
+
+
 def _shown(experiment: str, m: Mapping[str, Any]) -> str:
-    """The row's measured figures, in words."""
+    """The row's measured figures, in words; for a row that never held its start pose, how
+    far the hand went before the score would have started, and no figure of the experiment."""
+    if never_held(m):
+        return (f"start pose not held: the hand moved {fmt('_m', m['settle_hand_deviation_m'])} "
+                f"before the score would start; not a result of this experiment (why: "
+                f"doc/controller.md, \"Holding the start pose\")")
     if experiment == "disturbance":
         return (f"hand deviation max **{fmt('_m', m['max_hand_deviation_m'])}**; gauge force "
                 f"peak {fmt('_N', m['peak_push_force_N'])}, final "
