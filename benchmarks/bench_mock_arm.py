@@ -34,9 +34,9 @@ from musculo_control.bench.measure import (
     write_reports,
 )
 from musculo_control.hardware.drivers import load_drivers
-from musculo_control.hardware.mock_arm import load_mock_arm
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import default_config_dir
+from musculo_control.sim.mock_arm import load_mock_arm
 
 
 def main() -> int:

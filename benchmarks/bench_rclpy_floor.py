@@ -205,7 +205,7 @@ def main() -> int:
     # here, not at the top: the case processes run this file and must load nothing of ours
     from musculo_control.bench.config import load_bench_config
     from musculo_control.bench.measure import MachineLoad, markdown_table, write_reports
-    from musculo_control.loop.build import load_parts
+    from musculo_control.loop.parts import load_parts
     from musculo_control.nodes.launcher import private_domain_id
     from musculo_control.paths import default_config_dir
 

@@ -48,12 +48,12 @@ from musculo_control.bench.measure import (
 from musculo_control.control.tick_base import TickBase
 from musculo_control.loop.control_step import ControlStep
 from musculo_control.loop.dynamics_stage import DynamicsStage
-from musculo_control.loop.mock_stage import MockStage
 from musculo_control.loop.potentiometer_stage import PotentiometerStage
 from musculo_control.loop.tendon_stage import TendonStage
 from musculo_control.paths import default_config_dir
 from musculo_control.safety.supervisor import Supervisor
 from musculo_control.sim import experiments as ex
+from musculo_control.sim.mock_stage import MockStage
 from musculo_control.sim.runner import ClosedLoop
 from musculo_control.sim.setup import Overrides, Setup, experiment_config, load_setup
 

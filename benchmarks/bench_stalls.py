@@ -39,7 +39,7 @@ from typing import Any
 
 from musculo_control.bench.measure import load_average, write_reports
 from musculo_control.commands.pages import check_page, write_page_block
-from musculo_control.loop.build import load_parts
+from musculo_control.loop.parts import load_parts
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.paths import default_config_dir
 from musculo_control.testing.machine_load import busy_loops

@@ -21,10 +21,10 @@ import numpy as np
 from musculo_control.hardware.calibration import load_calibration
 from musculo_control.hardware.calibrator import Calibrator
 from musculo_control.hardware.drivers import read_hardware
-from musculo_control.hardware.mock_arm import MockArm, load_mock_config
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.calibration_run import calibrate_on_mock
+from musculo_control.sim.mock_arm import MockArm, load_mock_config
 
 
 def main() -> None:

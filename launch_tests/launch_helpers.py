@@ -34,7 +34,7 @@ from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 
 from launch import LaunchDescription
-from musculo_control.loop.build import LoopParts, load_parts
+from musculo_control.loop.parts import LoopParts, load_parts
 from musculo_control.nodes.node_config import (
     ACTIVATION_QP_NODE,
     DYNAMICS_NODE,

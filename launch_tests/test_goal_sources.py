@@ -43,8 +43,8 @@ from launch_helpers import (
 )
 
 from musculo_control import messages as cv
-from musculo_control.hardware.mock_arm import load_mock_config
 from musculo_control.nodes.ros_common import MSGS
+from musculo_control.sim.mock_arm import load_mock_config
 from musculo_control.sim.setup import Overrides, experiment_config, load_setup
 
 DRAG_M = np.array([0.0, 0.05, 0.0])

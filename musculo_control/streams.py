@@ -51,6 +51,28 @@ class InputBounds:
         return LATE if age_s <= self.hold_s else STALE
 
 
+@dataclass(frozen=True, kw_only=True)
+class LateInputsConfig:
+    """The graded answer to late inputs, one pair of bounds per input stream (``safety.yaml``
+    ``inputs``): one policy for the ROS-free runner and the nodes."""
+
+    joint_state: InputBounds = spec(doc="joint_states at the controller and the dynamics "
+                                        "stage; late ones are extrapolated by their velocity")
+    tendon_state: InputBounds = spec(doc="muscle_states at the controller, hw/tendon_states "
+                                         "at the tendon driver")
+    driver_output: InputBounds = spec(doc="hw/tendon_commands (what the tendon driver sends) "
+                                          "at the controller: a dead driver")
+    muscle_commands: InputBounds = spec(doc="muscle_commands at the tendon driver: a dead "
+                                            "controller (the driver's watchdog)")
+    snapshot: InputBounds = spec(doc="the 20 Hz dynamics snapshot at the controller (its age "
+                                     "counts from the joint sample it was computed from)")
+    own_pause_s: float = spec(0.015, gt=0.0, doc="a tick of the controller or of the tendon "
+                                                 "driver this long after its previous one is "
+                                                 "its own pause: inputs on time before it are "
+                                                 "aged from the tick after it [s]")
+
+
+
 class StampOrder:
     """Accepts a stream's stamps only in increasing order.
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from musculo_control.loop.build import LoopParts
+from musculo_control.loop.parts import LoopParts
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.nodes.launcher import GraphProcesses
 from musculo_control.nodes.node_config import ACTIVATION_QP_NODE, DYNAMICS_NODE, TENDON_DRIVER_NODE

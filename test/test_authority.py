@@ -12,6 +12,7 @@ from test_safety import TICK, FakeController, World, assert_minimum, make_superv
 
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.loop import build
+from musculo_control.loop.parts import load_parts
 from musculo_control.safety.authority import AuthorityConfig, Writer, WriterWatch, node_name
 from musculo_control.safety.config import load_safety_config
 from musculo_control.safety.operator_stop import OperatorStop
@@ -25,7 +26,7 @@ CFG = AuthorityConfig(unknown_writer_s=0.5)
 
 @pytest.fixture(scope="module")
 def parts(config_dir):
-    return build.load_parts(config_dir)
+    return load_parts(config_dir)
 
 
 @pytest.fixture(scope="module")

@@ -26,8 +26,8 @@ from musculo_control.hardware.calibrator import (
     Phase,
 )
 from musculo_control.hardware.drivers import read_hardware
-from musculo_control.hardware.mock_arm import MockArm, load_mock_config
 from musculo_control.sim.calibration_run import calibrate_on_mock
+from musculo_control.sim.mock_arm import MockArm, load_mock_config
 
 HIDDEN = {"potentiometer_offset_error_counts": 40.0, "encoder_offset_error_counts": 500.0,
           "loadcell_offset_error_counts": 50.0}

@@ -16,9 +16,9 @@ from musculo_control.control.controller import CONTROLLER_NAMES, make_controller
 from musculo_control.control.controller_config import load_controller_config
 from musculo_control.errors import ConfigError
 from musculo_control.hardware.drivers import load_drivers
-from musculo_control.hardware.mock_arm import MockArm, load_mock_config
 from musculo_control.safety.config import load_safety_config
 from musculo_control.sim.fault_matrix import load_fault_matrix_config
+from musculo_control.sim.mock_arm import MockArm, load_mock_config
 from musculo_control.sim.runner import divisors
 from musculo_control.sim.setup import ExperimentsConfig
 from musculo_control.sim.soak_schedule import load_soak_config

@@ -16,19 +16,18 @@ import pytest
 import yaml
 
 from musculo_control.cli import main
-from musculo_control.config.folder import RUN_FILES, check_folder
 from musculo_control.config.renamed import MOVED
 from musculo_control.control.controller_config import ControllerConfig
-from musculo_control.errors import ConfigError, ConfigErrors
+from musculo_control.errors import ConfigError, ConfigErrors, ErrorCollector
 from musculo_control.hardware.drivers import SECTIONS, HardwareRates
-from musculo_control.hardware.mock_arm import MockArmConfig
 from musculo_control.hardware.potentiometer import PotentiometerReaderConfig
 from musculo_control.hardware.tendon_driver import TendonDriverConfig
-from musculo_control.loop.build import load_parts
-from musculo_control.model.robot import RobotConfig, load_robot
+from musculo_control.loop.parts import load_parts
+from musculo_control.model.robot import RobotConfig
 from musculo_control.nodes.node_config import NODE_PARAMS, check_params_file
 from musculo_control.safety.config import SafetyConfig
-from musculo_control.sim.setup import ExperimentsConfig
+from musculo_control.sim.mock_arm import MockArmConfig
+from musculo_control.sim.setup import ExperimentsConfig, check_run_files
 
 #: (file, text in the shipped file, its replacement, the key the error names, what it says)
 MISTAKES = [
@@ -96,7 +95,7 @@ def _check_every_mistake(err: ConfigError, folder: Path) -> None:
 
 def test_every_mistake_of_every_file_comes_in_one_error(broken):
     with pytest.raises(ConfigError) as info:
-        load_robot(broken)
+        load_parts(broken)
     _check_every_mistake(info.value, broken)
 
 
@@ -119,7 +118,7 @@ def test_a_renamed_key_names_its_new_home_and_keeps_its_line(tmp_path, config_di
     path.write_text(path.read_text().replace("  k: 0.01 ", "  snapshot_max_age_s: 0.1\n  k: 0.01 ",
                                              1))
     with pytest.raises(ConfigError) as info:
-        load_robot(folder)
+        load_parts(folder)
     err = info.value
     assert not isinstance(err, ConfigErrors)  # the one mistake, as a plain error
     assert err.key == "qp.snapshot_max_age_s" and err.received == 0.1
@@ -133,7 +132,7 @@ def test_a_missing_key_points_at_its_section(tmp_path, config_dir):
     path = folder / "hardware.yaml"
     path.write_text(path.read_text().replace("  sensor_rate_hz: 500.0 ", "  # gone ", 1))
     with pytest.raises(ConfigError) as info:
-        load_robot(folder)
+        load_parts(folder)
     assert info.value.key == "rates.sensor_rate_hz" and info.value.received == "missing"
     assert info.value.where == f"in the section at line {_line_of(folder, 'hardware.yaml', 'rates')}, column 1"
 
@@ -204,8 +203,10 @@ def test_an_old_folders_moved_key_is_refused_naming_its_new_home(tmp_path, confi
     data = yaml.safe_load(path.read_text())
     _put(data, entry.key, 1.0)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
+    found = ErrorCollector()
+    check_run_files(folder, {}, found)
     with pytest.raises(ConfigError) as info:
-        check_folder(folder, RUN_FILES)
+        found.raise_any()
     err = info.value
     assert err.key == entry.key and Path(err.file).name == entry.file, str(err)
     assert f"{entry.new_file} {entry.new_key}" in err.expected, str(err)
@@ -253,7 +254,7 @@ def test_checks_across_files_come_together_with_the_schemas_and_with_their_lines
     _edit(folder, "robot.yaml", "home_pose_rad: [-0.43, 0.48,", "home_pose_rad: [-9.0, 0.48,")
     _edit(folder, "hardware.yaml", "  sensor_rate_hz: 500.0 ", "  sensor_rate_hz: 0.0 ")
     with pytest.raises(ConfigErrors) as info:
-        load_robot(folder)
+        load_parts(folder)
     by_key = {e.key: e for e in info.value.errors}
     assert set(by_key) == {"rates.sensor_rate_hz", "home_pose_rad[0]",
                            "muscles[0].path[1].link", "muscles[1].path[1].link"}, str(info.value)

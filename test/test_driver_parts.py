@@ -13,7 +13,7 @@ import pytest
 
 from musculo_control.errors import MusculoError
 from musculo_control.loop import driver_parts as dp
-from musculo_control.loop.build import load_parts
+from musculo_control.loop.parts import load_parts
 from musculo_control.paths import default_config_dir
 
 #: What the driver nodes must not load (each is tens of MB of RSS).

@@ -19,10 +19,10 @@ from musculo_control.sim.fault_matrix import (
     FaultMatrixConfig,
     run_matrix,
 )
+from musculo_control.sim.faults import FAULT_NAMES, FAULTS, FaultInjector, fault_kind
 from musculo_control.sim.reliability import load_reliability_section
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.setup import Overrides, load_setup
-from musculo_control.testing.faults import FAULT_NAMES, FAULTS, FaultInjector, fault_kind
 
 #: Faults that cannot meet the 16 ms target by physics, and why (doc/safety.md says more).
 SLOW_BY_NATURE = {"pot_stuck": "a frozen reading is right until its joint moves"}

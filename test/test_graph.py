@@ -29,7 +29,7 @@ from graph_harness import (
     wait_running,
 )
 
-from musculo_control.loop.build import load_parts
+from musculo_control.loop.parts import load_parts
 from musculo_control.nodes.node_config import NODE_PARAMS
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.fault_matrix import FaultMatrixConfig

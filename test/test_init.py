@@ -18,14 +18,14 @@ import yaml
 from musculo_control.cli import main
 from musculo_control.commands.init import validate
 from musculo_control.config.parser import load
-from musculo_control.config.scaffold import write_config
 from musculo_control.control.controller_config import load_controller_config
 from musculo_control.errors import ConfigError
-from musculo_control.hardware.mock_arm import MockArmConfig
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import config_root
 from musculo_control.safety.config import SafetyConfig
 from musculo_control.sim.experiments import run_experiment
+from musculo_control.sim.mock_arm import MockArmConfig
+from musculo_control.sim.scaffold import write_config
 from musculo_control.sim.setup import ExperimentsConfig, Overrides, load_setup
 
 MODELS = Path(__file__).parent / "mjcf"

@@ -14,9 +14,9 @@ import pytest
 from musculo_control.config.parser import parse
 from musculo_control.control.task_space import GainsConfig, PositionIntegral
 from musculo_control.errors import ConfigError
-from musculo_control.hardware.mujoco_arm import tendon_jacobian
 from musculo_control.paths import config_root
 from musculo_control.sim.experiments import Bench, run_trajectory
+from musculo_control.sim.mujoco_arm import tendon_jacobian
 from musculo_control.sim.setup import Overrides, load_setup
 
 ON = GainsConfig(ki_s3=600.0, integral_zone_m=0.01, integral_max_m_s2=2.0,

@@ -380,9 +380,10 @@ def test_the_dynamics_stage_refuses_a_pose_far_outside_the_recording(model_file)
     tension for a stale snapshot), and the stage's health says why."""
     from musculo_control.hardware.potentiometer import PotentiometerReading
     from musculo_control.loop import build
+    from musculo_control.loop.parts import load_parts
 
     robot = load_robot(PLANAR, {"muscle_geometry.learned_model": str(model_file)})
-    stage = build.dynamics_stage(build.load_parts(PLANAR, robot=robot))
+    stage = build.dynamics_stage(load_parts(PLANAR, robot=robot))
     box_top = robot.learned.upper_rad
     inside = PotentiometerReading(1.0, robot.home_pose_rad.copy(), np.zeros(2), ())
     stage.receive_joints(inside)

@@ -17,7 +17,11 @@ import yaml
 from conftest import random_poses
 
 from musculo_control.errors import ConfigError
-from musculo_control.hardware.mujoco_arm import (
+from musculo_control.model.geometry import MuscleGeometry
+from musculo_control.model.mujoco_tendons import MujocoTendonGeometry, muscle_peak_forces
+from musculo_control.model.robot import load_robot
+from musculo_control.paths import config_root
+from musculo_control.sim.mujoco_arm import (
     ModelErrorConfig,
     PathBends,
     build_mujoco_arm,
@@ -25,10 +29,6 @@ from musculo_control.hardware.mujoco_arm import (
     muscle_sites,
     tendon_jacobian,
 )
-from musculo_control.model.geometry import MuscleGeometry
-from musculo_control.model.mujoco_tendons import MujocoTendonGeometry, muscle_peak_forces
-from musculo_control.model.robot import load_robot
-from musculo_control.paths import config_root
 
 
 def mjcf_folders() -> list[Path]:

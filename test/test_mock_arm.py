@@ -16,17 +16,17 @@ from musculo_control.config.parser import load
 from musculo_control.errors import InputError
 from musculo_control.hardware.calibration import load_calibration
 from musculo_control.hardware.drivers import load_drivers
-from musculo_control.hardware.mock_arm import (
+from musculo_control.hardware.potentiometer import (
+    PotentiometerReader,
+    PotentiometerReaderConfig,
+)
+from musculo_control.sim.mock_arm import (
     MockArm,
     TendonConfig,
     load_mock_arm,
     load_mock_config,
 )
-from musculo_control.hardware.mujoco_arm import ModelErrorConfig, tendon_jacobian
-from musculo_control.hardware.potentiometer import (
-    PotentiometerReader,
-    PotentiometerReaderConfig,
-)
+from musculo_control.sim.mujoco_arm import ModelErrorConfig, tendon_jacobian
 
 
 @pytest.fixture(scope="module")

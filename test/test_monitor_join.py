@@ -12,6 +12,7 @@ import pytest
 
 from musculo_control.hardware.tendon_driver import TendonState
 from musculo_control.loop import build
+from musculo_control.loop.parts import load_parts
 from musculo_control.paths import default_config_dir
 
 SAMPLE = 0.002  # sensor and driver period [s]
@@ -22,7 +23,7 @@ TICK = 0.008  # control period [s]
 
 @pytest.fixture(scope="module")
 def parts():
-    return build.load_parts(default_config_dir())
+    return load_parts(default_config_dir())
 
 
 def _actuators(parts, commands, t_end):

@@ -13,8 +13,8 @@ from conftest import random_poses
 
 from musculo_control.config.parser import parse
 from musculo_control.errors import ConfigError
-from musculo_control.hardware.mock_arm import load_mock_config
-from musculo_control.hardware.mujoco_arm import (
+from musculo_control.sim.mock_arm import load_mock_config
+from musculo_control.sim.mujoco_arm import (
     ModelErrorConfig,
     PhysicsConfig,
     build_mujoco_arm,
@@ -55,7 +55,7 @@ def test_jacobian_oracle_can_fail(robot, exact):
     n_points = sum(len(m.path) for m in robot.muscles_config.muscles)
     offsets = np.zeros((n_points, 3))
     offsets[1] = [0.001, 0.0, 0.0]  # second point of the first muscle
-    from musculo_control.hardware.mujoco_arm import ModelError
+    from musculo_control.sim.mujoco_arm import ModelError
     moved = build_mujoco_arm(robot, error=ModelError(via_point_offset_m=offsets))
     a, b = _forward(exact, q), _forward(moved, q)
     diff = np.abs(tendon_jacobian(exact.model, a) - tendon_jacobian(moved.model, b))

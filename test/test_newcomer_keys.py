@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from musculo_control.cli import main
-from musculo_control.config.scaffold import write_config
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import config_root
 from musculo_control.sim.experiments import run_experiment
+from musculo_control.sim.scaffold import write_config
 from musculo_control.sim.setup import Overrides, experiment_config, load_setup
 
 MODELS = Path(__file__).parent / "mjcf"

@@ -20,10 +20,10 @@ import yaml
 
 from musculo_control.cli import main
 from musculo_control.commands.init import validate
-from musculo_control.config.scaffold import write_config
 from musculo_control.errors import ConfigError
 from musculo_control.model.mujoco_tendons import compile_spec, mjcf_spec
 from musculo_control.model.robot import load_robot
+from musculo_control.sim.scaffold import write_config
 
 #: Shortened experiments for the command-line runs [s].
 SHORT = ["--set", "experiments.trajectory.settle_s=0.3", "--set",

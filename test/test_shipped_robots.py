@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from musculo_control.hardware.mock_arm import load_mock_arm
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import config_root
+from musculo_control.sim.mock_arm import load_mock_arm
 from musculo_control.sim.setup import Overrides, load_setup
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from graph_harness import first_diagnostic, logs, running_graph, wait_running
 
-from musculo_control.loop.build import load_parts
+from musculo_control.loop.parts import load_parts
 from musculo_control.paths import default_config_dir
 from musculo_control.testing.stalls import freeze, freezes_markdown
 

@@ -15,11 +15,11 @@ from musculo_control.errors import ConfigError
 from musculo_control.hardware.calibration import load_calibration
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.tendon_driver import TendonDriver
-from musculo_control.safety.config import LateInputsConfig, load_safety_config
+from musculo_control.safety.config import load_safety_config
 from musculo_control.safety.rules import FAULT, RULES, stops_markdown
 from musculo_control.safety.stops import FAULT_RULES, StopConfig
 from musculo_control.stopping import Stop, StopSequence
-from musculo_control.streams import InputBounds, OwnPause
+from musculo_control.streams import InputBounds, LateInputsConfig, OwnPause
 
 F_MIN = 5.0
 DT = 0.002  # driver tick [s]
@@ -247,8 +247,9 @@ def test_the_dynamics_stage_computes_its_snapshot_after_its_own_pause(config_dir
     pause); a joint stream that stopped is still stale one hold bound after the resume."""
     from musculo_control.hardware.potentiometer import PotentiometerReading
     from musculo_control.loop import build
+    from musculo_control.loop.parts import load_parts
 
-    parts = build.load_parts(config_dir)
+    parts = load_parts(config_dir)
     stage = build.dynamics_stage(parts)
     q = parts.robot.home_pose_rad
     period = 1.0 / parts.controller.loop.dynamics_rate_hz

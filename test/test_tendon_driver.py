@@ -18,7 +18,7 @@ from musculo_control.hardware.calibration import load_calibration
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
 from musculo_control.model.robot import load_robot
-from musculo_control.safety.config import LateInputsConfig
+from musculo_control.streams import LateInputsConfig
 
 DT = 0.002  # driver tick [s]
 

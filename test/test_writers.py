@@ -88,8 +88,8 @@ def test_the_mock_arms_lockstep_follows_the_drivers_actuator_commands_not_a_stra
     from graph_harness import domain_id
     from sensor_msgs.msg import JointState
 
-    from musculo_control.loop.mock_stage import COMMAND_TOPIC
     from musculo_control.nodes.mock_hardware_node import MockHardwareNode
+    from musculo_control.sim.mock_stage import COMMAND_TOPIC
 
     rclpy.init(args=["--ros-args", "-p", "gc_freeze:=false", "-p", "publish_clock:=true",
                      "-p", "lockstep:=true"], domain_id=domain_id())

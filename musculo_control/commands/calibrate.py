@@ -27,9 +27,9 @@ from musculo_control.hardware.calibration import Calibration, load_calibration
 from musculo_control.hardware.calibration_file import calibration_text, describe_result
 from musculo_control.hardware.calibrator import CalibrationRefused, Calibrator
 from musculo_control.hardware.drivers import read_hardware
-from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.model.robot import Robot
 from musculo_control.paths import default_config_dir
+from musculo_control.sim.mock_arm import MockArm
 
 
 def add_parser(sub: Any) -> None:

@@ -1,6 +1,6 @@
 """``musculo init``: a runnable config folder from an MJCF, then its validation report.
 
-The folder is written by :func:`musculo_control.config.scaffold.write_config` (what it proposes,
+The folder is written by :func:`musculo_control.sim.scaffold.write_config` (what it proposes,
 and why, is printed); the validation loads every file as the commands that use them do
 (``musculo simulate``, the fault matrix, the soak, the benchmarks, the node graph), and prints
 the model at the home pose and what the user may still want to change.
@@ -16,11 +16,11 @@ import numpy as np
 
 from musculo_control.bench.config import load_bench_config
 from musculo_control.commands.model_report import dynamics_note
-from musculo_control.config.scaffold import write_config
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.safety.config import load_safety_config
 from musculo_control.sim.fault_matrix import load_fault_matrix_config
 from musculo_control.sim.mapping_recorder import load_mapping_config
+from musculo_control.sim.scaffold import write_config
 from musculo_control.sim.setup import Overrides, Setup, load_setup
 from musculo_control.sim.soak_schedule import load_soak_config
 

@@ -35,7 +35,7 @@ from musculo_control.commands.checks import writable_dir, writable_file
 from musculo_control.commands.options import add_common, setup_from_args
 from musculo_control.commands.pages import check_page, write_page_block
 from musculo_control.control.controller import CONTROLLER_NAMES
-from musculo_control.loop.build import load_parts
+from musculo_control.loop.parts import load_parts
 from musculo_control.sim.fault_matrix import (
     comparison_markdown,
     load_fault_matrix_config,

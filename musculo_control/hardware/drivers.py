@@ -17,7 +17,7 @@ from musculo_control.hardware.calibration import (
 from musculo_control.hardware.calibrator import CalibrationProcedureConfig
 from musculo_control.hardware.potentiometer import PotentiometerReader, PotentiometerReaderConfig
 from musculo_control.hardware.tendon_driver import TendonDriver, TendonDriverConfig
-from musculo_control.safety.config import LateInputsConfig
+from musculo_control.streams import LateInputsConfig
 
 if TYPE_CHECKING:  # only a type here: the driver nodes load no rigid-body model
     from musculo_control.model.robot import Robot

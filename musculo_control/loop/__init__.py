@@ -11,7 +11,7 @@ runner (:mod:`musculo_control.sim.runner`) composes the very same objects in sim
   dynamics snapshot (``dynamics_node``);
 - :class:`~musculo_control.loop.control_step.ControlStep`: the newest inputs and the goal ->
   the 125 Hz tension command and its safety report (``activation_qp_node``);
-- :class:`~musculo_control.loop.mock_stage.MockStage`: the MuJoCo arm behind the raw topics
+- :class:`~musculo_control.sim.mock_stage.MockStage`: the MuJoCo arm behind the raw topics
   (``mock_hardware_node``).
 
 A node only converts messages, keeps time and publishes; what a stage decides (which input it

@@ -6,7 +6,7 @@ lengths are the model's at the calibration pose, the joint limits come from the 
 (Pinocchio, MuJoCo), and every file is checked against the robot. A process that imported
 those libraries keeps them mapped (about 120 MB of RSS of a 200 MB node). So a process whose
 nodes need no model loads the folder in a helper process, with the same code as every other
-user (:func:`musculo_control.loop.build.load_parts`), and takes back only the parts the driver
+user (:func:`musculo_control.loop.parts.load_parts`), and takes back only the parts the driver
 nodes use (:class:`DriverParts`: names, the drivers with their calibration, safety.yaml, the
 lockstep leads), pickled: plain data and numpy arrays of classes that load no model. A process
 that has the model's libraries loaded already (one that runs the dynamics or the QP node too)
@@ -34,10 +34,10 @@ from musculo_control.safety.config import SafetyConfig
 from musculo_control.streams import OwnPause
 
 if TYPE_CHECKING:
-    from musculo_control.loop.build import LoopParts
+    from musculo_control.loop.parts import LoopParts
 
 #: Modules whose presence says this process has the model's libraries loaded already.
-_MODEL_MODULES = ("musculo_control.loop.build", "pinocchio")
+_MODEL_MODULES = ("musculo_control.loop.parts", "pinocchio")
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class DriverParts:
 
 
 class _HasDrivers(Protocol):
-    """:class:`DriverParts` or :class:`~musculo_control.loop.build.LoopParts`."""
+    """:class:`DriverParts` or :class:`~musculo_control.loop.parts.LoopParts`."""
 
     @property
     def drivers(self) -> Drivers: ...
@@ -75,12 +75,12 @@ def driver_parts(parts: LoopParts) -> DriverParts:
 
 
 def load_driver_parts(config_dir: str | Path) -> DriverParts:
-    """:func:`driver_parts` of ``config_dir``'s :func:`~musculo_control.loop.build.load_parts`:
+    """:func:`driver_parts` of ``config_dir``'s :func:`~musculo_control.loop.parts.load_parts`:
     here when this process has the model's libraries loaded already, else in a helper process
     (see the module docstring). A bad folder raises :class:`MusculoError` with the loader's
     message (file and key)."""
     if any(name in sys.modules for name in _MODEL_MODULES):
-        from musculo_control.loop.build import load_parts
+        from musculo_control.loop.parts import load_parts
 
         return driver_parts(load_parts(config_dir))
     with tempfile.TemporaryDirectory(prefix="musculo_driver_parts_") as tmp:
@@ -115,7 +115,7 @@ def tendon_stage(parts: _HasDrivers, warn_throttle_s: float = 1.0) -> TendonStag
 
 def _helper(config_dir: str, out_file: str) -> int:
     """The helper process: load, and write ``("parts", DriverParts)`` or ``("error", text)``."""
-    from musculo_control.loop.build import load_parts
+    from musculo_control.loop.parts import load_parts
 
     try:
         result: tuple[str, object] = ("parts", driver_parts(load_parts(config_dir)))

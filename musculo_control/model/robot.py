@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.config.folder import load_checked
 from musculo_control.config.parser import load, load_with_overrides, located_in, spec
 from musculo_control.errors import ConfigError, ErrorCollector, InputError, raise_collected
 from musculo_control.model.arm import Arm, ArmConfig
@@ -323,13 +324,33 @@ class Robot:
         return self.arm.body.workspace()
 
 
+#: The files of a config folder that :func:`load_robot` reads (stems).
+ROBOT_FILES = ("robot", "muscles")
+
+
+def check_robot_files(config_dir: str | Path, overrides: dict[str, Any] | None,
+                      found: ErrorCollector) -> RobotConfig | None:
+    """robot.yaml (with its dotted-key ``overrides``) and the muscles file it names, each
+    against its schema, every error added to ``found``; robot.yaml's config when it parsed. A
+    missing file is left to the loader (which names it)."""
+    folder = Path(config_dir)
+    robot = None
+    if (folder / "robot.yaml").is_file():
+        with found.checking():
+            robot = load_with_overrides(RobotConfig, folder / "robot.yaml", dict(overrides or {}))
+    muscles = folder / (robot.muscles_file if robot is not None else "muscles.yaml")
+    if muscles.is_file():
+        with found.checking():
+            load(MusclesConfig, muscles)
+    return robot
+
+
 def load_robot(config_dir: str | Path, overrides: dict[str, Any] | None = None) -> Robot:
     """Load and validate the robot description in ``config_dir`` (``overrides``: dotted keys
-    of robot.yaml, e.g. ``{"muscle_geometry.learned_model": "out/mapping.npz"}``).
-
-    Every file the control loop reads is checked first, and every error in any of them is
-    raised together (:func:`musculo_control.config.folder.check_folder`)."""
-    from musculo_control.config.folder import load_checked
-
-    return load_checked(config_dir, lambda: Robot(Path(config_dir), overrides),
-                        overrides={"robot": dict(overrides or {})})
+    of robot.yaml, e.g. ``{"muscle_geometry.learned_model": "out/mapping.npz"}``): every error
+    of robot.yaml and the muscles file together, with the checks against the description
+    (:func:`musculo_control.config.folder.load_checked`). The loaders of more files check
+    those too (:func:`musculo_control.loop.parts.load_parts`,
+    :func:`musculo_control.sim.setup.load_setup`)."""
+    return load_checked(lambda found: check_robot_files(config_dir, overrides, found),
+                        lambda: Robot(Path(config_dir), overrides))

@@ -53,6 +53,7 @@ from musculo_control.loop.control_step import (
     SENT_TOPIC,
     TENDONS_TOPIC,
 )
+from musculo_control.loop.parts import load_parts
 from musculo_control.loop.state_record import controller_state_layout, controller_state_values
 from musculo_control.loop.timing import (
     TIMING_LAYOUT,
@@ -102,7 +103,7 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
     def __init__(self) -> None:
         super().__init__(ACTIVATION_QP_NODE, ActivationQPNodeParams)
         p = self.params
-        parts = self.parts = build.load_parts(config_dir_of(p.config_dir))
+        parts = self.parts = load_parts(config_dir_of(p.config_dir))
         robot = self.robot = parts.robot
         self.step = build.control_step(parts, p.controller,
                                        use_goal_orientation=p.use_goal_orientation,

@@ -24,7 +24,7 @@ from sensor_msgs.msg import JointState
 from musculo_control import messages as cv
 from musculo_control.errors import InputError
 from musculo_control.hardware.calibrator import Calibrator
-from musculo_control.loop.mock_stage import COMMAND_TOPIC
+from musculo_control.loop.topics import TENDON_COMMANDS as COMMAND_TOPIC
 from musculo_control.model.robot import Robot
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, QOS_STATE_SUB
 

@@ -19,6 +19,7 @@ from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.loop import build
 from musculo_control.loop.dynamics_stage import IN_TOPIC, OUT_TOPIC
+from musculo_control.loop.parts import load_parts
 from musculo_control.loop.timing import TickTimer
 from musculo_control.nodes.lockstep import JOINT_STATES, lockstep_leads
 from musculo_control.nodes.node_config import DYNAMICS_NODE, DynamicsNodeParams, config_dir_of
@@ -32,7 +33,7 @@ class DynamicsNode(StageNode[DynamicsNodeParams]):
     def __init__(self) -> None:
         super().__init__(DYNAMICS_NODE, DynamicsNodeParams)
         p = self.params
-        parts = build.load_parts(config_dir_of(p.config_dir))
+        parts = load_parts(config_dir_of(p.config_dir))
         self.stage = build.dynamics_stage(parts, p.warn_throttle_s)
         robot, task = parts.robot, parts.controller.task
         self.codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles, len(task.rows))

@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from musculo_control.config.folder import LOOP_FILES, check_folder
 from musculo_control.control.controller_names import CONTROLLER_NAMES
-from musculo_control.errors import ConfigError, InputError, raise_collected
+from musculo_control.errors import ConfigError, ErrorCollector, InputError, raise_collected
+from musculo_control.loop.parts import LOOP_FILES, check_loop_files
 from musculo_control.nodes.node_config import (
     ACTIVATION_QP_NODE,
     DYNAMICS_NODE,
@@ -115,8 +115,15 @@ class GraphOptions:
             errors.extend(e for e in getattr(exc, "errors", (exc,))
                           if str(e) not in {str(f) for f in errors})
 
+        found = ErrorCollector()
+        if self.mock:  # the simulation's files too (not on the robot's path: imported here)
+            from musculo_control.sim.setup import check_run_files
+
+            check_run_files(self.config_dir, {}, found, (*LOOP_FILES, "mock_arm"))
+        else:
+            check_loop_files(self.config_dir, {}, found)
         try:
-            check_folder(self.config_dir, (*LOOP_FILES, "mock_arm") if self.mock else LOOP_FILES)
+            found.raise_any()
         except ConfigError as exc:
             collect(exc)
         for name, cls in NODE_PARAMS.items():

@@ -24,7 +24,7 @@ from musculo_control.loop.topics import DYNAMICS, JOINT_STATES, MUSCLE_COMMANDS,
 
 if TYPE_CHECKING:  # the nodes that only import the topics load no model (loop/driver_parts.py)
     from musculo_control.estimation.snapshot_codec import SnapshotCodec
-    from musculo_control.loop.build import LoopParts
+    from musculo_control.loop.parts import LoopParts
 
 __all__ = ["DYNAMICS", "JOINT_STATES", "MUSCLE_COMMANDS", "TENDON_COMMANDS", "WATCHED",
            "lockstep_leads", "snapshot_stamp_s"]

@@ -1,6 +1,6 @@
 """mock_hardware_node: the MuJoCo mock arm behind the same raw topics as the real arm.
 
-A shell over :class:`~musculo_control.loop.mock_stage.MockStage`, the object the ROS-free runner
+A shell over :class:`~musculo_control.sim.mock_stage.MockStage`, the object the ROS-free runner
 steps in simulation: physics at its own rate (``mock_arm.yaml`` physics.timestep_s), raw sensor
 samples at hardware.yaml ``rates.sensor_rate_hz`` (hw/potentiometers: ADC counts per joint;
 hw/tendon_states: encoder and load-cell counts per actuator id), every hw/tendon_commands
@@ -42,9 +42,7 @@ from musculo_control import messages as cv
 from musculo_control.control.goal import rotation_from_quaternion
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
-from musculo_control.hardware.mock_arm import load_mock_config
-from musculo_control.loop import build
-from musculo_control.loop.mock_stage import COMMAND_TOPIC
+from musculo_control.loop.parts import load_parts
 from musculo_control.loop.timing import divisor
 from musculo_control.loop.topics import CONTROLLER_ACTIVATIONS
 from musculo_control.nodes.lockstep import (
@@ -70,6 +68,8 @@ from musculo_control.serialized import (
     SerializedJointStateWriter,
     SerializedPointWriter,
 )
+from musculo_control.sim.mock_arm import load_mock_config
+from musculo_control.sim.mock_stage import COMMAND_TOPIC, mock_stage
 from musculo_control.stamps import Stamp
 
 GAUGE_TOPIC = "mock/gauge"
@@ -92,10 +92,10 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
                               f"{MOCK_HARDWARE_NODE}.ros__parameters.use_sim_time",
                               "false when publish_clock is true (this node is the clock)", True)
         config_dir = config_dir_of(p.config_dir)
-        parts = self.parts = build.load_parts(config_dir)
+        parts = self.parts = load_parts(config_dir)
         robot = self.robot = parts.robot
         mock_file = config_dir / "mock_arm.yaml"
-        self.stage = build.mock_stage(parts, load_mock_config(robot, mock_file),
+        self.stage = mock_stage(parts, load_mock_config(robot, mock_file),
                                       None if p.seed < 0 else p.seed, 0.0, str(mock_file),
                                       p.warn_throttle_s)
         self.mock = self.stage.arm

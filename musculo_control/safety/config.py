@@ -12,7 +12,7 @@ from musculo_control.hardware.tendon_driver import TendonDriverConfig
 from musculo_control.safety.authority import AuthorityConfig
 from musculo_control.safety.follow import FollowConfig
 from musculo_control.safety.stops import StopConfig
-from musculo_control.streams import InputBounds
+from musculo_control.streams import LateInputsConfig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,27 +104,6 @@ class ConsistencyConfig:
     snap_margin_m: float = spec(gt=0.0, doc="a slack tendon whose winch has wound in this much "
                                             "past its path (plus the travel allowance) has "
                                             "snapped [m]")
-
-
-@dataclass(frozen=True, kw_only=True)
-class LateInputsConfig:
-    """The graded answer to late inputs, one pair of bounds per input stream (``safety.yaml``
-    ``inputs``): one policy for the ROS-free runner and the nodes."""
-
-    joint_state: InputBounds = spec(doc="joint_states at the controller and the dynamics "
-                                        "stage; late ones are extrapolated by their velocity")
-    tendon_state: InputBounds = spec(doc="muscle_states at the controller, hw/tendon_states "
-                                         "at the tendon driver")
-    driver_output: InputBounds = spec(doc="hw/tendon_commands (what the tendon driver sends) "
-                                          "at the controller: a dead driver")
-    muscle_commands: InputBounds = spec(doc="muscle_commands at the tendon driver: a dead "
-                                            "controller (the driver's watchdog)")
-    snapshot: InputBounds = spec(doc="the 20 Hz dynamics snapshot at the controller (its age "
-                                     "counts from the joint sample it was computed from)")
-    own_pause_s: float = spec(0.015, gt=0.0, doc="a tick of the controller or of the tendon "
-                                                 "driver this long after its previous one is "
-                                                 "its own pause: inputs on time before it are "
-                                                 "aged from the tick after it [s]")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,6 @@
 """``musculo calibrate --sim``: the calibration procedure on the mock arm, without ROS.
 
-The mock arm (:class:`~musculo_control.hardware.mock_arm.MockArm`) stands where the real arm
+The mock arm (:class:`~musculo_control.sim.mock_arm.MockArm`) stands where the real arm
 would: it is held at ``hold_pose_rad`` (by default the calibration pose; elsewhere to see the
 procedure refuse) while the :class:`~musculo_control.hardware.calibrator.Calibrator` wants the
 arm held, then let go; its raw samples at the sensor rate feed the calibrator, whose tensions go
@@ -13,8 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.hardware.calibrator import Calibrator
-from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.loop.timing import divisor
+from musculo_control.sim.mock_arm import MockArm
 
 
 def calibrate_on_mock(mock: MockArm, calibrator: Calibrator, sensor_rate_hz: float,

@@ -27,8 +27,8 @@ from musculo_control.control.controller_config import ControllerConfig
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.errors import ConfigError, InputError
-from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.model.robot import Robot
+from musculo_control.sim.mock_arm import MockArm
 from musculo_control.sim.recorder import Recorder
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.run_record import run_record

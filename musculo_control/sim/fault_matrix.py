@@ -1,4 +1,4 @@
-"""The fault matrix: every fault of :data:`~musculo_control.testing.faults.FAULTS` injected into the
+"""The fault matrix: every fault of :data:`~musculo_control.sim.faults.FAULTS` injected into the
 supervised closed loop, one run each, against a fault-free run of the same scenario.
 
 Scenario (``reliability.yaml`` key ``faults``): the arm holds its start pose, then its hand goal
@@ -9,7 +9,7 @@ after it ends; the run goes on for ``observe_after_s``.
 Per fault:
 
 - ``detected``: a safety rule the fault is expected to trip (:class:`FaultKind`) fired;
-- ``detection_time_ms``: from the fault's onset (see :mod:`musculo_control.testing.faults`) to the
+- ``detection_time_ms``: from the fault's onset (see :mod:`musculo_control.sim.faults`) to the
   first control tick (or 500 Hz driver tick, for the driver's watchdog) that reports it (a late
   input's warning counts: it is reported);
 - ``safe_state_ms``: from the onset to the first tick at minimum tension; within the hold
@@ -41,19 +41,19 @@ from musculo_control.control.controller import CONTROLLER_NAMES, make_controller
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.errors import ConfigError
-from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.loop.health import ERROR, WARN
 from musculo_control.model.robot import Robot
-from musculo_control.sim.reliability import load_reliability_section
-from musculo_control.sim.rig import Rig
-from musculo_control.sim.runner import REFUSAL, LoopState
-from musculo_control.sim.setup import Setup, check_start_pose, start_pose
-from musculo_control.testing.faults import (
+from musculo_control.sim.faults import (
     FAULT_NAMES,
     FaultInjector,
     InjectionConfig,
     fault_kind,
 )
+from musculo_control.sim.mock_arm import MockArm
+from musculo_control.sim.reliability import load_reliability_section
+from musculo_control.sim.rig import Rig
+from musculo_control.sim.runner import REFUSAL, LoopState
+from musculo_control.sim.setup import Setup, check_start_pose, start_pose
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -17,11 +17,11 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.errors import InputError
-from musculo_control.hardware.mock_arm import load_mock_arm
 from musculo_control.model.geometry import MuscleGeometry
 from musculo_control.model.learned_mapping import LearnedMapping
 from musculo_control.model.mapping_recording import Recording
 from musculo_control.model.robot import Robot
+from musculo_control.sim.mock_arm import load_mock_arm
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -17,6 +17,8 @@ from musculo_control.control.goal import HandGoal
 from musculo_control.control.tick_base import Controller
 from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.loop import build
+from musculo_control.loop.parts import load_parts
+from musculo_control.sim.mock_stage import mock_stage
 from musculo_control.sim.runner import ClosedLoop, StreamFaults
 from musculo_control.sim.setup import Setup
 
@@ -36,12 +38,12 @@ class Rig:
         robot = setup.robot
         self.setup = setup
         self.robot = robot
-        self.parts = build.load_parts(robot.config_dir, robot=robot,
+        self.parts = load_parts(robot.config_dir, robot=robot,
                                       controller=controller_config or setup.controller_config,
                                       safety_overrides=safety_overrides)
         self.controller_name = controller_name
         self.controller = build.controller(self.parts, controller_name)
-        self.mock_stage = build.mock_stage(self.parts, setup.mock_config,
+        self.mock_stage = mock_stage(self.parts, setup.mock_config,
                                            setup.mock_config.seed,
                                            file=str(robot.config_dir / "mock_arm.yaml"))
         self.mock = self.mock_stage.arm

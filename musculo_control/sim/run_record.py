@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.model.robot import Robot
 from musculo_control.provenance import provenance
+from musculo_control.sim.mock_arm import MockArm
 from musculo_control.sim.setup import Setup
 
 FloatArray = npt.NDArray[np.float64]

@@ -13,7 +13,7 @@ controller sees the world as late as it would on the robot. The loop is driven b
 step counter; every rate must divide the physics rate.
 
 Start-up is the node graph's too: the mock arm is held still until the controller's commands
-hold it (:class:`~musculo_control.loop.mock_stage.MockStage`); :meth:`ClosedLoop.reset` runs
+hold it (:class:`~musculo_control.sim.mock_stage.MockStage`); :meth:`ClosedLoop.reset` runs
 the loop until then, and that moment is time 0 of the run.
 
 Who writes the two command streams is watched as the nodes watch it only after
@@ -42,13 +42,10 @@ from musculo_control.control.output import ControlOutput
 from musculo_control.errors import ConfigError
 from musculo_control.estimation.snapshot import DynamicsSnapshot
 from musculo_control.hardware.drivers import HardwareRates
-from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.hardware.tendon_driver import DriverOutput, TendonState
 from musculo_control.loop.control_step import ControlStep
 from musculo_control.loop.dynamics_stage import DynamicsStage
-from musculo_control.loop.mock_stage import COMMAND_TOPIC as TENDON_COMMANDS
-from musculo_control.loop.mock_stage import MockStage, SensorFaults, SensorMessage
 from musculo_control.loop.potentiometer_stage import PotentiometerStage
 from musculo_control.loop.tendon_stage import COMMAND_IN_TOPIC as MUSCLE_COMMANDS
 from musculo_control.loop.tendon_stage import TendonStage
@@ -61,6 +58,9 @@ from musculo_control.safety.authority import (
 )
 from musculo_control.safety.episodes import EpisodeLog
 from musculo_control.safety.supervisor import SafetyReport
+from musculo_control.sim.mock_arm import MockArm
+from musculo_control.sim.mock_stage import COMMAND_TOPIC as TENDON_COMMANDS
+from musculo_control.sim.mock_stage import MockStage, SensorFaults, SensorMessage
 
 FloatArray = npt.NDArray[np.float64]
 T = TypeVar("T")
@@ -151,7 +151,7 @@ GoalFn = Callable[[float], HandGoal]
 
 
 class StreamFaults(SensorFaults, Protocol):
-    """Fault injection in the loop's message streams (see :mod:`musculo_control.testing.faults`);
+    """Fault injection in the loop's message streams (see :mod:`musculo_control.sim.faults`);
     every hook takes stamp times, and :attr:`origin_s` is set to the stamp of time 0."""
 
     origin_s: float

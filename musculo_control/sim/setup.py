@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.config.folder import RUN_FILES, load_checked
+from musculo_control.config.folder import load_checked
 from musculo_control.config.parser import load_with_overrides, located_in, overrides_by_file, spec
 from musculo_control.control.controller_config import ControllerConfig, load_controller_config
 from musculo_control.errors import ConfigError, ErrorCollector, InputError, raise_collected
-from musculo_control.hardware.mock_arm import MockArmConfig
+from musculo_control.loop.parts import LOOP_FILES, check_loop_files
 from musculo_control.model.checks import check_reachable, check_workspace
 from musculo_control.model.robot import Robot
+from musculo_control.sim.mock_arm import MockArmConfig
 from musculo_control.sim.runner import RunnerConfig
 from musculo_control.sim.scoring import Target
 from musculo_control.sim.study_config import StudyConfig
@@ -144,11 +145,33 @@ class Setup:
     overrides: Overrides
 
 
+#: The files of a simulated run (stems): the loop's, the mock arm's and the experiments'.
+RUN_FILES = (*LOOP_FILES, "mock_arm", "experiments")
+
+
+def check_run_files(config_dir: str | Path, overrides: dict[str, dict[str, Any]],
+                    found: ErrorCollector, files: tuple[str, ...] = RUN_FILES) -> None:
+    """Each of ``files`` (stems of :data:`RUN_FILES`) present in ``config_dir`` against its
+    schema, with the dotted-key ``overrides`` of its stem, every error added to ``found``
+    (:mod:`musculo_control.config.folder`)."""
+    unknown = set(files) - set(RUN_FILES)
+    if unknown:
+        raise ValueError(f"check_run_files: unknown files {sorted(unknown)}; known: {RUN_FILES}")
+    folder = Path(config_dir)
+    check_loop_files(folder, overrides, found, tuple(f for f in files if f in LOOP_FILES))
+    for stem, schema in (("mock_arm", MockArmConfig), ("experiments", ExperimentsConfig)):
+        path = folder / f"{stem}.yaml"
+        if stem in files and path.is_file():
+            with found.checking():
+                load_with_overrides(schema, path, dict(overrides.get(stem, {})))
+
+
 def load_setup(config_dir: Path, overrides: Overrides) -> Setup:
-    """Load and validate the robot, controller, experiments and mock arm files (every error of
-    their schemas together first: :func:`~musculo_control.config.folder.check_folder`)."""
-    return load_checked(config_dir, lambda: _build_setup(config_dir, overrides), RUN_FILES,
-                        dataclasses.asdict(overrides))
+    """Load and validate the robot, controller, experiments and mock arm files: every error of
+    their schemas together (:func:`check_run_files`), with the checks across files."""
+    return load_checked(
+        lambda found: check_run_files(config_dir, dataclasses.asdict(overrides), found),
+        lambda: _build_setup(config_dir, overrides))
 
 
 def _build_setup(config_dir: Path, overrides: Overrides) -> Setup:

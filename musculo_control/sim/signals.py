@@ -14,11 +14,11 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.control.goal import HandGoal
-from musculo_control.hardware.mock_arm import MockArm
 from musculo_control.loop.state_record import controller_state_layout, controller_state_values
 from musculo_control.messages import quaternion_from_rotation
 from musculo_control.model.robot import Robot
 from musculo_control.records import RecordLayout
+from musculo_control.sim.mock_arm import MockArm
 from musculo_control.sim.runner import LoopState
 
 FloatArray = npt.NDArray[np.float64]

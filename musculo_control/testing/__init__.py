@@ -3,7 +3,7 @@
 The nodes that run the arm (``musculo_control.nodes``) import nothing from here; the tests, the
 benchmarks, the fault matrices and the soak on the node graph do:
 
-- :mod:`~musculo_control.testing.faults`: the fault catalogue and the injector, shared by the
+- :mod:`~musculo_control.sim.faults`: the fault catalogue and the injector, shared by the
   ROS-free runner's fault matrix (:mod:`musculo_control.sim.fault_matrix`) and the node graph's;
 - :mod:`~musculo_control.testing.node_injection`,
   :mod:`~musculo_control.testing.injecting_activation_qp_node`,

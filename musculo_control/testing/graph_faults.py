@@ -8,7 +8,7 @@ is the runner's (reliability.yaml ``faults``: a 6 cm move, the fault mid-move); 
 gets in:
 
 - in the mock arm (sensors, actuators, raw streams) and around the controller (QP failure, bad
-  commands): the same :class:`~musculo_control.testing.faults.FaultInjector` inside the
+  commands): the same :class:`~musculo_control.sim.faults.FaultInjector` inside the
   test-side stand-in of ``mock_hardware_node`` / ``activation_qp_node``
   (:mod:`musculo_control.testing.node_injection`), which the case's graph runs in place of that
   node, started over its ``~/inject_fault`` service;
@@ -46,7 +46,7 @@ from sensor_msgs.msg import JointState
 
 from musculo_control import messages as cv
 from musculo_control.control.minimum_jerk import minimum_jerk
-from musculo_control.loop.build import LoopParts
+from musculo_control.loop.parts import LoopParts
 from musculo_control.loop.state_record import STATE_CODES
 from musculo_control.loop.tendon_stage import STOP_WORD
 from musculo_control.nodes.graph import GraphOptions
@@ -66,15 +66,15 @@ from musculo_control.sim.fault_matrix import (
     safe_bounds,
     safe_target_ms,
 )
-from musculo_control.sim.setup import start_pose
-from musculo_control.stamps import Stamp
-from musculo_control.testing.faults import (
+from musculo_control.sim.faults import (
     CONTROLLER_FAULTS,
     MOCK_FAULTS,
     STRAYS,
     Stray,
     fault_kind,
 )
+from musculo_control.sim.setup import start_pose
+from musculo_control.stamps import Stamp
 from musculo_control.testing.machine_load import busy_loops as loaded
 from musculo_control.testing.node_injection import STAND_INS
 from musculo_control.testing.observer import GraphObserver

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from musculo_control.loop.build import LoopParts
+from musculo_control.loop.parts import LoopParts
 from musculo_control.nodes.graph import GraphOptions, layout_label
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
 from musculo_control.sim.rig import Rig

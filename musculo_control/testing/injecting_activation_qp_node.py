@@ -3,7 +3,7 @@
 The production :class:`~musculo_control.nodes.activation_qp_node.ActivationQPNode`, same name,
 topics and parameters, plus :class:`~musculo_control.testing.node_injection.FaultInjectionParams`
 and the ``~/inject_fault`` service: its controller goes through the fault injector
-(:meth:`~musculo_control.testing.faults.FaultInjector.wrap`: a QP held to one iteration, a
+(:meth:`~musculo_control.sim.faults.FaultInjector.wrap`: a QP held to one iteration, a
 command with NaN or far above the actuator's limit), and its /diagnostics carry the fault's
 target and onset. Graphs that inject launch it in place of the production node
 (:mod:`musculo_control.testing.node_injection` says why a stand-in).
@@ -20,7 +20,7 @@ from musculo_control.nodes.activation_qp_node import ActivationQPNode
 from musculo_control.nodes.node_config import ACTIVATION_QP_NODE, ActivationQPNodeParams
 from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import declare_parameters
-from musculo_control.testing.faults import CONTROLLER_FAULTS, FaultInjector
+from musculo_control.sim.faults import CONTROLLER_FAULTS, FaultInjector
 from musculo_control.testing.node_injection import (
     FaultInjectionParams,
     injection_values,

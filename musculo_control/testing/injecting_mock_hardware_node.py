@@ -21,7 +21,7 @@ from musculo_control.nodes.mock_hardware_node import MockHardwareNode
 from musculo_control.nodes.node_config import MOCK_HARDWARE_NODE, MockHardwareNodeParams
 from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import declare_parameters
-from musculo_control.testing.faults import MOCK_FAULTS, FaultInjector
+from musculo_control.sim.faults import MOCK_FAULTS, FaultInjector
 from musculo_control.testing.node_injection import (
     FaultInjectionParams,
     injection_values,

@@ -1,6 +1,6 @@
 """Fault injection in a running node graph, from the test side only.
 
-The ROS-free runner's injector (:class:`~musculo_control.testing.faults.FaultInjector`) reaches
+The ROS-free runner's injector (:class:`~musculo_control.sim.faults.FaultInjector`) reaches
 the node graph through stand-ins: :mod:`~musculo_control.testing.injecting_activation_qp_node`
 and :mod:`~musculo_control.testing.injecting_mock_hardware_node` subclass the production nodes,
 keep their node name, topics and parameters, and add the injection parameters of
@@ -22,8 +22,8 @@ Why a subclass and not a flag, a plugin or a wrapper node:
 A subclass runs the production node's own code (every line the robot runs, nothing
 reimplemented) and adds injection only where the production node already has seams: the
 control step's controller (:attr:`~musculo_control.loop.control_step.ControlStep.controller`)
-and the mock arm's fault hooks (:attr:`~musculo_control.hardware.mock_arm.MockArm.fault_hook`,
-:attr:`~musculo_control.loop.mock_stage.MockStage.sensor_faults`).
+and the mock arm's fault hooks (:attr:`~musculo_control.sim.mock_arm.MockArm.fault_hook`,
+:attr:`~musculo_control.sim.mock_stage.MockStage.sensor_faults`).
 
 ROS-free at import (the service's message type is imported when a node serves it).
 """
@@ -39,7 +39,7 @@ from musculo_control.errors import ConfigError
 from musculo_control.model.robot import Robot
 from musculo_control.nodes.node_config import ACTIVATION_QP_NODE, MOCK_HARDWARE_NODE
 from musculo_control.sim.fault_matrix import load_fault_matrix_config
-from musculo_control.testing.faults import FaultInjector
+from musculo_control.sim.faults import FaultInjector
 
 #: The stand-in that injects faults, by the node it stands in for (python -m module).
 STAND_INS = {
@@ -51,7 +51,7 @@ STAND_INS = {
 @dataclass(frozen=True, kw_only=True)
 class FaultInjectionParams:
     """The stand-ins' parameters on top of the production node's (off by default): the same
-    injector as the ROS-free runner's (:mod:`musculo_control.testing.faults`), magnitudes from
+    injector as the ROS-free runner's (:mod:`musculo_control.sim.faults`), magnitudes from
     ``reliability.yaml`` ``faults.injection``. It starts at ``inject_at_s``, or when the node's
     ``~/inject_fault`` service (std_srvs/Trigger) is called."""
 

@@ -40,7 +40,7 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory
 
 from musculo_control import messages as cv
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
-from musculo_control.loop.build import LoopParts
+from musculo_control.loop.parts import LoopParts
 from musculo_control.loop.state_record import controller_state_layout
 from musculo_control.nodes.ros_common import (
     MSGS,

@@ -4,7 +4,7 @@ controller, each switched on for a time window by name.
 One :class:`FaultInjector` carries one fault (a name of :data:`FAULTS`) active in
 ``[start_s, end_s)``. It plugs into three places:
 
-- the mock arm (``mock.fault_hook``, a :class:`~musculo_control.hardware.mock_arm.MockFaultHook`):
+- the mock arm (``mock.fault_hook``, a :class:`~musculo_control.sim.mock_arm.MockFaultHook`):
   a potentiometer stuck, NaN or out of range; a tendon that snaps (no force, the load cell reads
   zero, the free winch winds the encoder away); an actuator that saturates below its command;
 - the loop's streams (``ClosedLoop(faults=...)``, a
@@ -45,11 +45,11 @@ from musculo_control.control.tick_base import Controller
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.estimation.snapshot import DynamicsSnapshot
 from musculo_control.hardware.calibration import Calibration
-from musculo_control.loop.mock_stage import COMMAND_TOPIC as TENDON_COMMANDS
 from musculo_control.loop.tendon_stage import COMMAND_IN_TOPIC as MUSCLE_COMMANDS
 from musculo_control.model.robot import Robot
 from musculo_control.safety.authority import Writer
 from musculo_control.safety.goal_gate import GoalRequest
+from musculo_control.sim.mock_stage import COMMAND_TOPIC as TENDON_COMMANDS
 from musculo_control.sim.runner import SensorMessage
 
 FloatArray = npt.NDArray[np.float64]

@@ -56,8 +56,6 @@ from musculo_control.control.controller_config import ControllerConfig
 from musculo_control.control.goal import WorkspaceConfig
 from musculo_control.control.task_space import GainsConfig
 from musculo_control.errors import ConfigError, ConfigErrors, MusculoError
-from musculo_control.hardware.mock_arm import ActuatorConfig, MockArmConfig, StartupConfig
-from musculo_control.hardware.mujoco_arm import ModelErrorConfig, PhysicsConfig
 from musculo_control.model.arm import ArmConfig
 from musculo_control.model.hill import HillParams
 from musculo_control.model.learned_mapping import MuscleGeometryConfig
@@ -70,6 +68,8 @@ from musculo_control.model.task import TaskConfig
 from musculo_control.paths import config_root
 from musculo_control.safety.config import SafetyConfig
 from musculo_control.sim.fault_matrix import FaultMatrixConfig
+from musculo_control.sim.mock_arm import ActuatorConfig, MockArmConfig, StartupConfig
+from musculo_control.sim.mujoco_arm import ModelErrorConfig, PhysicsConfig
 from musculo_control.sim.reliability import RELIABILITY_SECTIONS
 from musculo_control.sim.setup import (
     DisturbanceConfig,

@@ -1,7 +1,7 @@
 """The mock arm: MuJoCo physics behind the same raw interface as the real arm.
 
 Built in code from the robot's description, URDF and muscles file or MJCF
-(:mod:`musculo_control.hardware.mujoco_arm`), with everything the controller's model lacks:
+(:mod:`musculo_control.sim.mujoco_arm`), with everything the controller's model lacks:
 
 - a model error on by default: link masses and via-points (MJCF: muscle sites, optionally wrap
   radii) off by seeded random amounts;
@@ -62,7 +62,8 @@ from musculo_control.arrays import finite
 from musculo_control.config.parser import load, spec
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.calibration import Calibration, load_calibration
-from musculo_control.hardware.mujoco_arm import (
+from musculo_control.model.robot import Robot
+from musculo_control.sim.mujoco_arm import (
     ModelErrorConfig,
     MujocoArm,
     PathBends,
@@ -72,7 +73,6 @@ from musculo_control.hardware.mujoco_arm import (
     point_on_body,
     warning_counts,
 )
-from musculo_control.model.robot import Robot
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -173,7 +173,7 @@ class MockArmConfig:
 
 
 class MockFaultHook(Protocol):
-    """Fault injection inside the mock (see :mod:`musculo_control.testing.faults`): each method
+    """Fault injection inside the mock (see :mod:`musculo_control.sim.faults`): each method
     sees what the healthy mock would produce at time ``t_s`` and returns or edits it."""
 
     def potentiometers(self, counts: FloatArray, t_s: float) -> FloatArray: ...

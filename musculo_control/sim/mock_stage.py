@@ -1,6 +1,6 @@
 """The mock arm behind the raw topics (``mock_hardware_node``'s logic, and the runner's arm).
 
-Around :class:`~musculo_control.hardware.mock_arm.MockArm` (MuJoCo physics, raw sensors,
+Around :class:`~musculo_control.sim.mock_arm.MockArm` (MuJoCo physics, raw sensors,
 actuator modules with their own watchdog) this adds what both the node and the runner do
 with it:
 
@@ -27,10 +27,11 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.errors import InputError
-from musculo_control.hardware.mock_arm import MockArm, StartupConfig
 from musculo_control.loop import topics
 from musculo_control.loop.health import ERROR, OK, WARN, Health
+from musculo_control.loop.parts import LoopParts
 from musculo_control.safety.authority import WriterWatch
+from musculo_control.sim.mock_arm import MockArm, MockArmConfig, StartupConfig
 
 FloatArray = npt.NDArray[np.float64]
 #: One raw sensor message: (stamp [s], potentiometer counts, encoder counts, load-cell counts);
@@ -41,7 +42,7 @@ COMMAND_TOPIC = topics.TENDON_COMMANDS
 
 
 class SensorFaults(Protocol):
-    """Injected faults of the raw sensor streams (see :mod:`musculo_control.testing.faults`)."""
+    """Injected faults of the raw sensor streams (see :mod:`musculo_control.sim.faults`)."""
 
     def sensor_messages(self, step: int,
                         message: SensorMessage) -> list[tuple[int, SensorMessage]]:
@@ -166,3 +167,11 @@ class MockStage:
         return {"physics time [s]": f"{self.arm.time_s - self.stamp0_s:.3f}",
                 **{f"mujoco warning {k}": str(v) for k, v in self.arm.warnings().items()},
                 **self.health.values()}
+
+
+def mock_stage(parts: LoopParts, config: MockArmConfig, seed: int | None = None,
+               stamp0_s: float = 0.0, file: str = "mock_arm.yaml",
+               warn_throttle_s: float = 1.0) -> MockStage:
+    """The mock arm of ``parts``' robot and calibration behind the raw topics."""
+    arm = MockArm(parts.robot, parts.drivers.calibration, config, seed, file)
+    return MockStage(arm, stamp0_s, warn_throttle_s)
