@@ -47,7 +47,7 @@ from launch_helpers import (
     wait_released,
 )
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.nodes.ros_common import MSGS
 from musculo_control.stamps import Stamp
 
@@ -177,7 +177,7 @@ class TestBadInput(ObservedGraph):
         be the one they take."""
         for _ in range(BURSTS):
             for _ in range(BURST):
-                pub.publish(cv.joint_state_msg(MSGS, Stamp.from_seconds(self.obs.now_s()),
+                pub.publish(messages.joint_state_msg(MSGS, Stamp.from_seconds(self.obs.now_s()),
                                                names, **values))
                 time.sleep(0.002)
             try:

@@ -42,7 +42,7 @@ from launch_helpers import (
     wait_released,
 )
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.nodes.ros_common import MSGS
 from musculo_control.sim.mock_arm import load_mock_config
 from musculo_control.sim.setup import Overrides, experiment_config, load_setup
@@ -85,7 +85,7 @@ class TestGoalSources(ObservedGraph):
         msg.marker_name = "hand_goal"
         msg.control_name = "move_3d"
         msg.event_type = InteractiveMarkerFeedback.POSE_UPDATE
-        msg.pose = cv.pose_msg(MSGS, target, orientation)
+        msg.pose = messages.pose_msg(MSGS, target, orientation)
 
         def dragged() -> bool:  # (re)sent until the goal node has matched the publisher
             self.feedback.publish(msg)

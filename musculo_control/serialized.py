@@ -29,14 +29,14 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.records import Dim
 from musculo_control.stamps import Stamp
 
 FloatArray = npt.NDArray[np.float64]
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
-FIELDS = cv.JOINT_STATE_FIELDS
+FIELDS = messages.JOINT_STATE_FIELDS
 #: CDR encapsulation identifiers (first two bytes): big- and little-endian plain CDR.
 _CDR_BE, _CDR_LE = b"\x00\x00", b"\x00\x01"
 #: Shapes whose layout a reader or writer keeps (a stream has one; a foreign writer may add one).
@@ -178,15 +178,15 @@ class JointStateLayout:
         layout = cls(shape, template, *walked)
         # a second marked message written here must read back equal through the library
         check = _marked(types, shape, 1)
-        written = layout.write(cv.stamp_of(check),
-                               *(cv.float_array(getattr(check, f)) for f in FIELDS))
+        written = layout.write(messages.stamp_of(check),
+                               *(messages.float_array(getattr(check, f)) for f in FIELDS))
         try:
             back = types.deserialize(written, JOINT_STATE)
         except Exception:  # noqa: BLE001 - any failure of the library means: not this layout
             return None
-        same = (cv.stamp_of(back) == cv.stamp_of(check) and shape_of(back) == shape
-                and all(np.array_equal(cv.float_array(getattr(back, f)),
-                                       cv.float_array(getattr(check, f))) for f in FIELDS))
+        same = (messages.stamp_of(back) == messages.stamp_of(check) and shape_of(back) == shape
+                and all(np.array_equal(messages.float_array(getattr(back, f)),
+                                       messages.float_array(getattr(check, f))) for f in FIELDS))
         return layout if same and layout.matches(written) else None
 
     def matches(self, data: bytes) -> bool:
@@ -221,7 +221,7 @@ def _marked(types: Serializer, shape: Shape, k: int) -> Any:
     """A JointState of ``shape`` whose stamp and values are distinct and recognisable."""
     position, velocity, effort = (np.arange(1, n + 1, dtype=np.float64) * (10.0 + k)
                                   + 0.25 * (f + 1) for f, n in enumerate(shape.lengths))
-    return cv.joint_state_msg(types, Stamp(1_234_567 + k, 987_654_321 - k), shape.names,
+    return messages.joint_state_msg(types, Stamp(1_234_567 + k, 987_654_321 - k), shape.names,
                               position, velocity, effort, frame_id=shape.frame_id)
 
 
@@ -249,7 +249,7 @@ class SerializedJointStateWriter:
         self.names = tuple(names)
         self.frame_id = frame_id
         self._types = types
-        self._fallback = cv.JointStateWriter(types, self.names, frame_id)
+        self._fallback = messages.JointStateWriter(types, self.names, frame_id)
         # by which fields are given (their length is the names'): a layout, or None
         self._layouts: dict[tuple[bool, bool, bool], JointStateLayout | None] = {}
 
@@ -275,7 +275,7 @@ class SerializedJointStateReader:
     library and :func:`~musculo_control.messages.read_joint_state`; the same result either way,
     a refusal as a sentence naming the topic."""
 
-    def __init__(self, types: Serializer, order: cv.NameOrder,
+    def __init__(self, types: Serializer, order: messages.NameOrder,
                  required: Sequence[str] = ("position",), finite: bool = False) -> None:
         self.types = types
         self.order = order
@@ -285,16 +285,16 @@ class SerializedJointStateReader:
         self._layout: JointStateLayout | None = None  # the stream's, once one message came
         self.fast = 0  # messages read straight from their bytes (for tests and diagnostics)
 
-    def read(self, data: bytes) -> cv.JointArrays | str:
+    def read(self, data: bytes) -> messages.JointArrays | str:
         layout = self._layout
         if layout is not None and layout.matches(data):
             self.fast += 1
-            return cv.joint_arrays(self.order, layout.stamp(data), layout.values(data),
+            return messages.joint_arrays(self.order, layout.stamp(data), layout.values(data),
                                    self.required, self.finite)
         msg = self._decode(data)
         if isinstance(msg, str):
             return msg
-        return cv.read_joint_state(msg, self.order, self.required, self.finite)
+        return messages.read_joint_state(msg, self.order, self.required, self.finite)
 
     def stamp_s(self, data: bytes) -> float:
         """The message's stamp [s] (-inf if it does not decode)."""
@@ -302,7 +302,7 @@ class SerializedJointStateReader:
         if layout is not None and layout.matches(data):
             return layout.stamp(data).seconds
         msg = self._decode(data)
-        return -float("inf") if isinstance(msg, str) else cv.stamp_of(msg).seconds
+        return -float("inf") if isinstance(msg, str) else messages.stamp_of(msg).seconds
 
     def _decode(self, data: bytes) -> Any:
         """The library's message of ``data`` (or why not); a message with the consumer's names
@@ -402,18 +402,19 @@ class SerializedRecordWriter:
         n = flat.shape[0]
         if n not in self._layouts:
             def read_back(msg: Any) -> tuple[None, FloatArray] | None:
-                dims, values, offset = cv.read_float64_multiarray(msg)
+                dims, values, offset = messages.read_float64_multiarray(msg)
                 return (None, values) if dims == self.dims and offset == 0 else None
 
             self._layouts[n] = ValueLayout.of(
                 self._types, FLOAT64_MULTIARRAY, n, False,
-                lambda stamp, values: cv.float64_multiarray_msg(self._types, self.dims, values),
+                lambda stamp, values: messages.float64_multiarray_msg(self._types, self.dims,
+                                                                      values),
                 read_back)
         layout = self._layouts[n]
         if layout is not None:
             return layout.write(flat)
         return bytes(self._types.serialize(
-            cv.float64_multiarray_msg(self._types, self.dims, flat), FLOAT64_MULTIARRAY))
+            messages.float64_multiarray_msg(self._types, self.dims, flat), FLOAT64_MULTIARRAY))
 
 
 class SerializedPointWriter:
@@ -426,12 +427,12 @@ class SerializedPointWriter:
         def read_back(msg: Any) -> tuple[Stamp, FloatArray] | None:
             if str(msg.header.frame_id) != frame_id:
                 return None
-            return cv.stamp_of(msg), cv.read_point(msg.point)
+            return messages.stamp_of(msg), messages.read_point(msg.point)
 
         self._layout = ValueLayout.of(types, POINT_STAMPED, 3, True, self._message, read_back)
 
     def _message(self, stamp: Stamp, point_m: npt.ArrayLike) -> Any:
-        return cv.point_stamped_msg(self._types, stamp, self.frame_id, point_m)
+        return messages.point_stamped_msg(self._types, stamp, self.frame_id, point_m)
 
     def write(self, stamp: Stamp, point_m: npt.ArrayLike) -> bytes:
         if self._layout is not None:

@@ -108,11 +108,11 @@ class _SimTicker:
         assert _wait(lambda: self.pub.get_subscription_count() > 0)
 
     def step(self, t_s: float) -> None:
-        from musculo_control import messages as cv
+        from musculo_control import messages
         from musculo_control.nodes.ros_common import MSGS
         from musculo_control.stamps import Stamp
 
-        self.pub.publish(cv.clock_msg(MSGS, Stamp.from_seconds(t_s)))
+        self.pub.publish(messages.clock_msg(MSGS, Stamp.from_seconds(t_s)))
         assert _wait(lambda: abs(self.node.clock_s() - t_s) < 1e-9), (t_s, self.node.clock_s())
 
 

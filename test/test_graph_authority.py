@@ -22,7 +22,7 @@ from graph_harness import (
 )
 from sensor_msgs.msg import JointState
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.loop.parts import load_parts
 from musculo_control.nodes.lockstep import TENDON_COMMANDS, lockstep_leads
 from musculo_control.nodes.ros_common import MSGS
@@ -58,7 +58,7 @@ def _publish_for(obs, pub, make: Callable[[Stamp], object], rate_hz: float,
 def _stray_commander(obs, parts, name: str) -> tuple[float, float]:
     """A stray node publishing 900 N on every muscle at 200 Hz for 3 s; (start, end) [s]."""
     node = obs.foreign_node(name)
-    writer = cv.JointStateWriter(MSGS, parts.robot.muscle_names)
+    writer = messages.JointStateWriter(MSGS, parts.robot.muscle_names)
     effort = np.full(parts.robot.n_muscles, STRAY_N)
     t0 = obs.now_s()
     pub = node.create_publisher(JointState, "muscle_commands", 10)  # `ros2 topic pub`'s QoS
@@ -158,7 +158,7 @@ def test_a_second_writer_to_the_actuators_is_named_and_latched(parts, tmp_path):
         wait_running(graph, obs)
         assert obs.wait_for(1.0, 60.0), logs(graph)
         node = obs.foreign_node("stray_actuator_writer")
-        writer = cv.JointStateWriter(MSGS, actuators)
+        writer = messages.JointStateWriter(MSGS, actuators)
         t0 = obs.now_s()
         pub = node.create_publisher(JointState, "hw/tendon_commands", 10)
         _publish_for(obs, pub, lambda s: writer.write(s, effort=idle), STRAY_HZ, 1.0)

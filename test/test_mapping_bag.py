@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.cli import main
 from musculo_control.errors import InputError
 from musculo_control.model.mapping_recording import load_recording
@@ -38,9 +38,9 @@ def write_bag(folder: Path, t_s: np.ndarray, q: np.ndarray, length: np.ndarray, 
         for i, t in enumerate(t_s):
             sj = Stamp.from_nanoseconds(int(round(t * NS_PER_S)))
             sm = Stamp.from_nanoseconds(int(round((t + skew_s) * NS_PER_S)))
-            js = cv.joint_state_msg(types, sj, joint_order, position=q[i, jidx],
+            js = messages.joint_state_msg(types, sj, joint_order, position=q[i, jidx],
                                     velocity=np.zeros(2))
-            ms = cv.joint_state_msg(types, sm, muscle_order, position=length[i, midx],
+            ms = messages.joint_state_msg(types, sm, muscle_order, position=length[i, midx],
                                     velocity=np.zeros(6), effort=np.full(6, 20.0 + i % 3))
             writer.write(cj, sj.nanoseconds, types.serialize(js, kind))
             writer.write(cm, sm.nanoseconds, types.serialize(ms, kind))

@@ -21,7 +21,7 @@ def test_await_stamp_takes_a_late_sample_and_gives_up_on_a_silent_publisher_once
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    from musculo_control import messages as cv
+    from musculo_control import messages
     from musculo_control.nodes.polled import PolledInputs
 
     context = rclpy.Context()
@@ -32,7 +32,7 @@ def test_await_stamp_takes_a_late_sample_and_gives_up_on_a_silent_publisher_once
         talker = Node("talker", context=context)
         owner = Node("owner", context=context)
         sub = PolledInputs(owner).subscribe(JointState, "samples", qos=qos,
-                                            stamp_of=lambda m: cv.stamp_of(m).seconds)
+                                            stamp_of=lambda m: messages.stamp_of(m).seconds)
         pub = talker.create_publisher(JointState, "samples", qos)
         deadline = time.monotonic() + 30.0
         while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
@@ -57,11 +57,11 @@ def test_await_stamp_takes_a_late_sample_and_gives_up_on_a_silent_publisher_once
         deadline = time.monotonic() + 30.0
         while not sub.await_stamp(0.0, 20.0) and time.monotonic() < deadline:
             time.sleep(0.01)  # not yet delivered: nothing to wait for, so no wait
-        assert [cv.stamp_of(m).seconds for m in sub.take_all()] == [0.0]
+        assert [messages.stamp_of(m).seconds for m in sub.take_all()] == [0.0]
         sender = send(1.0, 0.05)
         assert sub.await_stamp(1.0, 20.0)
         sender.join()
-        assert [cv.stamp_of(m).seconds for m in sub.take_all()] == [1.0]
+        assert [messages.stamp_of(m).seconds for m in sub.take_all()] == [1.0]
         # nothing newer comes: the wait times out ...
         assert not sub.await_stamp(2.0, 0.1)
         # ... and the next one does not wait at all (a dead node must not slow every tick)
@@ -77,16 +77,16 @@ def test_await_stamp_takes_a_late_sample_and_gives_up_on_a_silent_publisher_once
         t0 = time.monotonic()
         assert not sub.await_stamp(2.5, 20.0)
         assert time.monotonic() - t0 < 10.0
-        assert [cv.stamp_of(m).seconds for m in sub.take_all()] == [1.5]
+        assert [messages.stamp_of(m).seconds for m in sub.take_all()] == [1.5]
         # a sample on time again (as new as the last stamp asked for) ends the silence: waits
         # again, and an older due stamp is met at once
         send(2.5, 0.0).join()
         assert sub.await_stamp(2.5, 20.0)
         assert sub.await_stamp(1.5, 0.0)
-        assert [cv.stamp_of(m).seconds for m in sub.take_all()] == [2.5]
+        assert [messages.stamp_of(m).seconds for m in sub.take_all()] == [2.5]
         sender = send(3.0, 0.05)
         assert sub.await_stamp(3.0, 20.0)
         sender.join()
-        assert [cv.stamp_of(m).seconds for m in sub.take_all()] == [3.0]
+        assert [messages.stamp_of(m).seconds for m in sub.take_all()] == [3.0]
     finally:
         rclpy.try_shutdown(context=context)

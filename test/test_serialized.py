@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from rosbags_messages import RosbagsMessages
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.serialized import (
     JOINT_STATE,
     JointStateLayout,
@@ -32,7 +32,7 @@ def _factories() -> list:
         import rclpy  # noqa: F401
     except ImportError:
         return out
-    return out + [cv.RclpyMessages()]
+    return out + [messages.RclpyMessages()]
 
 
 FACTORIES = _factories()
@@ -41,7 +41,7 @@ IDS = [type(f).__name__ for f in FACTORIES]
 
 def _message(types, shape: Shape, rng, stamp=None, names=None):
     values = [rng.normal(size=n) for n in shape.lengths]
-    return cv.joint_state_msg(types, stamp or Stamp(int(rng.integers(0, 2**31)),
+    return messages.joint_state_msg(types, stamp or Stamp(int(rng.integers(0, 2**31)),
                                                     int(rng.integers(0, 10**9))),
                               names or shape.names, *values, frame_id=shape.frame_id)
 
@@ -61,16 +61,16 @@ def test_a_message_written_from_the_layout_is_the_one_meant(types, shape):
     rng = np.random.default_rng(len(shape.frame_id) + sum(shape.lengths))
     for _ in range(5):
         msg = _message(types, shape, rng)
-        data = layout.write(cv.stamp_of(msg), *(cv.float_array(getattr(msg, f))
+        data = layout.write(messages.stamp_of(msg), *(messages.float_array(getattr(msg, f))
                                                 for f in ("position", "velocity", "effort")))
         back = types.deserialize(data, JOINT_STATE)
-        assert shape_of(back) == shape and cv.stamp_of(back) == cv.stamp_of(msg)
+        assert shape_of(back) == shape and messages.stamp_of(back) == messages.stamp_of(msg)
         for f in ("position", "velocity", "effort"):
-            np.testing.assert_array_equal(cv.float_array(getattr(back, f)),
-                                          cv.float_array(getattr(msg, f)))
+            np.testing.assert_array_equal(messages.float_array(getattr(back, f)),
+                                          messages.float_array(getattr(msg, f)))
         # and the library's own bytes of it have the layout, stamp and values where it says
         theirs = bytes(types.serialize(msg, JOINT_STATE))
-        assert layout.matches(theirs) and layout.stamp(theirs) == cv.stamp_of(msg)
+        assert layout.matches(theirs) and layout.stamp(theirs) == messages.stamp_of(msg)
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
@@ -94,7 +94,7 @@ def test_only_alignment_padding_is_left_uncompared(shape):
 @pytest.mark.parametrize("types", FACTORIES, ids=IDS)
 def test_the_reader_gives_what_the_library_and_read_joint_state_give(types):
     rng = np.random.default_rng(7)
-    order = cv.NameOrder("topic", NAMES, "joint name")
+    order = messages.NameOrder("topic", NAMES, "joint name")
     required = ("position", "effort")
     reader = SerializedJointStateReader(types, order, required, finite=True)
     stream = Shape(NAMES, "", (5, 0, 5))
@@ -113,22 +113,22 @@ def test_the_reader_gives_what_the_library_and_read_joint_state_give(types):
     ]
     for msg in cases + cases:  # twice: the second time every stream-shaped one is fast
         data = bytes(types.serialize(msg, JOINT_STATE))
-        want = cv.read_joint_state(types.deserialize(data, JOINT_STATE), order, required, True)
+        want = messages.read_joint_state(types.deserialize(data, JOINT_STATE), order, required, True)
         assert _arrays_equal(reader.read(data), want)
-        assert reader.stamp_s(data) == cv.stamp_of(msg).seconds
+        assert reader.stamp_s(data) == messages.stamp_of(msg).seconds
     assert reader.fast >= 5  # the stream's shape was read from its bytes
 
 
 def test_a_big_endian_message_and_garbage_are_read_by_the_library_or_refused():
     types = RosbagsMessages()
-    order = cv.NameOrder("topic", NAMES)
+    order = messages.NameOrder("topic", NAMES)
     reader = SerializedJointStateReader(types, order)
     msg = _message(types, Shape(NAMES, "", (5, 5, 5)), np.random.default_rng(3))
     little = bytes(types.serialize(msg, JOINT_STATE))
     reader.read(little)
     big = bytes(types.typestore.serialize_cdr(msg, JOINT_STATE, little_endian=False))
     fast = reader.fast
-    assert _arrays_equal(reader.read(big), cv.read_joint_state(msg, order))
+    assert _arrays_equal(reader.read(big), messages.read_joint_state(msg, order))
     assert reader.fast == fast  # not the stream's layout: the library read it
     refused = reader.read(b"\x00\x01\x00\x00\xff\xff")
     assert isinstance(refused, str) and refused.startswith("topic: ")
@@ -137,7 +137,7 @@ def test_a_big_endian_message_and_garbage_are_read_by_the_library_or_refused():
 
 def test_padding_bytes_do_not_matter_but_every_name_byte_does():
     types = RosbagsMessages()
-    order = cv.NameOrder("topic", NAMES)
+    order = messages.NameOrder("topic", NAMES)
     shape = Shape(NAMES, "", (5, 5, 5))
     reader = SerializedJointStateReader(types, order)
     msg = _message(types, shape, np.random.default_rng(4))
@@ -152,11 +152,11 @@ def test_padding_bytes_do_not_matter_but_every_name_byte_does():
     for i in padding:
         data[i] = 0xA5  # what a serializer may leave there
     fast = reader.fast
-    assert _arrays_equal(reader.read(bytes(data)), cv.read_joint_state(msg, order))
+    assert _arrays_equal(reader.read(bytes(data)), messages.read_joint_state(msg, order))
     assert reader.fast == fast + 1
     i = bytes(data).index(b"elbow")
     data[i] = ord("E")
-    assert reader.read(bytes(data)) == cv.read_joint_state(
+    assert reader.read(bytes(data)) == messages.read_joint_state(
         types.deserialize(bytes(data), JOINT_STATE), order)
     assert isinstance(reader.read(bytes(data)), str)
 
@@ -164,16 +164,16 @@ def test_padding_bytes_do_not_matter_but_every_name_byte_does():
 @pytest.mark.parametrize("types", FACTORIES, ids=IDS)
 def test_the_writer_writes_what_joint_state_writer_would(types):
     writer = SerializedJointStateWriter(types, NAMES, "base_link")
-    plain = cv.JointStateWriter(types, NAMES, "base_link")
+    plain = messages.JointStateWriter(types, NAMES, "base_link")
     x = np.linspace(-1.0, 1.0, 5)
     for fields in ((x, None, None), (x, 2 * x, 3 * x), (None, None, x)):
         data = writer.write(Stamp(3, 4), *fields)
         back = types.deserialize(data, JOINT_STATE)
         want = plain.write(Stamp(3, 4), *fields)
-        assert shape_of(back) == shape_of(want) and cv.stamp_of(back) == Stamp(3, 4)
+        assert shape_of(back) == shape_of(want) and messages.stamp_of(back) == Stamp(3, 4)
         for f in ("position", "velocity", "effort"):
-            np.testing.assert_array_equal(cv.float_array(getattr(back, f)),
-                                          cv.float_array(getattr(want, f)))
+            np.testing.assert_array_equal(messages.float_array(getattr(back, f)),
+                                          messages.float_array(getattr(want, f)))
     with pytest.raises(ValueError):
         writer.write(Stamp(0, 0), x[:3])
 
@@ -189,7 +189,7 @@ def test_the_record_writer_writes_the_labelled_record_meant(types):
     for n in (40, 40, 3):  # the same length again (its layout kept), and another one
         data = rng.normal(size=n)
         back = types.deserialize(writer.write(data), "std_msgs/msg/Float64MultiArray")
-        dims, values, offset = cv.read_float64_multiarray(back)
+        dims, values, offset = messages.read_float64_multiarray(back)
         assert dims == layout.dims() and offset == 0
         np.testing.assert_array_equal(values, data)
     assert writer._layouts[40] is not None  # the fast path, not the library's
@@ -204,7 +204,7 @@ def test_the_point_writer_writes_the_stamped_point_meant(types):
     for stamp, point in ((Stamp(1, 2), [0.1, -0.2, 0.3]), (Stamp(2**31 - 1, 999_999_999),
                                                            [1e9, -0.0, np.pi])):
         back = types.deserialize(writer.write(stamp, point), "geometry_msgs/msg/PointStamped")
-        assert cv.stamp_of(back) == stamp and back.header.frame_id == "base_link"
-        np.testing.assert_array_equal(cv.read_point(back.point), point)
+        assert messages.stamp_of(back) == stamp and back.header.frame_id == "base_link"
+        np.testing.assert_array_equal(messages.read_point(back.point), point)
     with pytest.raises(ValueError):
         writer.write(Stamp(0, 0), [1.0, 2.0])

@@ -38,7 +38,7 @@ from std_msgs.msg import Bool, Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.output import safe_output
 from musculo_control.errors import InputError
@@ -214,7 +214,7 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         if self._dynamics_in is not None:
             msg = self._dynamics_in.take_newest()
             if msg is not None:
-                dims, data, offset = cv.read_float64_multiarray(msg)
+                dims, data, offset = messages.read_float64_multiarray(msg)
                 try:
                     snapshot, _ = self.codec.decode(dims, data, offset)
                 except InputError as exc:
@@ -222,11 +222,11 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
                 else:
                     step.receive_snapshot(snapshot)
         for msg in self._goal_in.take_all():
-            pose = cv.read_pose_stamped(msg)
+            pose = messages.read_pose_stamped(msg)
             step.offer_goal(GoalRequest(pose.position_m, quaternion_xyzw=pose.quaternion_xyzw),
                             pose.stamp.seconds, now_s, pose.frame_id)
         for msg in self._trajectory_in.take_all():
-            point = cv.read_goal_trajectory(msg, GOAL_TRAJECTORY_TOPIC)
+            point = messages.read_goal_trajectory(msg, GOAL_TRAJECTORY_TOPIC)
             if isinstance(point, str):
                 health.refuse(GOAL_TRAJECTORY_TOPIC, point, now_s)
                 continue
@@ -276,9 +276,9 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         goal = self.step.supervisor.goals.accepted
         if goal is not None and goal is not self._goal_shown:
             self._goal_shown = goal
-            quat = (cv.quaternion_from_rotation(goal.rotation) if goal.rotation is not None
+            quat = (messages.quaternion_from_rotation(goal.rotation) if goal.rotation is not None
                     else np.array([0.0, 0.0, 0.0, 1.0]))
-            self._goal_pub.publish(cv.pose_stamped_msg(MSGS, stamp, self.frame_id,
+            self._goal_pub.publish(messages.pose_stamped_msg(MSGS, stamp, self.frame_id,
                                                        goal.position_m, quat))
 
     def _report_timing(self) -> None:

@@ -21,7 +21,7 @@ from rclpy.node import Node
 from rclpy.publisher import Publisher
 from sensor_msgs.msg import JointState
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.errors import InputError
 from musculo_control.hardware.calibrator import Calibrator
 from musculo_control.loop.topics import TENDON_COMMANDS as COMMAND_TOPIC
@@ -39,9 +39,9 @@ class CalibrationClient(Node):
         super().__init__("musculo_calibrate")
         self.calibrator = calibrator
         actuators = tuple(str(a) for a in robot.actuator_ids)
-        self._pot_order = cv.NameOrder(POT_TOPIC, robot.arm.joint_names, "joint name")
-        self._ten_order = cv.NameOrder(TENDON_TOPIC, actuators, "actuator id")
-        self._out = cv.JointStateWriter(MSGS, actuators)
+        self._pot_order = messages.NameOrder(POT_TOPIC, robot.arm.joint_names, "joint name")
+        self._ten_order = messages.NameOrder(TENDON_TOPIC, actuators, "actuator id")
+        self._out = messages.JointStateWriter(MSGS, actuators)
         self._pot: np.ndarray | None = None
         self.samples = 0
         self.refused = ""  # why a message was refused (the first)
@@ -64,14 +64,14 @@ class CalibrationClient(Node):
         self._pub = self.create_publisher(JointState, COMMAND_TOPIC, QOS_STATE_PUB)
 
     def _on_pot(self, msg: JointState) -> None:
-        arrays = cv.read_joint_state(msg, self._pot_order, finite=True)
+        arrays = messages.read_joint_state(msg, self._pot_order, finite=True)
         if isinstance(arrays, str):
             self.refused = self.refused or arrays
             return
         self._pot = arrays.position
 
     def _on_tendons(self, msg: JointState) -> None:
-        arrays = cv.read_joint_state(msg, self._ten_order, required=("position", "effort"),
+        arrays = messages.read_joint_state(msg, self._ten_order, required=("position", "effort"),
                                      finite=True)
         if isinstance(arrays, str):
             self.refused = self.refused or arrays

@@ -34,7 +34,7 @@ from visualization_msgs.msg import (
     Marker,
 )
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.control.controller_config import load_controller_config
 from musculo_control.errors import ConfigError
 from musculo_control.loop.health import ERROR, OK, Health
@@ -79,7 +79,7 @@ class GoalNode(StageNode[GoalNodeParams]):
         self.frame_id = robot.arm.base_frame
         self.point_name = robot.config.arm.task_frame
         self.arm = robot.arm
-        self._order = cv.NameOrder(JOINTS_TOPIC, robot.arm.joint_names, "joint name")
+        self._order = messages.NameOrder(JOINTS_TOPIC, robot.arm.joint_names, "joint name")
         self.health = Health("goal", p.warn_throttle_s)
         self._trajectory_config = None
         if p.mode == "trajectory":
@@ -126,19 +126,19 @@ class GoalNode(StageNode[GoalNodeParams]):
 
     # -- start: the hand pose at the first joint state (trajectory: once the controller holds) ---
     def _on_joints(self, msg: JointState) -> None:
-        arrays = cv.read_joint_state(msg, self._order, finite=True)
+        arrays = messages.read_joint_state(msg, self._order, finite=True)
         if isinstance(arrays, str):
             self.health.refuse(JOINTS_TOPIC, arrays, self.clock_s())
             return
         position_m, rotation = self.arm.hand_pose(arrays.position)
-        self._hand_pose = (position_m, cv.quaternion_from_rotation(rotation))
+        self._hand_pose = (position_m, messages.quaternion_from_rotation(rotation))
         self._start()
 
     def _on_controller_goal(self, msg: PoseStamped) -> None:
         self._controller_holds = True
         # when the controller took the arm, by its stamp: this node's own clock may not have
         # caught up yet (on simulated time a loaded node reads /clock late)
-        self._held_s = cv.stamp_of(msg).seconds
+        self._held_s = messages.stamp_of(msg).seconds
         self._start()
 
     def _start(self) -> None:
@@ -182,9 +182,9 @@ class GoalNode(StageNode[GoalNodeParams]):
         if t < 0.0:
             return
         goal = traj.goal_at(t)
-        quat = (cv.quaternion_from_rotation(goal.rotation) if goal.rotation is not None
+        quat = (messages.quaternion_from_rotation(goal.rotation) if goal.rotation is not None
                 else np.array([0.0, 0.0, 0.0, 1.0]))
-        self._trajectory_pub.publish(cv.goal_trajectory_msg(
+        self._trajectory_pub.publish(messages.goal_trajectory_msg(
             MSGS, stamp, self.frame_id, self.point_name, goal.position_m, quat,
             goal.velocity_m_s, goal.acceleration_m_s2))
         self._sent += 1
@@ -203,7 +203,7 @@ class GoalNode(StageNode[GoalNodeParams]):
         marker.name = MARKER_NAME
         marker.description = "hand goal: drag me"
         marker.scale = float(self.params.marker_scale_m)
-        marker.pose = cv.pose_msg(MSGS, position_m, quat_xyzw)
+        marker.pose = messages.pose_msg(MSGS, position_m, quat_xyzw)
         sphere = Marker(type=Marker.SPHERE)
         size = 0.4 * self.params.marker_scale_m
         sphere.scale.x = sphere.scale.y = sphere.scale.z = size
@@ -231,8 +231,8 @@ class GoalNode(StageNode[GoalNodeParams]):
                                        InteractiveMarkerFeedback.MOUSE_UP):
             return
         pose = feedback.pose
-        self._pose_pub.publish(cv.pose_stamped_msg(
-            MSGS, now_stamp(self), self.frame_id, cv.read_point(pose.position),
+        self._pose_pub.publish(messages.pose_stamped_msg(
+            MSGS, now_stamp(self), self.frame_id, messages.read_point(pose.position),
             np.array([pose.orientation.x, pose.orientation.y, pose.orientation.z,
                       pose.orientation.w])))
         self._sent += 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.errors import InputError
 from musculo_control.loop.lockstep import WATCHED
 from musculo_control.loop.lockstep import lockstep_leads as leads
@@ -40,7 +40,7 @@ def lockstep_leads(parts: LoopParts) -> dict[str, float]:
 def snapshot_stamp_s(codec: SnapshotCodec, msg: Any) -> float:
     """The stamp [s] a dynamics message (Float64MultiArray) carries; -inf if it does not
     decode (its consumer refuses it when it takes it)."""
-    dims, data, offset = cv.read_float64_multiarray(msg)
+    dims, data, offset = messages.read_float64_multiarray(msg)
     try:
         return codec.decode(dims, data, offset)[0].stamp_s
     except InputError:

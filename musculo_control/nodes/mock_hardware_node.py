@@ -38,7 +38,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.control.goal import rotation_from_quaternion
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
@@ -165,7 +165,8 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
                 self._progress_in[topic] = self.inputs.subscribe(
                     JointState if raw else Float64MultiArray, source, qos=qos, raw=raw)
                 self._progress_stamp[topic] = (
-                    SerializedJointStateReader(MSGS, cv.NameOrder(source, names[topic])).stamp_s
+                    SerializedJointStateReader(
+                        MSGS, messages.NameOrder(source, names[topic])).stamp_s
                     if raw else partial(snapshot_stamp_s, codec))
                 self._progress[topic] = [-np.inf, -np.inf, lead, -np.inf]
         self.lockstep_waits = 0  # ticks that waited for a lagging node
@@ -197,7 +198,7 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
             self.stage.receive_command(arrays.effort, arrays.stamp.seconds, writer)
 
     def _on_gauge(self, msg: PoseStamped) -> None:
-        pose = cv.read_pose_stamped(msg)
+        pose = messages.read_pose_stamped(msg)
         health = self.stage.health
         if pose.frame_id != self.frame_id:
             health.refuse(GAUGE_TOPIC, f"frame_id '{pose.frame_id}', expected "
@@ -300,7 +301,8 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
                 if k > 0 and self._held():
                     return
                 if self._clock_pub is not None:
-                    self._clock_pub.publish(cv.clock_msg(MSGS, Stamp.from_seconds(stage.time_s)))
+                    self._clock_pub.publish(
+                        messages.clock_msg(MSGS, Stamp.from_seconds(stage.time_s)))
                 self._publish_sensors()
                 stage.check()
             if self.steps % self._truth_div == 0:

@@ -13,7 +13,7 @@ import numpy as np
 from sensor_msgs.msg import JointState
 from visualization_msgs.msg import MarkerArray
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.loop.health import OK, Health
 from musculo_control.model.markers import MusclePathModel, colour_scale, normalised_load
 from musculo_control.model.robot import load_robot
@@ -39,11 +39,11 @@ class MuscleMarkerNode(StageNode[MuscleMarkerNodeParams]):
         self.model = MusclePathModel(robot)
         self.controlled_idx = robot.controlled_idx
         self.health = Health("muscle markers", p.warn_throttle_s)
-        self._joint_order = cv.NameOrder(JOINTS_TOPIC, robot.arm.joint_names, "joint name")
+        self._joint_order = messages.NameOrder(JOINTS_TOPIC, robot.arm.joint_names, "joint name")
         self._muscle_orders = {
-            t: cv.NameOrder(t, robot.muscle_names, "muscle name")
+            t: messages.NameOrder(t, robot.muscle_names, "muscle name")
             for t in ("muscle_states", "muscle_commands")}
-        self._activation_order = cv.NameOrder(
+        self._activation_order = messages.NameOrder(
             "controller/activations", tuple(robot.muscle_names[i] for i in robot.controlled_idx),
             "muscle name")
         self._q: np.ndarray | None = None
@@ -61,21 +61,21 @@ class MuscleMarkerNode(StageNode[MuscleMarkerNodeParams]):
         self.every(1.0 / p.rate_hz, self._draw)
 
     def _on_joints(self, msg: JointState) -> None:
-        arrays = cv.read_joint_state(msg, self._joint_order, finite=True)
+        arrays = messages.read_joint_state(msg, self._joint_order, finite=True)
         if isinstance(arrays, str):
             self.health.refuse(JOINTS_TOPIC, arrays, self.clock_s())
             return
         self._q = arrays.position
 
     def _on_tension(self, topic: str, msg: JointState) -> None:
-        arrays = cv.read_joint_state(msg, self._muscle_orders[topic], required=("effort",))
+        arrays = messages.read_joint_state(msg, self._muscle_orders[topic], required=("effort",))
         if isinstance(arrays, str):
             self.health.refuse(topic, arrays, self.clock_s())
             return
         self._tension[topic] = arrays.effort
 
     def _on_activation(self, msg: JointState) -> None:
-        arrays = cv.read_joint_state(msg, self._activation_order)
+        arrays = messages.read_joint_state(msg, self._activation_order)
         if isinstance(arrays, str):
             self.health.refuse("controller/activations", arrays, self.clock_s())
             return
@@ -111,7 +111,7 @@ class MuscleMarkerNode(StageNode[MuscleMarkerNodeParams]):
         if self._q is None:
             return
         paths = self.model.paths(self._q)
-        self._pub.publish(cv.muscle_marker_array_msg(
+        self._pub.publish(messages.muscle_marker_array_msg(
             MSGS, now_stamp(self), self.frame_id, paths, colour_scale(self._load()),
             self.model.names, self.params.line_width_m))
 

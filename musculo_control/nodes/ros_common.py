@@ -30,7 +30,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.loop.health import ERROR, WARN, Health
 from musculo_control.loop.timing import Schedule
 from musculo_control.nodes.executors import resolve as resolve_executor
@@ -67,7 +67,7 @@ QOS_DIAGNOSTICS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=10,
                              durability=DurabilityPolicy.VOLATILE)
 
 #: The rclpy message factory of :mod:`musculo_control.messages`.
-MSGS = cv.RclpyMessages()
+MSGS = messages.RclpyMessages()
 
 
 def now_stamp(node: Node) -> Stamp:
@@ -138,9 +138,9 @@ class Diagnostics:
     def publish(self) -> None:
         values = self._values() if self._values is not None else {}
         h = self.health
-        status = cv.Status(h.level, self.name, h.message, self.hardware_id, values)
+        status = messages.Status(h.level, self.name, h.message, self.hardware_id, values)
         try:
-            self._pub.publish(cv.diagnostic_array_msg(MSGS, now_stamp(self.node), [status]))
+            self._pub.publish(messages.diagnostic_array_msg(MSGS, now_stamp(self.node), [status]))
         except Exception as exc:  # the context may be going down: do not crash
             self.publish_error = f"{type(exc).__name__}: {exc}"
 
@@ -214,7 +214,7 @@ class StageNode(Node, Generic[P]):
         if self._lockstep_wait_s is None:
             return self.inputs.subscribe(msg_type, topic)
         sub = self.inputs.subscribe(msg_type, topic,
-                                    stamp_of=stamp_of or (lambda m: cv.stamp_of(m).seconds))
+                                    stamp_of=stamp_of or (lambda m: messages.stamp_of(m).seconds))
         self._awaited.append((sub, lead_s))
         return sub
 
@@ -227,7 +227,7 @@ class StageNode(Node, Generic[P]):
         refusals); with ``lead_s``, awaited as :meth:`subscribe_awaited` says; ``stamped``: its
         stamps read as it is taken, so that the node may wait for a fresh one
         (:meth:`~musculo_control.nodes.polled.PolledSubscription.await_stamp`) itself."""
-        reader = SerializedJointStateReader(MSGS, cv.NameOrder(topic, names, what), required,
+        reader = SerializedJointStateReader(MSGS, messages.NameOrder(topic, names, what), required,
                                             finite)
         awaited = lead_s is not None and self._lockstep_wait_s is not None
         sub = self.inputs.subscribe(JointState, topic, depth, raw=True,

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.errors import InputError
 from musculo_control.records import RecordLayout
 from musculo_control.sim.recorder import Recorder
@@ -167,7 +167,8 @@ def write_bag(folder: Path, recorder: Recorder, *, frame_id: str, origin_ns: int
     if "hand_goal_m" in have and "hand_goal_quaternion_xyzw" in have:
         pos, quat = recorder.array("hand_goal_m"), recorder.array("hand_goal_quaternion_xyzw")
         topics.append(("/controller/goal", "geometry_msgs/msg/PoseStamped",
-                       lambda i: cv.pose_stamped_msg(types, stamps[i], frame_id, pos[i], quat[i])))
+                       lambda i: messages.pose_stamped_msg(types, stamps[i], frame_id, pos[i],
+                                                           quat[i])))
     if "gauge_force_n" in have:
         force = recorder.array("gauge_force_n")[:, 0]
         topics.append(("/mock/gauge_force", "std_msgs/msg/Float64",
@@ -176,7 +177,7 @@ def write_bag(folder: Path, recorder: Recorder, *, frame_id: str, origin_ns: int
         state = recorder.array("controller_state")
         dims = state_layout.dims()
         topics.append(("/controller/state", "std_msgs/msg/Float64MultiArray",
-                       lambda i: cv.float64_multiarray_msg(types, dims, state[i])))
+                       lambda i: messages.float64_multiarray_msg(types, dims, state[i])))
     writer = Writer(folder, version=8, storage_plugin=StoragePlugin.MCAP)
     # zstd chunks inside the MCAP file, as `ros2 bag record -s mcap` writes with its zstd presets
     writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
@@ -194,7 +195,7 @@ def write_bag(folder: Path, recorder: Recorder, *, frame_id: str, origin_ns: int
 def _joint_state(types: RosbagsMessages, names: tuple[str, ...], arrays: dict[str, FloatArray],
                  stamps: list[Stamp], frame_id: str) -> Callable[[int], Any]:
     def build(i: int) -> Any:
-        return cv.joint_state_msg(types, stamps[i], names, frame_id=frame_id,
+        return messages.joint_state_msg(types, stamps[i], names, frame_id=frame_id,
                                   **{f: a[i] for f, a in arrays.items()})
     return build
 
@@ -202,5 +203,5 @@ def _joint_state(types: RosbagsMessages, names: tuple[str, ...], arrays: dict[st
 def _point(types: RosbagsMessages, points: FloatArray, stamps: list[Stamp],
            frame_id: str) -> Callable[[int], Any]:
     def build(i: int) -> Any:
-        return cv.point_stamped_msg(types, stamps[i], frame_id, points[i])
+        return messages.point_stamped_msg(types, stamps[i], frame_id, points[i])
     return build

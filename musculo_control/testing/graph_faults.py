@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 from sensor_msgs.msg import JointState
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.loop.parts import LoopParts
 from musculo_control.loop.state_record import STATE_CODES
@@ -230,10 +230,11 @@ class _StrayWriter:
         robot = parts.robot
         tension = np.full(robot.n_muscles, cfg.injection.stray_tension_n)  # (n_muscles,) [N]
         if stray.topic == "muscle_commands":
-            self._writer = cv.JointStateWriter(MSGS, robot.muscle_names)
+            self._writer = messages.JointStateWriter(MSGS, robot.muscle_names)
             self._values = tension
         else:  # hw/tendon_commands: driver units per actuator id
-            self._writer = cv.JointStateWriter(MSGS, tuple(str(a) for a in robot.actuator_ids))
+            self._writer = messages.JointStateWriter(MSGS,
+                                                     tuple(str(a) for a in robot.actuator_ids))
             self._values = parts.drivers.calibration.n_to_driver(tension)
         self._period_s = 1.0 / cfg.injection.stray_rate_hz
         self._node = obs.foreign_node(stray.node)

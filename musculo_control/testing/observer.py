@@ -38,7 +38,7 @@ from std_msgs.msg import Bool, Float64, Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
-from musculo_control import messages as cv
+from musculo_control import messages
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.loop.parts import LoopParts
 from musculo_control.loop.state_record import controller_state_layout
@@ -81,7 +81,7 @@ class Recording:
 class Diagnostic:
     """One DiagnosticStatus as received."""
 
-    def __init__(self, t: float, status: cv.Status, stamp: float | None = None) -> None:
+    def __init__(self, t: float, status: messages.Status, stamp: float | None = None) -> None:
         self.t = t  # receive time [s] (observer clock)
         #: when the node published it [s] (its header; a node publishes at once on a change,
         #: so this is when it found it, however late the observer reads it)
@@ -134,10 +134,11 @@ class GraphObserver:
         self.goal_points = Recording()  # hand_goal/trajectory: position [m]
         self.diagnostics: list[Diagnostic] = []
         self._orders = {
-            "muscle_commands": cv.NameOrder("muscle_commands", muscles, "muscle name"),
-            "hw/tendon_commands": cv.NameOrder("hw/tendon_commands", actuators, "actuator id"),
-            "joint_states": cv.NameOrder("joint_states", joints, "joint name"),
-            "muscle_states": cv.NameOrder("muscle_states", muscles, "muscle name"),
+            "muscle_commands": messages.NameOrder("muscle_commands", muscles, "muscle name"),
+            "hw/tendon_commands": messages.NameOrder("hw/tendon_commands", actuators,
+                                                     "actuator id"),
+            "joint_states": messages.NameOrder("joint_states", joints, "joint name"),
+            "muscle_states": messages.NameOrder("muscle_states", muscles, "muscle name"),
         }
         self._state_layout = controller_state_layout(robot.arm.n_joints)
         n = self.node
@@ -311,7 +312,7 @@ class GraphObserver:
 
     # -- callbacks --------------------------------------------------------------------------------
     def _joint_state(self, topic: str, msg: Any, required: tuple[str, ...]) -> Any:
-        arrays = cv.read_joint_state(msg, self._orders[topic], required=required)
+        arrays = messages.read_joint_state(msg, self._orders[topic], required=required)
         return None if isinstance(arrays, str) else arrays
 
     def _on_commands(self, msg: JointState) -> None:
@@ -334,7 +335,7 @@ class GraphObserver:
 
     def _on_pots(self, msg: JointState) -> None:
         with self._lock:
-            self.potentiometers.add(self.now_s(), cv.stamp_of(msg).seconds, None)
+            self.potentiometers.add(self.now_s(), messages.stamp_of(msg).seconds, None)
 
     def _on_muscles(self, msg: JointState) -> None:
         a = self._joint_state("muscle_states", msg, ("effort",))
@@ -343,7 +344,7 @@ class GraphObserver:
                 self.muscle_states.add(self.now_s(), a.stamp.seconds, a.effort)
 
     def _on_dynamics(self, msg: Float64MultiArray) -> None:
-        dims, data, offset = cv.read_float64_multiarray(msg)
+        dims, data, offset = messages.read_float64_multiarray(msg)
         try:
             snapshot, _ = self._codec.decode(dims, data, offset)
         except Exception:  # noqa: BLE001 - a malformed record is simply not recorded
@@ -353,18 +354,20 @@ class GraphObserver:
 
     def _on_hand(self, msg: PointStamped) -> None:
         with self._lock:
-            self.hand.add(self.now_s(), cv.stamp_of(msg).seconds, cv.read_point(msg.point))
+            self.hand.add(self.now_s(), messages.stamp_of(msg).seconds,
+                          messages.read_point(msg.point))
 
     def _on_elbow(self, msg: PointStamped) -> None:
         with self._lock:
-            self.elbow.add(self.now_s(), cv.stamp_of(msg).seconds, cv.read_point(msg.point))
+            self.elbow.add(self.now_s(), messages.stamp_of(msg).seconds,
+                           messages.read_point(msg.point))
 
     def _on_force(self, msg: Float64) -> None:
         with self._lock:
             self.gauge_force.add(self.now_s(), float("nan"), float(msg.data))
 
     def _on_state(self, msg: Float64MultiArray) -> None:
-        dims, data, offset = cv.read_float64_multiarray(msg)
+        dims, data, offset = messages.read_float64_multiarray(msg)
         try:
             self._state_layout.check_dims(dims, offset)
             fields = self._state_layout.unpack(data)
@@ -374,22 +377,22 @@ class GraphObserver:
             self.controller_state.add(self.now_s(), float("nan"), fields)
 
     def _on_goal(self, msg: PoseStamped) -> None:
-        pose = cv.read_pose_stamped(msg)
+        pose = messages.read_pose_stamped(msg)
         with self._lock:
             self.goals_in_force.add(self.now_s(), pose.stamp.seconds,
                                     (pose.position_m, pose.quaternion_xyzw))
 
     def _on_goal_point(self, msg: MultiDOFJointTrajectory) -> None:
-        point = cv.read_goal_trajectory(msg, "hand_goal/trajectory")
+        point = messages.read_goal_trajectory(msg, "hand_goal/trajectory")
         if not isinstance(point, str):
             with self._lock:
                 self.goal_points.add(self.now_s(), point.stamp.seconds, point.position_m)
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         t = self.now_s()
-        stamp = cv.stamp_of(msg).seconds
+        stamp = messages.stamp_of(msg).seconds
         with self._lock:
-            for status in cv.read_diagnostic_array(msg):
+            for status in messages.read_diagnostic_array(msg):
                 self.diagnostics.append(Diagnostic(t, status, stamp))
 
     # -- acting -----------------------------------------------------------------------------------
@@ -399,13 +402,13 @@ class GraphObserver:
     def send_goal_pose(self, position_m: npt.ArrayLike,
                        quaternion_xyzw: npt.ArrayLike = (0.0, 0.0, 0.0, 1.0), *,
                        frame_id: str | None = None, stamp: Stamp | None = None) -> None:
-        self._goal_pub.publish(cv.pose_stamped_msg(
+        self._goal_pub.publish(messages.pose_stamped_msg(
             MSGS, self._stamp() if stamp is None else stamp,
             self.frame_id if frame_id is None else frame_id, position_m, quaternion_xyzw))
 
     def send_goal_point(self, position_m: npt.ArrayLike, quaternion_xyzw: npt.ArrayLike,
                         velocity_m_s: npt.ArrayLike, acceleration_m_s2: npt.ArrayLike) -> None:
-        self._trajectory_pub.publish(cv.goal_trajectory_msg(
+        self._trajectory_pub.publish(messages.goal_trajectory_msg(
             MSGS, self._stamp(), self.frame_id, "goal", position_m, quaternion_xyzw,
             velocity_m_s, acceleration_m_s2))
 
@@ -414,7 +417,7 @@ class GraphObserver:
         then a foreign writer of ``muscle_commands``."""
         if self._commands_pub is None:
             self._commands_pub = self.create_publisher(JointState, "muscle_commands", 10)
-        writer = cv.JointStateWriter(MSGS, self.robot.muscle_names)
+        writer = messages.JointStateWriter(MSGS, self.robot.muscle_names)
         self._commands_pub.publish(writer.write(self._stamp() if stamp is None else stamp,
                                                 effort=np.asarray(tension_n, dtype=float)))
 
@@ -437,7 +440,7 @@ class GraphObserver:
         c = np.cross([1.0, 0.0, 0.0], a)
         w = 1.0 + a[0]
         q = np.array([c[0], c[1], c[2], w]) if w > 1e-9 else np.array([0.0, 0.0, 1.0, 0.0])
-        self._gauge_pub.publish(cv.pose_stamped_msg(MSGS, self._stamp(), self.frame_id, tip_m,
+        self._gauge_pub.publish(messages.pose_stamped_msg(MSGS, self._stamp(), self.frame_id, tip_m,
                                                     q / np.linalg.norm(q)))
 
     def call(self, client: Any, timeout_s: float = 5.0) -> tuple[bool, str]:
