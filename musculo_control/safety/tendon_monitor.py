@@ -202,27 +202,50 @@ class TendonMonitor:
         load cells when tracking resumes.
 
         Runs at the sensor rate on ``m`` values, so it is written in as few numpy calls as the
-        rules allow (on short arrays each call costs more than its arithmetic)."""
-        cfg = self.config
+        rules allow (on short arrays each call costs more than its arithmetic); each rule is a
+        method of its own: :meth:`_slack`, :meth:`_runaway`, and the tracking rules of
+        :meth:`_tracking`."""
+        t = state.stamp_s
         # a sample older than the expectation's time (an output after it was handled first)
         # is checked for slack and runaway but not for tracking, and resyncs nothing
-        behind = state.stamp_s < self._t
+        behind = t < self._t
+        dt = t - self._last_stamp  # since the previous sample [s] (inf: none yet)
         if not track:
             self._resync = True
-        if state.stamp_s - self._last_stamp > cfg.tracking_resync_gap_s \
-                and math.isfinite(self._last_stamp):
+        if dt > self.config.tracking_resync_gap_s and math.isfinite(self._last_stamp):
             self._resync = True  # samples lost: the expectation restarts from the load cells
-        self._advance(state.stamp_s)
+        self._advance(t)
         f, length, rate = state.tension_n, state.length_m, state.velocity_m_s
         # valid: every tendon (None), or the mask of those with finite readings
         valid = None if all_finite(f, length, rate) else (
             np.isfinite(f) & np.isfinite(length) & np.isfinite(rate))
-        findings: list[Finding] = []
-        # speed of each winch: the filtered rate lags ~1 / (2 pi f_c); the difference of the
-        # last two samples does not (the envelope bites within milliseconds)
         abs_rate = np.abs(rate)
+        slow = self._slow(t, dt, length, abs_rate, valid)
+        findings: list[Finding] = []
+        slack = self._slack(f, slow, valid)
+        if slack is not None:
+            findings.append(slack)
+        runaway = self._runaway(length, rate, abs_rate, valid)
+        if runaway is not None:
+            findings.append(runaway)
+        if track and not behind:
+            tracking = self._tracking(t, dt, f, slow, valid)
+            if tracking is not None:
+                findings.append(tracking)
+        return tuple(findings)
+
+    def _slow(self, t: float, dt: float, length: FloatArray, abs_rate: FloatArray,
+              valid: npt.NDArray[np.bool_] | None) -> npt.NDArray[np.bool_]:
+        """The tendons (with finite readings) whose winch runs slower than
+        ``tracking_max_rate_m_s``: those the slack and tracking rules judge. A winch at its
+        speed limit cannot keep its tendon taut (the motor envelope); a snapped tendon's free
+        winch runs there too, and the consistency check sees it.
+
+        A winch's speed is the larger of ``abs_rate``, the filtered rate, which lags
+        ~1 / (2 pi f_c), and the difference of the last two samples' lengths over ``dt`` [s],
+        which does not (the envelope bites within milliseconds). Keeps this sample's lengths
+        and stamp ``t`` [s] for the next (when it is newer)."""
         speed = abs_rate
-        dt = state.stamp_s - self._last_stamp
         if self._last_length is not None and dt > 0.0:
             jump = length - self._last_length
             np.abs(jump, out=jump)
@@ -233,54 +256,91 @@ class TendonMonitor:
                 self._last_length = np.array(length, dtype=float)
             else:
                 np.copyto(self._last_length, length)
-            self._last_stamp = state.stamp_s
-        # a winch at its speed limit cannot keep its tendon taut (the motor envelope); a
-        # snapped tendon's free winch runs there too, and the consistency check sees it
-        slow = speed < cfg.tracking_max_rate_m_s
+            self._last_stamp = t
+        slow = speed < self.config.tracking_max_rate_m_s
         if valid is not None:
             slow &= valid
+        return slow
+
+    def _slack(self, f: FloatArray, slow: npt.NDArray[np.bool_],
+               valid: npt.NDArray[np.bool_] | None) -> Finding | None:
+        """Rule ``tendon_slack``: tension ``f`` [N] below ``slack_tension_n`` for
+        ``slack_samples`` consecutive samples on a ``slow`` tendon, although the driver never
+        sends less than its minimum (see the module docstring)."""
+        cfg = self.config
         if valid is None and smallest(f) >= cfg.slack_tension_n:
             # no tendon slack (most samples): every count back to 0, no finding
             if not self._slack_zero:
                 self._slack_count.fill(0)
                 self._slack_zero = True
-            slack = None
-        else:
-            low = slow & (f < cfg.slack_tension_n)
-            # consecutive counts: +1 where the condition holds, back to 0 where it does not
-            self._slack_count += 1
-            self._slack_count *= low
-            self._slack_zero = not any_true(low)
-            slack = self._slack_count >= cfg.slack_samples
-        if slack is not None and any_true(slack):
-            findings.append(Finding("tendon_slack", f"tendon slack or snapped: "
-                                    f"{_names(self.names, slack)} read "
-                                    f"{np.round(f[slack], 2).tolist()} N (< "
-                                    f"{cfg.slack_tension_n} N)"))
+            return None
+        low = slow & (f < cfg.slack_tension_n)
+        # consecutive counts: +1 where the condition holds, back to 0 where it does not
+        self._slack_count += 1
+        self._slack_count *= low
+        self._slack_zero = not any_true(low)
+        slack = self._slack_count >= cfg.slack_samples
+        if not any_true(slack):
+            return None
+        return Finding("tendon_slack", f"tendon slack or snapped: {_names(self.names, slack)} "
+                       f"read {np.round(f[slack], 2).tolist()} N (< {cfg.slack_tension_n} N)")
+
+    def _runaway(self, length: FloatArray, rate: FloatArray, abs_rate: FloatArray,
+                 valid: npt.NDArray[np.bool_] | None) -> Finding | None:
+        """Rule ``tendon_runaway``: a length rate ``rate`` [m/s] beyond
+        ``max_length_rate_m_s``, or a ``length`` [m] outside [l_min, l_max] +-
+        ``length_margin_m`` (see the module docstring)."""
+        cfg = self.config
         if valid is None and not largest(abs_rate) > cfg.max_length_rate_m_s \
                 and not any_true(length < self._lo) and not any_true(length > self._hi):
-            racing = outside = None  # plausible speeds inside the ranges (most samples)
-        else:
-            racing = abs_rate > cfg.max_length_rate_m_s
-            outside = length < self._lo
-            outside |= length > self._hi
-            if valid is not None:
-                racing &= valid
-                outside &= valid
-        if racing is not None and outside is not None \
-                and (any_true(racing) or any_true(outside)):
-            parts = []
-            if any_true(racing):
-                parts.append(f"{_names(self.names, racing)} length rate "
-                             f"{np.round(rate[racing], 3).tolist()} m/s (limit "
-                             f"{cfg.max_length_rate_m_s} m/s)")
-            if any_true(outside):
-                parts.append(f"{_names(self.names, outside)} length "
-                             f"{np.round(length[outside], 4).tolist()} m outside the range "
-                             f"+- {cfg.length_margin_m} m")
-            findings.append(Finding("tendon_runaway", "tendon running away: " + "; ".join(parts)))
-        if behind or not track:
-            return tuple(findings)
+            return None  # plausible speeds inside the ranges (most samples)
+        racing = abs_rate > cfg.max_length_rate_m_s
+        outside = length < self._lo
+        outside |= length > self._hi
+        if valid is not None:
+            racing &= valid
+            outside &= valid
+        any_racing, any_outside = any_true(racing), any_true(outside)
+        if not (any_racing or any_outside):
+            return None
+        parts = []
+        if any_racing:
+            parts.append(f"{_names(self.names, racing)} length rate "
+                         f"{np.round(rate[racing], 3).tolist()} m/s (limit "
+                         f"{cfg.max_length_rate_m_s} m/s)")
+        if any_outside:
+            parts.append(f"{_names(self.names, outside)} length "
+                         f"{np.round(length[outside], 4).tolist()} m outside the range "
+                         f"+- {cfg.length_margin_m} m")
+        return Finding("tendon_runaway", "tendon running away: " + "; ".join(parts))
+
+    def _tracking(self, t: float, dt: float, f: FloatArray, slow: npt.NDArray[np.bool_],
+                  valid: npt.NDArray[np.bool_] | None) -> Finding | None:
+        """The tracking rules on a sample at ``t`` [s], ``dt`` [s] after the previous one,
+        reading ``f`` [N]: the band restarts where it cannot be trusted
+        (:meth:`_restart_band`), the misses are counted (:meth:`_misses`,
+        :meth:`_count_misses`) and the clocks of the episodes kept
+        (:meth:`_note_tracking`); a confirmed miss is ``actuator_watchdog``
+        (:meth:`_watchdog_finding`), ``actuator_lagging`` or ``actuator_tracking``
+        (:meth:`_lagging_or_tracking`)."""
+        restarted = self._restart_band(t, f, slow, valid)
+        off, excess, falling = self._misses(dt, f, slow, valid)
+        missed = any_true(off)
+        bad = self._count_misses(off, missed)
+        self._note_tracking(t, f, missed, restarted)
+        if bad is None:
+            return None
+        held = None if any_true(bad & excess) else self._watchdog(t, f, slow, bad, falling)
+        if held is not None:
+            return self._watchdog_finding(held, f, bad)
+        return self._lagging_or_tracking(t, f, bad)
+
+    def _restart_band(self, t: float, f: FloatArray, slow: npt.NDArray[np.bool_],
+                      valid: npt.NDArray[np.bool_] | None) -> bool:
+        """Restart the band from the load cells ``f`` [N] where it cannot be trusted: on
+        every tendon after a gap in the driver outputs or the samples (then also the record
+        of the last sample that tracked, now ``t`` [s]; returns True), and on a fast tendon,
+        where the motor envelope may bind."""
         if valid is None:
             fast = None if np.count_nonzero(slow) == self.m else ~slow
         else:
@@ -289,17 +349,29 @@ class TendonMonitor:
         if fast is not None and any_true(fast):
             # where the envelope may bind, the lag model restarts from what the load cell reads
             np.copyto(self._band, f, where=fast)
-        restarted = self._resync
-        if restarted:
-            # after a gap in the driver outputs or the samples the band restarts from the load
-            # cells
-            finite_f = np.isfinite(f)
-            np.copyto(self._band, f, where=finite_f)
-            self._off_count[:] = 0
-            self._resync = False
-            self._tracked_s = state.stamp_s
-            np.copyto(self._tracked_f, f)
-            np.copyto(self._since, self._band)
+        if not self._resync:
+            return False
+        # after a gap in the driver outputs or the samples the band restarts from the load
+        # cells
+        finite_f = np.isfinite(f)
+        np.copyto(self._band, f, where=finite_f)
+        self._off_count[:] = 0
+        self._resync = False
+        self._tracked_s = t
+        np.copyto(self._tracked_f, f)
+        np.copyto(self._since, self._band)
+        return True
+
+    def _misses(self, dt: float, f: FloatArray, slow: npt.NDArray[np.bool_],
+                valid: npt.NDArray[np.bool_] | None) -> tuple[npt.NDArray[np.bool_],
+                                                              npt.NDArray[np.bool_],
+                                                              npt.NDArray[np.bool_]]:
+        """The tendons off their band at this sample, ``dt`` [s] after the previous one,
+        reading ``f`` [N]: (off, excess, falling). ``off``: short of the band by more than
+        ``tracking_tolerance_n`` or above it by more than ``tracking_excess_tolerance_n``
+        (``excess``: above it), on a ``slow`` tendon, and the gap not shrinking at half the
+        lag's pace. ``falling``: below the previous sample's reading."""
+        cfg = self.config
         falling = f < self._last_f
         np.copyto(self._last_f, f)
         below = self._low - f  # > 0: short of the least a healthy actuator delivers [N]
@@ -320,23 +392,35 @@ class TendonMonitor:
         off = error > tolerance
         off &= slow
         np.greater(off, recovering, out=off)  # off & ~recovering (booleans: True > False)
-        missed = any_true(off)
-        if missed:
-            self._off_count += 1
-            self._off_count *= off
-            self._off_zero = False
-            bad = self._off_count >= cfg.tracking_samples
-            missing = any_true(bad)
-        else:  # every count back to 0 (most samples)
+        return off, excess, falling
+
+    def _count_misses(self, off: npt.NDArray[np.bool_],
+                      missed: bool) -> npt.NDArray[np.bool_] | None:
+        """Count each tendon's consecutive misses (``off``; ``missed``: any of them); the
+        tendons missing for ``tracking_samples`` samples, or None when none is."""
+        if not missed:  # every count back to 0 (most samples)
             if not self._off_zero:
                 self._off_count.fill(0)
                 self._off_zero = True
-            missing = False
+            return None
+        self._off_count += 1
+        self._off_count *= off
+        self._off_zero = False
+        bad = self._off_count >= self.config.tracking_samples
+        return bad if any_true(bad) else None
+
+    def _note_tracking(self, t: float, f: FloatArray, missed: bool, restarted: bool) -> None:
+        """Keep the clocks of a sample at ``t`` [s] reading ``f`` [N] (``missed``: some tendon
+        off its band; ``restarted``: the band restarted from the load cells at it): since when
+        every tendon tracks (``tracking_clean_s`` of it proves a first miss over), whether a
+        standing watchdog episode ends, and the band's least and most since the last sample on
+        which every tendon tracked (with the load cells then)."""
+        cfg = self.config
         if missed:
             self._clean_from_s = math.inf
         elif self._clean_from_s == math.inf:
-            self._clean_from_s = state.stamp_s
-        elif state.stamp_s - self._clean_from_s >= cfg.tracking_clean_s:
+            self._clean_from_s = t
+        elif t - self._clean_from_s >= cfg.tracking_clean_s:
             self._proven = True
         # a standing watchdog episode ends after tracking_clean_s of samples that track and tell
         # a working link from the modules' hold: not the one right after the band restarts
@@ -347,53 +431,60 @@ class TendonMonitor:
             if missed or restarted or not self._informative():
                 self._heard_from_s = math.inf
             elif self._heard_from_s == math.inf:
-                self._heard_from_s = state.stamp_s
-            elif state.stamp_s - self._heard_from_s >= cfg.tracking_clean_s:
+                self._heard_from_s = t
+            elif t - self._heard_from_s >= cfg.tracking_clean_s:
                 self._silent = False
         if not missed:
-            self._tracked_s = state.stamp_s
+            self._tracked_s = t
             np.copyto(self._tracked_f, f)
             np.copyto(self._since, self._band)
         else:
             np.minimum(self._since_low, self._low, out=self._since_low)
             np.maximum(self._since_high, self._high, out=self._since_high)
-        if not missing:
-            return tuple(findings)
-        held = None if any_true(bad & excess) else self._watchdog(state.stamp_s, f, slow, bad,
-                                                                  falling)
-        if held is not None:
-            findings.append(Finding("actuator_watchdog", f"{held} (the actuator modules' "
-                                    f"watchdog): the driver's commands are not reaching them; "
-                                    f"{_names(self.names, bad)} measure "
-                                    f"{np.round(f[bad], 1).tolist()} N, expected "
-                                    f"{np.round(self._low[bad], 1).tolist()} to "
-                                    f"{np.round(self._high[bad], 1).tolist()} N"))
-            self._resync = True  # from the load cells again at the next sample
-            self._silent = True
-            self._heard_from_s = math.inf
-            self._off_count[:] = 0
-            self._off_zero = True
-            return tuple(findings)
+
+    def _watchdog_finding(self, held: str, f: FloatArray,
+                          bad: npt.NDArray[np.bool_]) -> Finding:
+        """Rule ``actuator_watchdog``: the tendons ``bad`` read ``f`` [N] as the modules'
+        watchdog makes them (``held`` says how, :meth:`_watchdog`). Not latched: the band
+        restarts from the load cells at the next sample, and an episode stands (see the
+        module docstring)."""
+        finding = Finding("actuator_watchdog", f"{held} (the actuator modules' watchdog): the "
+                          f"driver's commands are not reaching them; "
+                          f"{_names(self.names, bad)} measure {np.round(f[bad], 1).tolist()} N, "
+                          f"expected {np.round(self._low[bad], 1).tolist()} to "
+                          f"{np.round(self._high[bad], 1).tolist()} N")
+        self._resync = True  # from the load cells again at the next sample
+        self._silent = True
+        self._heard_from_s = math.inf
+        self._off_count[:] = 0
+        self._off_zero = True
+        return finding
+
+    def _lagging_or_tracking(self, t: float, f: FloatArray,
+                             bad: npt.NDArray[np.bool_]) -> Finding:
+        """Rules ``actuator_lagging`` and ``actuator_tracking``: the tendons ``bad`` read
+        ``f`` [N] off their band for ``tracking_samples`` samples at ``t`` [s]. The first such
+        miss is ``actuator_lagging`` (commands that reached the modules late look the same:
+        the band restarts); a second within ``tracking_confirm_window_s``, after every tendon
+        tracked for ``tracking_clean_s``, is ``actuator_tracking``."""
+        cfg = self.config
         what = (f"{_names(self.names, bad)} measure {np.round(f[bad], 1).tolist()} N, "
                 f"expected {np.round(self._low[bad], 1).tolist()} to "
                 f"{np.round(self._high[bad], 1).tolist()} N (tolerance "
                 f"{cfg.tracking_tolerance_n} N below, {cfg.tracking_excess_tolerance_n} N "
                 f"above)")
-        again = state.stamp_s - self._first_miss_s <= cfg.tracking_confirm_window_s
+        again = t - self._first_miss_s <= cfg.tracking_confirm_window_s
         if again and self._proven:
-            findings.append(Finding("actuator_tracking", f"actuator not delivering its "
-                                    f"command, again after it tracked: {what}"))
-        else:
-            # once: commands that reached the modules late look the same; restart
-            findings.append(Finding("actuator_lagging", f"actuator off its command: {what}; "
-                                    f"a second time within "
-                                    f"{cfg.tracking_confirm_window_s:g} s after it tracked "
-                                    f"again is actuator_tracking"))
-            self._first_miss_s = state.stamp_s
-            self._proven = False
-            self._resync = True
-            self._off_count[:] = 0
-        return tuple(findings)
+            return Finding("actuator_tracking", f"actuator not delivering its command, again "
+                           f"after it tracked: {what}")
+        # once: commands that reached the modules late look the same; restart
+        self._first_miss_s = t
+        self._proven = False
+        self._resync = True
+        self._off_count[:] = 0
+        return Finding("actuator_lagging", f"actuator off its command: {what}; a second time "
+                       f"within {cfg.tracking_confirm_window_s:g} s after it tracked again is "
+                       f"actuator_tracking")
 
     def _informative(self) -> bool:
         """Some tendon's band is far enough above the watchdog's tension that a module held
