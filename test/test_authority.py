@@ -16,6 +16,7 @@ from musculo_control.loop.parts import load_parts
 from musculo_control.safety.authority import AuthorityConfig, Writer, WriterWatch, node_name
 from musculo_control.safety.config import load_safety_config
 from musculo_control.safety.operator_stop import OperatorStop
+from musculo_control.safety.supervisor_state import SupervisorState
 
 DT = 0.002  # driver tick [s]
 CTRL = "/activation_qp_node"
@@ -205,7 +206,7 @@ def test_the_stop_latches_until_its_own_release(robot, safety_cfg, ctrl_cfg, dri
     sup.stop.stop(TICK, "operator stop on operator_stop")
     out, report = tick(sup, world, ctrl, 2 * TICK, None)
     assert_minimum(out, sup)
-    assert "operator_stop" in report.rules and report.state == "fault"
+    assert "operator_stop" in report.rules and report.state == SupervisorState.FAULT
     # goals and acknowledges are refused while stopped, and say so
     moved = goal._replace(position_m=goal.position_m + 0.01) if hasattr(goal, "_replace") \
         else goal
@@ -222,10 +223,10 @@ def test_the_stop_latches_until_its_own_release(robot, safety_cfg, ctrl_cfg, dri
     t += TICK
     out, report = tick(sup, world, ctrl, t, None)
     assert_minimum(out, sup)  # recovery_hold_s first
-    assert report.state == "holding"
+    assert report.state == SupervisorState.HOLDING
     t += safety_cfg.recovery_hold_s + TICK
     out, report = tick(sup, world, ctrl, t, None)
-    assert out.ok and report.state == "running"
+    assert out.ok and report.state == SupervisorState.RUNNING
     assert len(ctrl.resets) == resets + 1  # resumed afresh, on the resume ramp
     assert sup._ramp is not None and sup._ramp.active(t)
 
@@ -246,7 +247,7 @@ def test_a_second_writer_to_the_actuators_is_latched(robot, safety_cfg, ctrl_cfg
         t += TICK
         out, report = tick(sup, world, ctrl, t, None)
     assert_minimum(out, sup)
-    assert report.state == "latched"
+    assert report.state == SupervisorState.LATCHED
     assert [f.rule for f in sup.acknowledge()] == ["foreign_actuator_writer"]
     t += safety_cfg.recovery_hold_s + TICK
     out, report = tick(sup, world, ctrl, t, None)

@@ -5,6 +5,7 @@ recovers through the resume ramp, and never lets a NaN or an out-of-range tensio
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import re
 from pathlib import Path
@@ -32,6 +33,7 @@ from musculo_control.safety.config import load_safety_config
 from musculo_control.safety.consistency import ConsistencyMonitor
 from musculo_control.safety.resume import ResumeRamp
 from musculo_control.safety.rules import RULE_NAMES, rule
+from musculo_control.safety.supervisor_state import SupervisorState
 from musculo_control.safety.tendon_monitor import TendonMonitor
 from musculo_control.stopping import Stop
 
@@ -645,7 +647,7 @@ def test_each_fault_calls_its_stop_with_its_rule(robot, safety_cfg, ctrl_cfg, dr
     in_force = np.full(robot.n_muscles, 20.0)  # the first tick's command
     out, report = tick(sup, world, ctrl, t, kw.pop("goal", goal), **kw)
     assert_stopped(out, sup, in_force, rule_name)
-    assert rule_name in report.rules and report.state == "fault" and report.level == 2
+    assert rule_name in report.rules and report.state == SupervisorState.FAULT and report.level == 2
     assert rule_name in out.reason and report.stop in out.reason
     # back to normal: the stop goes on for recovery_hold_s, then the command goes out again
     held = out.tension_n.copy()
@@ -653,12 +655,14 @@ def test_each_fault_calls_its_stop_with_its_rule(robot, safety_cfg, ctrl_cfg, dr
     t_clear = t + TICK
     out, report = tick(sup, world, ctrl, t_clear, goal)
     assert not out.ok and np.all(out.tension_n <= held + 1e-9)
-    assert report.state == "holding" and report.level == 1  # a recovery, not an error
+    assert report.state == SupervisorState.HOLDING and report.level == 1  # a recovery, not an error
     t_back = t + safety_cfg.recovery_hold_s + TICK
     out, report = tick(sup, world, ctrl, t_back, goal)
-    assert out.ok and report.state == "running"
+    assert out.ok and report.state == SupervisorState.RUNNING
     assert [(tr.from_state, tr.to_state) for tr in sup.transitions] == [
-        ("running", "fault"), ("fault", "holding"), ("holding", "running")]
+        (SupervisorState.RUNNING, SupervisorState.FAULT),
+        (SupervisorState.FAULT, SupervisorState.HOLDING),
+        (SupervisorState.HOLDING, SupervisorState.RUNNING)]
 
 
 def test_warnings_keep_control(robot, safety_cfg, ctrl_cfg, drivers, home):
@@ -794,11 +798,11 @@ def test_latched_fault_waits_for_acknowledge(robot, safety_cfg, ctrl_cfg, driver
     # the latched fault's stop goes on: a descend, 20 ticks into it
     assert not out.ok and report.stop == "descend"
     assert np.all(out.tension_n < 100.0) and np.all(out.tension_n > sup.tension_min_n)
-    assert report.state == "latched" and "acknowledge" in report.summary()
+    assert report.state == SupervisorState.LATCHED and "acknowledge" in report.summary()
     assert [f.rule for f in sup.acknowledge()] == ["actuator_tracking"]
     t += safety_cfg.recovery_hold_s + TICK
     out, report = tick(sup, world, ctrl, t, goal)
-    assert out.ok and report.state == "running"
+    assert out.ok and report.state == SupervisorState.RUNNING
 
 
 def test_control_resumes_from_the_hand_not_with_a_jump(robot, safety_cfg, ctrl_cfg, drivers,
@@ -870,7 +874,7 @@ def test_the_supervisors_own_pause_is_no_fault_and_control_resumes_from_the_hand
                        tendons=world.tendons(t0 - 0.001, lengths=robot.geometry.lengths_at(moved)),
                        snapshot=world.snapshot(t0 - 0.01),
                        driver_stamp_s=t0 - 0.002)
-    assert out.ok and report.state == "running" and report.level == 0, report.summary()
+    assert out.ok and report.state == SupervisorState.RUNNING and report.level == 0, report.summary()
     hand, _ = robot.arm.hand_pose(moved)
     assert np.linalg.norm(hand - goal.position_m) > 0.01  # the test is not vacuous
     np.testing.assert_allclose(ctrl.goals[-1].position_m, hand, atol=1e-9)
@@ -905,7 +909,7 @@ def test_resuming_clears_the_real_controllers_integral(robot, safety_cfg, ctrl_c
     tick(sup, world, ctrl, t, off, snapshot=None)  # a fault
     t += safety_cfg.recovery_hold_s + TICK
     out, report = tick(sup, world, ctrl, t, off)
-    assert out.ok and report.state == "running", report.summary()
+    assert out.ok and report.state == SupervisorState.RUNNING, report.summary()
     # one tick since the reset: at most one tick of the 5 mm error integrated
     assert np.linalg.norm(ctrl._integral.update(np.zeros(3), t)) < 0.2 * np.linalg.norm(wound)
 
@@ -1079,3 +1083,20 @@ def test_tendon_monitor_a_silent_link_under_one_loaded_tendon_is_the_watchdog(ro
     # the other modules loaded and following: tendon 4 stuck at 5 N is its own actuator's fault
     loaded = np.full(m, 60.0)
     assert "actuator_lagging" in run([(0.05, lambda t: loaded, stuck)])
+
+
+def test_supervisor_states_read_as_their_names_in_text_and_json():
+    from musculo_control.loop.state_record import STATE_CODES
+    from musculo_control.safety.supervisor import SafetyReport
+
+    assert [s.value for s in SupervisorState] == ["running", "fault", "holding", "latched"]
+    for s in SupervisorState:
+        # reports, /diagnostics and logs print the name, whatever the Python version
+        assert str(s) == f"{s}" == s.value and format(s, ">8") == f"{s.value:>8}"
+        assert s == s.value and SupervisorState(s.value) is s
+        assert json.dumps({"state": s, s: 1}) == f'{{"state": "{s.value}", "{s.value}": 1}}'
+        assert STATE_CODES[s.value] == STATE_CODES[s]  # plain text still finds its code
+    assert [STATE_CODES[s] for s in SupervisorState] == [0.0, 1.0, 2.0, 3.0]
+    report = SafetyReport(1.0, SupervisorState.HOLDING, (), (), (), stop="hold")
+    assert report.summary() == "holding (hold)" and type(report.summary()) is str
+    assert report.level == 1 and not report.ok

@@ -226,7 +226,7 @@ class ControlStep:
 
     def values(self) -> dict[str, str]:
         sup = self.supervisor
-        return {"state": sup.state, "ticks": str(self.ticks),
+        return {"state": sup.state.value, "ticks": str(self.ticks),
                 "minimum-tension ticks": str(self.unsafe_ticks),
                 "minimum-tension episodes": self.episodes.summary(3),
                 "goals refused": str(sup.goals.refused),

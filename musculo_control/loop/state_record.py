@@ -12,12 +12,14 @@ import numpy.typing as npt
 from musculo_control.control.output import ControlOutput
 from musculo_control.records import Field, RecordLayout
 from musculo_control.safety.supervisor import SafetyReport
+from musculo_control.safety.supervisor_state import SupervisorState
 
 FloatArray = npt.NDArray[np.float64]
 
 SCHEMA = "controller_state_v3"
 #: ``supervisor_state`` codes of the record.
-STATE_CODES = {"running": 0.0, "fault": 1.0, "holding": 2.0, "latched": 3.0}
+STATE_CODES = {SupervisorState.RUNNING: 0.0, SupervisorState.FAULT: 1.0,
+               SupervisorState.HOLDING: 2.0, SupervisorState.LATCHED: 3.0}
 
 
 def controller_state_layout(n_joints: int) -> RecordLayout:

@@ -6,7 +6,7 @@
 - :mod:`~musculo_control.safety.consistency`: joint angles against muscle lengths;
 - :mod:`~musculo_control.safety.goal_gate`: which hand goals are used;
 - :mod:`~musculo_control.safety.supervisor`: all of them around a controller, with a state
-  machine and a report.
+  machine (its states: :mod:`~musculo_control.safety.supervisor_state`) and a report.
 
 The names below are loaded on first use: the tendon driver takes only its rules (authority,
 operator stop) and must not load the supervisor's controller stack with them.
@@ -21,7 +21,8 @@ from typing import Any
 _FROM = {"SafetyConfig": "config", "load_safety_config": "config", "GoalGate": "goal_gate",
          "GoalRequest": "goal_gate", "RULES": "rules", "Finding": "rules",
          "rules_markdown": "rules", "SafetyReport": "supervisor",
-         "SupervisedOutput": "supervisor", "Supervisor": "supervisor"}
+         "SupervisedOutput": "supervisor", "Supervisor": "supervisor",
+         "SupervisorState": "supervisor_state"}
 
 __all__ = sorted(_FROM)
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-from musculo_control.safety.supervisor import HOLDING, RUNNING, SafetyReport
+from musculo_control.safety.supervisor import SafetyReport
+from musculo_control.safety.supervisor_state import SupervisorState
 
 
 class Episode(NamedTuple):
@@ -63,13 +64,13 @@ class EpisodeLog:
         if self.origin_s is None:
             self.origin_s = t_s
         t_s -= self.origin_s
-        if report.state == RUNNING:
+        if report.state == SupervisorState.RUNNING:
             if self._open is not None:
                 self._close(t_s)
             return
         names = [f.rule for f in (*report.faults, *report.latched)]
-        if report.state == HOLDING and not names:
-            names = [HOLDING]
+        if report.state == SupervisorState.HOLDING and not names:
+            names = [SupervisorState.HOLDING.value]  # a plain str among the rules' names
         if self._open is None:
             self.count += 1
             self._open = {"start": t_s, "ticks": 0, "rules": {}, "first": report.summary()}

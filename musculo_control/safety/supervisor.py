@@ -1,7 +1,8 @@
 """The safety supervisor: every rule of :data:`~musculo_control.safety.rules.RULES` applied at
 each control tick around one controller, with a small state machine and a report.
 
-States (as in upkie's spine: start-up, running, fault, and a guarded way back):
+States (:class:`~musculo_control.safety.supervisor_state.SupervisorState`, as in upkie's spine:
+start-up, running, fault, and a guarded way back):
 
 - ``running``: the controller's command goes out, clamped to [min, max] tension;
 - ``fault``: a fault finding is active; the severest stop its rules call
@@ -52,6 +53,7 @@ from musculo_control.safety.goal_gate import GoalGate
 from musculo_control.safety.operator_stop import OperatorStop
 from musculo_control.safety.resume import ResumeRamp
 from musculo_control.safety.rules import WARNING, Finding, rule
+from musculo_control.safety.supervisor_state import SupervisorState
 from musculo_control.safety.tendon_monitor import TendonMonitor
 from musculo_control.stopping import Stop
 from musculo_control.streams import LATE, ON_TIME, STALE, OwnPause
@@ -59,7 +61,6 @@ from musculo_control.streams import LATE, ON_TIME, STALE, OwnPause
 _log = logging.getLogger(__name__)
 FloatArray = npt.NDArray[np.float64]
 
-RUNNING, FAULT_STATE, HOLDING, LATCHED = "running", "fault", "holding", "latched"
 #: The warnings of a late input, counted per rule (:attr:`Supervisor.late_ticks`).
 _LATE_RULES = frozenset({"joint_state_late", "tendon_state_late", "driver_late",
                          "snapshot_late"})
@@ -97,7 +98,7 @@ class SafetyReport(NamedTuple):
     """What the supervisor found at one tick (the payload of a /diagnostics status)."""
 
     t_s: float
-    state: str  # running | fault | holding | latched
+    state: SupervisorState  # running | fault | holding | latched
     faults: tuple[Finding, ...]  # fault findings active at this tick
     warnings: tuple[Finding, ...]
     latched: tuple[Finding, ...]  # latched faults waiting for acknowledge()
@@ -107,7 +108,7 @@ class SafetyReport(NamedTuple):
     @property
     def ok(self) -> bool:
         """True when the controller's command went out."""
-        return self.state == RUNNING
+        return self.state == SupervisorState.RUNNING
 
     @property
     def level(self) -> int:
@@ -116,7 +117,7 @@ class SafetyReport(NamedTuple):
         A fault or a latch is an ERROR. The recovery hold after a fault is a WARN: the arm is
         still at minimum tension, but nothing is wrong any more, and the fault that caused it
         was reported at ERROR when it happened."""
-        if self.state == HOLDING:
+        if self.state == SupervisorState.HOLDING:
             return 1
         if not self.ok:
             return 2
@@ -146,8 +147,8 @@ class Transition(NamedTuple):
     """A change of state, kept in a bounded log."""
 
     t_s: float
-    from_state: str
-    to_state: str
+    from_state: SupervisorState
+    to_state: SupervisorState
     reason: str
 
 
@@ -188,7 +189,7 @@ class Supervisor:
 
     def reset(self, stamp_s: float = 0.0, tension_n: npt.ArrayLike | None = None) -> None:
         """Start afresh with the actuators at ``tension_n`` [N] (default minimum) at ``stamp_s``."""
-        self.state = RUNNING
+        self.state = SupervisorState.RUNNING
         self.report: SafetyReport | None = None
         self._pending: dict[str, Finding] = {}  # sensor-rate findings since the last tick
         self._latched: dict[str, Finding] = {}
@@ -279,11 +280,13 @@ class Supervisor:
             finding = Finding("command_invalid", f"supervisor error {type(exc).__name__}: {exc}")
             t = float(t_s) if isinstance(t_s, (int, float)) else math.nan
             self._last_fault_t = t if math.isfinite(t) else self._last_fault_t
-            report = SafetyReport(t, FAULT_STATE, (finding,), (), tuple(self._latched.values()))
+            report = SafetyReport(t, SupervisorState.FAULT, (finding,), (),
+                                  tuple(self._latched.values()))
             output, report = self._stopped(t, report, None)
-            if self.state != FAULT_STATE:
-                self.transitions.append(Transition(t, self.state, FAULT_STATE, report.summary()))
-                self.state = FAULT_STATE
+            if self.state != SupervisorState.FAULT:
+                self.transitions.append(Transition(t, self.state, SupervisorState.FAULT,
+                                                   report.summary()))
+                self.state = SupervisorState.FAULT
             self.report = report
             return SupervisedOutput(output, report)
 
@@ -400,7 +403,7 @@ class Supervisor:
         state = self._next_state(t, faults)
         report = SafetyReport(t, state, tuple(faults.values()), tuple(warnings.values()),
                               tuple(self._latched.values()))
-        if state == RUNNING and out is not None:
+        if state == SupervisorState.RUNNING and out is not None:
             self.stopping.clear()
             self._in_force[:] = out.tension_n
             sent = SupervisedOutput(out, report)
@@ -419,9 +422,9 @@ class Supervisor:
         stop or after the supervisor's own pause (the driver held, then lowered the arm
         meanwhile: pulling it back to the goal at full gain would swing it); and whether
         control resumes after a stop at this tick."""
-        resuming = (self.state != RUNNING and clear and not self._latched
+        resuming = (self.state != SupervisorState.RUNNING and clear and not self._latched
                     and t - self._last_fault_t >= self.config.recovery_hold_s)
-        if resuming or (paused and clear and self.state == RUNNING):
+        if resuming or (paused and clear and self.state == SupervisorState.RUNNING):
             hand = self._hand.hand_state(joints.q_rad, joints.qd_rad_s)
             # the quintic's peak speed is 15/8 of distance over duration
             far = float(np.linalg.norm(hand.position_m - goal.position_m))
@@ -434,15 +437,16 @@ class Supervisor:
             return goal, resuming
         return self._ramp.goal(t, goal), resuming
 
-    def _next_state(self, t: float, faults: dict[str, Finding]) -> str:
+    def _next_state(self, t: float, faults: dict[str, Finding]) -> SupervisorState:
+        """The state after a tick at ``t`` [s] with ``faults`` (see the module docstring)."""
         if faults:
             self._last_fault_t = t
-            return FAULT_STATE
+            return SupervisorState.FAULT
         if self._latched:
-            return LATCHED
+            return SupervisorState.LATCHED
         if t - self._last_fault_t < self.config.recovery_hold_s:
-            return HOLDING
-        return RUNNING
+            return SupervisorState.HOLDING
+        return SupervisorState.RUNNING
 
     def _stopped(self, t: float, report: SafetyReport,
                  out: ControlOutput | None) -> tuple[ControlOutput, SafetyReport]:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control.safety.supervisor_state import SupervisorState
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.runner import LoopState
 from musculo_control.sim.setup import Setup, start_pose
@@ -63,7 +64,7 @@ class _Observer:
         self.n = 0
         self.unsafe = 0
         self.transitions = 0
-        self.state = "running"
+        self.state = SupervisorState.RUNNING
         self.warn_counts: dict[str, int] = {}
         self.fault_counts: dict[str, int] = {}
         self.first_fault = ""
