@@ -309,7 +309,9 @@ class Supervisor:
               tendons: TendonState | None, snapshot: DynamicsSnapshot | None,
               driver_stamp_s: float | None, joint_faults: Sequence[str],
               recent_joints: Sequence[PotentiometerReading] = ()) -> SupervisedOutput:
-        cfg = self.config
+        """One control tick (see :meth:`tick`): the findings standing since the last tick, the
+        check of every input, the controller on the usable ones, and the state machine's step
+        with the command or the stop that goes out (:meth:`_conclude`)."""
         faults: dict[str, Finding] = {}
         warnings: dict[str, Finding] = {}
 
@@ -317,6 +319,31 @@ class Supervisor:
             (warnings if rule(f.rule).severity == WARNING else faults)[f.rule] = f
 
         paused = self.pause.tick(t)
+        self._add_standing(add)
+        joints_ok = self._check_joints(t, joints, joint_faults, add)
+        if self.goals.accepted is None and joints_ok and joints is not None:
+            self._hold_the_hand(t, joints, add)
+        goal_now = self.goals.goal_at(t)
+        tendons_ok = self._check_tendons(t, tendons, add)
+        snapshot_ok = self._check_snapshot(t, snapshot, add)
+        if driver_stamp_s is not None:
+            self._check_driver(t, driver_stamp_s, add)
+        if self.config.consistency.enabled and joints_ok and tendons_ok \
+                and joints is not None and tendons is not None:
+            self._check_consistency(joints, tendons, recent_joints, add)
+        out: ControlOutput | None = None
+        adrift = not self.follow.following
+        if adrift:
+            add(Finding("driver_not_following", self.follow.message(self.robot.muscle_names)))
+        if joints_ok and snapshot_ok and goal_now is not None and joints is not None:
+            out = self._control(t, controller, snapshot, joints, goal_now, not faults,
+                                paused or adrift, add)
+        return self._conclude(t, faults, warnings, out)
+
+    def _add_standing(self, add: Any) -> None:
+        """Pass on to ``add`` what stands at this tick whatever the inputs: the sensor-rate
+        findings since the last tick (the tendon monitor, refused goals), the conditions
+        (:meth:`condition`) and the operator stop."""
         for f in self._pending.values():
             add(f)
         self._pending.clear()
@@ -324,76 +351,101 @@ class Supervisor:
             add(f)
         if self.stop.stopped:
             add(Finding("operator_stop", self.stop.message()))
-        joints_ok = self._check_joints(t, joints, joint_faults, add)
-        if self.goals.accepted is None and joints_ok and joints is not None:
-            hand = self._hand.hand_state(joints.q_rad, np.zeros_like(joints.q_rad))
-            self.goals.hold(HandGoal.hold(hand.position_m, hand.rotation), t)
-            add(Finding("no_goal", f"no hand goal received yet: holding the hand where it is, "
-                                   f"{np.round(hand.position_m, 3).tolist()} m"))
-        goal_now = self.goals.goal_at(t)
-        tendons_ok = self._check_tendons(t, tendons, add)
-        snapshot_ok = self._check_snapshot(t, snapshot, add)
-        if driver_stamp_s is not None:
-            age = self.pause.age_s(t, driver_stamp_s, cfg.inputs.driver_output)
-            grade = cfg.inputs.driver_output.grade(age)
-            if grade != ON_TIME:
-                limits = (f"late beyond {cfg.inputs.driver_output.late_s * 1e3:.1f} ms, "
-                          f"silent at {cfg.inputs.driver_output.hold_s * 1e3:.1f} ms")
-                if grade == LATE:
-                    add(Finding("driver_late", f"newest tendon driver output is "
-                                               f"{age * 1e3:.2f} ms old ({limits})"))
-                else:
-                    add(Finding("driver_silent", "no output of the tendon driver received yet"
-                                if driver_stamp_s == -math.inf else
-                                f"newest tendon driver output is {age * 1e3:.2f} ms old "
-                                f"({limits})"))
-        paired = None
-        if cfg.consistency.enabled and joints_ok and tendons_ok \
-                and joints is not None and tendons is not None:
-            paired = self._paired_joints(joints, tendons, recent_joints)
-        if paired is not None and tendons is not None:
-            # exact model lengths at the measured angles (~20 us): a first-order step from a
-            # snapshot 50 ms old misses millimetres when a light joint whips
-            kin = self.robot.geometry.kinematics_at(paired.q_rad)
-            # each joint's share of each muscle's motion, summed unsigned: a moment-arm error
-            # shows against the joints' motion, which can cancel in the muscle's net change
-            np.abs(kin.jacobian, out=self._abs_jm)
-            np.abs(paired.qd_rad_s, out=self._abs_qd)
-            np.matmul(self._abs_jm, self._abs_qd, out=self._joint_rate)
-            np.greater(self._abs_jm, _SPANS_M, out=self._spans, casting="unsafe")
-            np.matmul(self._spans, self._abs_qd, out=self._turn_rate)
-            finding = self.consistency.update(paired.stamp_s, tendons.length_m, kin.length_m,
-                                              self._joint_rate, self._turn_rate)
-            if finding is not None:
-                add(finding)
-            # a snapped tendon reads slack: the winch test only for those that do
-            snapped = tendons.tension_n < cfg.tendons.slack_tension_n
-            if any_true(snapped):
-                snapped &= self.consistency.unwound()
-            deviation = self.consistency.deviation_m
-            if any_true(snapped) and deviation is not None:
-                add(Finding("tendon_snapped", "tendon snapped: " + ", ".join(
-                    f"{self.robot.muscle_names[i]} reads {tendons.tension_n[i]:.1f} N and its "
-                    f"winch has wound {-1e3 * float(deviation[i]):.1f} mm past its path"
-                    for i in np.flatnonzero(snapped))))
-        out: ControlOutput | None = None
-        adrift = not self.follow.following
-        if adrift:
-            add(Finding("driver_not_following", self.follow.message(self.robot.muscle_names)))
-        if joints_ok and snapshot_ok and goal_now is not None and joints is not None:
-            target, restart = self._resume_goal(t, goal_now, joints, not faults,
-                                                paused or adrift)
-            if restart:  # the arm was limp: what the controller kept (the integral) is of then
-                controller.reset()
-            answer = controller.tick(snapshot, self._joint_angles(t, joints), joints.qd_rad_s,
-                                     target, t)
-            if answer.ok:
-                # saturation is worth a word only about a command that goes out
-                sending = (not faults and not self._latched
-                           and t - self._last_fault_t >= cfg.recovery_hold_s)
-                out = self._check_command(t, answer, add, sending)
-            else:
-                add(Finding("controller", answer.reason))
+
+    def _hold_the_hand(self, t: float, joints: PotentiometerReading, add: Any) -> None:
+        """Rule ``no_goal``: before any goal arrived, hold the hand where ``joints`` put it at
+        ``t`` [s]."""
+        hand = self._hand.hand_state(joints.q_rad, np.zeros_like(joints.q_rad))
+        self.goals.hold(HandGoal.hold(hand.position_m, hand.rotation), t)
+        add(Finding("no_goal", f"no hand goal received yet: holding the hand where it is, "
+                               f"{np.round(hand.position_m, 3).tolist()} m"))
+
+    def _check_driver(self, t: float, driver_stamp_s: float, add: Any) -> None:
+        """Rules ``driver_late`` and ``driver_silent``: the age at ``t`` [s] of the tendon
+        driver's newest output received, stamped ``driver_stamp_s`` [s] (-inf: none yet),
+        against ``inputs.driver_output`` (the supervisor's own pause left out)."""
+        bounds = self.config.inputs.driver_output
+        age = self.pause.age_s(t, driver_stamp_s, bounds)
+        grade = bounds.grade(age)
+        if grade == ON_TIME:
+            return
+        limits = (f"late beyond {bounds.late_s * 1e3:.1f} ms, "
+                  f"silent at {bounds.hold_s * 1e3:.1f} ms")
+        if grade == LATE:
+            add(Finding("driver_late", f"newest tendon driver output is "
+                                       f"{age * 1e3:.2f} ms old ({limits})"))
+        else:
+            add(Finding("driver_silent", "no output of the tendon driver received yet"
+                        if driver_stamp_s == -math.inf else
+                        f"newest tendon driver output is {age * 1e3:.2f} ms old "
+                        f"({limits})"))
+
+    def _check_consistency(self, joints: PotentiometerReading, tendons: TendonState,
+                           recent_joints: Sequence[PotentiometerReading], add: Any) -> None:
+        """Rules ``consistency`` (:class:`ConsistencyMonitor`) and ``tendon_snapped``
+        (:meth:`_check_snapped`): the newest tendon lengths against the model's at the joint sample
+        of their instant (:meth:`_paired_joints`), each muscle's motion weighed by the
+        joints' motion it spans (SPEC section 2: the muscle Jacobian Jm = dl/dq)."""
+        paired = self._paired_joints(joints, tendons, recent_joints)
+        if paired is None:
+            return
+        # exact model lengths at the measured angles (~20 us): a first-order step from a
+        # snapshot 50 ms old misses millimetres when a light joint whips
+        kin = self.robot.geometry.kinematics_at(paired.q_rad)
+        # each joint's share of each muscle's motion, summed unsigned: a moment-arm error
+        # shows against the joints' motion, which can cancel in the muscle's net change
+        np.abs(kin.jacobian, out=self._abs_jm)
+        np.abs(paired.qd_rad_s, out=self._abs_qd)
+        np.matmul(self._abs_jm, self._abs_qd, out=self._joint_rate)
+        np.greater(self._abs_jm, _SPANS_M, out=self._spans, casting="unsafe")
+        np.matmul(self._spans, self._abs_qd, out=self._turn_rate)
+        finding = self.consistency.update(paired.stamp_s, tendons.length_m, kin.length_m,
+                                          self._joint_rate, self._turn_rate)
+        if finding is not None:
+            add(finding)
+        self._check_snapped(tendons, add)
+
+    def _check_snapped(self, tendons: TendonState, add: Any) -> None:
+        """Rule ``tendon_snapped``: a tendon that reads slack (below
+        ``tendons.slack_tension_n``) and whose winch has wound in past its path (the
+        consistency check's deviation)."""
+        # a snapped tendon reads slack: the winch test only for those that do
+        snapped = tendons.tension_n < self.config.tendons.slack_tension_n
+        if any_true(snapped):
+            snapped &= self.consistency.unwound()
+        deviation = self.consistency.deviation_m
+        if any_true(snapped) and deviation is not None:
+            add(Finding("tendon_snapped", "tendon snapped: " + ", ".join(
+                f"{self.robot.muscle_names[i]} reads {tendons.tension_n[i]:.1f} N and its "
+                f"winch has wound {-1e3 * float(deviation[i]):.1f} mm past its path"
+                for i in np.flatnonzero(snapped))))
+
+    def _control(self, t: float, controller: Controller, snapshot: DynamicsSnapshot | None,
+                 joints: PotentiometerReading, goal: HandGoal, clear: bool, resume: bool,
+                 add: Any) -> ControlOutput | None:
+        """Tick the controller at ``t`` [s] towards ``goal`` (ramped while control resumes:
+        :meth:`_resume_goal`; ``clear``: no fault so far at this tick; ``resume``: after the
+        supervisor's own pause or a driver not following) and check its command
+        (:meth:`_check_command`); None when it has none (rule ``controller``) or it is
+        refused."""
+        target, restart = self._resume_goal(t, goal, joints, clear, resume)
+        if restart:  # the arm was limp: what the controller kept (the integral) is of then
+            controller.reset()
+        answer = controller.tick(snapshot, self._joint_angles(t, joints), joints.qd_rad_s,
+                                 target, t)
+        if not answer.ok:
+            add(Finding("controller", answer.reason))
+            return None
+        # saturation is worth a word only about a command that goes out
+        sending = (clear and not self._latched
+                   and t - self._last_fault_t >= self.config.recovery_hold_s)
+        return self._check_command(t, answer, add, sending)
+
+    def _conclude(self, t: float, faults: dict[str, Finding], warnings: dict[str, Finding],
+                  out: ControlOutput | None) -> SupervisedOutput:
+        """The state machine's step at ``t`` [s] on this tick's ``faults`` and ``warnings``:
+        count the late inputs, latch the latched rules, and send the controller's checked
+        command ``out`` while running, else the stop's (:meth:`_stopped`)."""
         for name in warnings:
             if name in _LATE_RULES:
                 self.late_ticks[name] = self.late_ticks.get(name, 0) + 1
