@@ -60,6 +60,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -441,17 +442,71 @@ class _Design:
         return splits
 
 
+class _Context(NamedTuple):
+    """What the fits of every muscle of one recording share."""
+
+    rec: Recording
+    config: FitConfig
+    x: FloatArray  # (N, n) the joint angles scaled to [-1, 1] over the recording
+    half: FloatArray  # (n,) half of each joint's range [rad]
+    sessions: FloatArray  # (N, S - 1) indicators of the sessions after the first
+    train: npt.NDArray[np.bool_]  # (N,) the samples fitted on
+    held: npt.NDArray[np.bool_]  # (N,) the held-out blocks
+    poses: int  # distinct poses of the recording
+    budget: float  # most coefficients a muscle may have
+
+
+class _Muscle(NamedTuple):
+    """One muscle's least-squares problem."""
+
+    name: str
+    target: FloatArray  # (N,) the lengths fitted [m]
+    design: _Design  # its basis columns, with ``extras`` beside them
+    extras: FloatArray  # (N, S - 1 [+ 1]) session indicators [and its tension / scale]
+    scale: float  # the tension column's scale [N] (1.0: no tension column)
+
+
+class _Choice(NamedTuple):
+    """Step 3's choice of a muscle's structure and degree."""
+
+    groups: Groups  # additive joint groups (one: the full polynomial)
+    degree: int
+    top: int  # the highest degree tried with these groups (the cached block)
+    by_degree: dict[int, float]  # held-out RMS error per degree tried [m]
+
+
+class _Segment(NamedTuple):
+    """Step 4's segment term sqrt(P), kept for a muscle."""
+
+    joints: tuple[int, ...]  # the group P spans
+    degree: int  # P's degree
+    start: FloatArray  # P's coefficients fitted without the held-out blocks (the final start)
+    polynomial_degree: int  # the polynomial's degree beside it
+    rms_m: float  # held-out RMS error of the two [m]
+    held_max_m: float  # and largest [m]
+
+
+class _Fitted(NamedTuple):
+    """Step 5's final fit of one muscle."""
+
+    fit: MuscleFit
+    rows: IntArray  # (K, n) its polynomial's exponent rows
+    coefficients: FloatArray  # (K,)
+    segment_rows: IntArray  # (K_s, n) its segment term's rows (0 rows: none)
+    segment_coefficients: FloatArray  # (K_s,)
+    offsets: FloatArray  # (S - 1,) the later sessions' encoder offsets [m]
+
+
 def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ...] | None = None,
                 muscle_names: tuple[str, ...] | None = None, robot_file: str = "",
                 progress: bool = False) -> tuple[LearnedMapping, list[MuscleFit]]:
-    """Fit l(q) for every muscle of ``rec`` (see the module docstring)."""
+    """Fit l(q) for every muscle of ``rec`` (see the module docstring): the screening fit
+    (:func:`_screening`), steps 1-5 per muscle (:func:`_fit_muscle`), and the mapping over the
+    union of their bases (:func:`_union_mapping`)."""
     poses = check_recording(rec, config, joint_names, muscle_names, robot_file)
-    q, y = rec.q_rad, rec.length_m
-    n, m = q.shape[1], y.shape[1]
+    q = rec.q_rad
     lower, upper = q.min(axis=0), q.max(axis=0)
     centre, half = 0.5 * (lower + upper), 0.5 * (upper - lower)
-    x = (q - centre) / half
-    sessions = _session_columns(rec.session)
     held = _blocks(rec.stamp_s, rec.session, config)
     train = ~held
     if train.sum() < 1 or held.sum() < 1:
@@ -459,220 +514,308 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
                          f"a recording longer than {config.validation_every} validation blocks "
                          f"of {config.validation_block_s} s (mapping.yaml fit)",
                          f"{float(rec.stamp_s[-1] - rec.stamp_s[0]):.1f} s")
-    budget = poses / config.samples_per_unknown  # most coefficients a muscle may have
+    ctx = _Context(rec, config, (q - centre) / half, half, _session_columns(rec.session), train,
+                   held, poses, poses / config.samples_per_unknown)
+    compliance, path, arms = _screening(ctx)
+    design = _Design(ctx.x, ctx.sessions, train, held, config.ridge)
+    fitted = []
+    for i in range(rec.length_m.shape[1]):
+        fitted.append(_fit_muscle(ctx, _muscle(ctx, i, design, compliance, path), arms[i],
+                                  float(compliance[i])))
+        if progress:
+            _print_progress(rec.muscle_names[i], fitted[-1].fit)
+    offsets = np.zeros((ctx.sessions.shape[1] + 1, len(fitted)))
+    for i, one in enumerate(fitted):
+        offsets[1:, i] = one.offsets
+    mapping = _union_mapping(ctx, fitted, lower, upper, offsets)
+    fits = [one.fit for one in fitted]
+    mapping.meta = _fit_meta(ctx, fits, offsets)
+    return mapping, fits
 
-    # 1. candidates per muscle: an all-joint screening fit
+
+def _screening(ctx: _Context) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The all-joint screening fit at ``screening_degree`` (step 1's candidates): (each
+    muscle's wire compliance (m,) [m/N] (:func:`wire_compliance`; zeros without
+    ``wire_compliance``), the path (N, m): the encoder's lengths less the wires' stretch [m],
+    each muscle's RMS moment arm about each joint over the recorded poses (m, n) [m/rad])."""
+    rec, config = ctx.rec, ctx.config
+    y = rec.length_m
+    n, m = ctx.x.shape[1], y.shape[1]
     screen = total_degree_exponents(n, config.screening_degree)
-    n_sessions = sessions.shape[1]
-    if screen.shape[0] + n_sessions > budget:
+    n_sessions = ctx.sessions.shape[1]
+    if screen.shape[0] + n_sessions > ctx.budget:
         need = math.ceil((screen.shape[0] + n_sessions) * config.samples_per_unknown)
         raise InputError(f"recording {rec.path}: q_rad",
                          f"at least {need} distinct poses for the screening fit over {n} joints "
                          f"at degree {config.screening_degree} (mapping.yaml "
-                         f"fit.samples_per_unknown)", poses)
-    features = np.hstack([basis_features(x, screen), sessions])
+                         f"fit.samples_per_unknown)", ctx.poses)
+    features = np.hstack([basis_features(ctx.x, screen), ctx.sessions])
     compliance = (wire_compliance(features, y, rec.tension_n, config) if config.wire_compliance
                   else np.zeros(m))
-    raw, y = y, y - rec.tension_n * compliance  # the path: the encoder's length less stretch
-    coef = _solve(features.T @ features, features.T @ y, config.ridge)  # (K + S - 1, m)
+    path = y - rec.tension_n * compliance  # the path: the encoder's length less stretch
+    coef = _solve(features.T @ features, features.T @ path, config.ridge)  # (K + S - 1, m)
     k_screen = screen.shape[0]
     slopes = derivative_coefficients(coef[:k_screen].T, screen)  # per joint (m, K)
     phi = features[:, :k_screen]
-    arms = np.array([[float(np.sqrt(np.mean((phi @ slopes[j][i]) ** 2))) / half[j]
+    arms = np.array([[float(np.sqrt(np.mean((phi @ slopes[j][i]) ** 2))) / ctx.half[j]
                       for j in range(n)] for i in range(m)])  # (m, n) RMS moment arm [m/rad]
-    del features, phi
+    return compliance, path, arms
 
-    design = _Design(x, sessions, train, held, config.ridge)
-    fits: list[MuscleFit] = []
-    rows_of: list[IntArray] = []  # per muscle, its exponent rows (n wide)
-    coefs: list[FloatArray] = []
-    seg_rows_of: list[IntArray] = []  # per muscle, its segment term's rows (none: 0 rows)
-    seg_coefs: list[FloatArray] = []
-    offsets = np.zeros((n_sessions + 1, m))
-    for i in range(m):
-        name = rec.muscle_names[i]
-        candidates = tuple(j for j in range(n) if arms[i, j] >= config.min_moment_arm_m)
-        if not candidates:
-            raise InputError(f"recording {rec.path}: length_m[{name}]",
-                             f"a muscle whose length follows some joint (RMS moment arm >= "
-                             f"{config.min_moment_arm_m} m/rad; mapping.yaml "
-                             f"fit.min_moment_arm_m)", f"largest {arms[i].max():.2e} m/rad")
-        # its tension a column beside the session offsets, fitted with the polynomial (the
-        # screening basis is too coarse to tell a pose's stretch from its geometry)
-        if compliance[i] != 0.0:
-            scale = float(np.sqrt(np.mean(rec.tension_n[:, i] ** 2)))
-            extras = np.hstack([sessions, rec.tension_n[:, i:i + 1] / scale])
-            dsg, target = _Design(x, extras, train, held, config.ridge), raw[:, i]
+
+def _muscle(ctx: _Context, i: int, design: _Design, compliance: FloatArray,
+            path: FloatArray) -> _Muscle:
+    """Muscle ``i``'s problem: the ``path`` beside the session offsets (the shared
+    ``design``); or, with a ``compliance``, the encoder's lengths with its tension one more
+    column, fitted with the polynomial (the screening basis is too coarse to tell a pose's
+    stretch from its geometry)."""
+    name = ctx.rec.muscle_names[i]
+    if compliance[i] == 0.0:
+        return _Muscle(name, path[:, i], design, ctx.sessions, 1.0)
+    tension = ctx.rec.tension_n
+    scale = float(np.sqrt(np.mean(tension[:, i] ** 2)))
+    extras = np.hstack([ctx.sessions, tension[:, i:i + 1] / scale])
+    return _Muscle(name, ctx.rec.length_m[:, i],
+                   _Design(ctx.x, extras, ctx.train, ctx.held, ctx.config.ridge), extras, scale)
+
+
+def _fit_muscle(ctx: _Context, muscle: _Muscle, arms: FloatArray,
+                compliance: float) -> _Fitted:
+    """Steps 1-5 of the module docstring for one muscle, its RMS moment arms ``arms`` (n,)
+    [m/rad] from the screening fit, its screening ``compliance`` [m/N]."""
+    rec = ctx.rec
+    joints = _spanned_joints(ctx, muscle, arms)
+    choice = _structure_and_degree(ctx, muscle, joints)
+    segment = _segment_term(ctx, muscle, choice)
+    terms, w, seg_rows, seg_coef, res, held_max = _final_fit(ctx, muscle, choice, segment)
+    k, n_sessions = terms.shape[0], ctx.sessions.shape[1]
+    if muscle.extras.shape[1] > n_sessions:
+        compliance = float(w[-1] / muscle.scale)
+    degree = choice.degree if segment is None else segment.polynomial_degree
+    poly_rms = choice.by_degree[degree]
+    names = rec.joint_names
+    fit = MuscleFit(tuple(names[j] for j in joints), degree, k,
+                    float(np.sqrt(np.mean(res**2))), float(np.abs(res).max()),
+                    poly_rms if segment is None else segment.rms_m, held_max, choice.by_degree,
+                    tuple(tuple(names[j] for j in g) for g in choice.groups),
+                    tuple(names[j] for j in segment.joints) if segment else (),
+                    segment.degree if segment else 0, poly_rms, compliance)
+    return _Fitted(fit, terms, w[:k], seg_rows, seg_coef, w[k:k + n_sessions])
+
+
+def _spanned_joints(ctx: _Context, muscle: _Muscle, arms: FloatArray) -> tuple[int, ...]:
+    """Step 1: the joints ``muscle`` spans. The candidates, whose RMS moment arm ``arms``
+    [m/rad] reaches ``min_moment_arm_m``, are dropped one by one, smallest moment arm first,
+    while the held-out error stays within ``drop_tolerance`` of the best seen, each subset
+    fitted at the highest degree that keeps it within ``selection_max_terms``."""
+    config = ctx.config
+    candidates = tuple(j for j in range(ctx.x.shape[1]) if arms[j] >= config.min_moment_arm_m)
+    if not candidates:
+        raise InputError(f"recording {ctx.rec.path}: length_m[{muscle.name}]",
+                         f"a muscle whose length follows some joint (RMS moment arm >= "
+                         f"{config.min_moment_arm_m} m/rad; mapping.yaml "
+                         f"fit.min_moment_arm_m)", f"largest {arms.max():.2e} m/rad")
+    n_extra = muscle.extras.shape[1]
+
+    def judged(subset: tuple[int, ...]) -> float:
+        d = _largest_degree(config.degrees, len(subset), n_extra,
+                            min(ctx.budget, config.selection_max_terms + n_extra))
+        return math.inf if d is None else muscle.design.held_out_rms((subset,), subset, d,
+                                                                     muscle.target)
+
+    joints = candidates
+    if len(joints) > 1:
+        best = judged(joints)
+        for j in sorted(candidates, key=lambda j: arms[j]):
+            if len(joints) == 1:
+                break
+            trial = tuple(k for k in joints if k != j)
+            err = judged(trial)
+            if err <= best * (1.0 + config.drop_tolerance):
+                joints, best = trial, min(best, err)
+    return joints
+
+
+def _structure_and_degree(ctx: _Context, muscle: _Muscle, joints: tuple[int, ...]) -> _Choice:
+    """Steps 2 and 3 over ``joints``: the full polynomial and the additive splits the data
+    shows (:meth:`_Design.interaction_groups`), each at every degree of ``degrees`` within the
+    budget and ``max_terms``, fitted without the held-out blocks; of those within
+    ``degree_tolerance`` of the best held-out RMS error, the one with the fewest terms."""
+    config, n_extra, design = ctx.config, muscle.extras.shape[1], muscle.design
+    structures: list[Groups] = [(joints,)]
+    sel = _largest_degree(config.degrees, len(joints), n_extra,
+                          min(ctx.budget, config.selection_max_terms + n_extra))
+    if len(joints) > 1 and sel is not None:
+        structures += design.interaction_groups(joints, sel, muscle.target, ctx.half)
+    by_choice: dict[tuple[Groups, int], float] = {}
+    for groups in structures:
+        usable = [d for d in sorted(set(config.degrees))
+                  if _group_terms(groups, d) + n_extra <= ctx.budget
+                  and _group_terms(groups, d) <= config.max_terms]
+        for d in usable:
+            by_choice[(groups, d)] = design.held_out_rms(groups, joints, d, muscle.target,
+                                                         max(usable))
+    if not by_choice:
+        raise InputError(f"recording {ctx.rec.path}: q_rad",
+                         f"enough distinct poses for degree {min(config.degrees)} over the "
+                         f"{len(joints)} joints muscle '{muscle.name}' spans "
+                         f"({config.samples_per_unknown} per coefficient)", ctx.poses)
+    lowest = min(by_choice.values())
+    groups, d = min((k for k, v in by_choice.items()
+                     if v <= lowest * (1.0 + config.degree_tolerance)),
+                    key=lambda k: (_group_terms(*k), k[1]))
+    top = max(k[1] for k in by_choice if k[0] == groups)
+    return _Choice(groups, d, top, {k[1]: v for k, v in by_choice.items() if k[0] == groups})
+
+
+def _segment_term(ctx: _Context, muscle: _Muscle, choice: _Choice) -> _Segment | None:
+    """Step 4: a segment term sqrt(P) on one group of ``choice``, if it lowers the held-out
+    RMS error by more than ``segment_gain`` (:func:`_segment_trials`); kept, the polynomial's
+    degree and then P's are chosen again beside it (:func:`_segment_refit`). None: none
+    kept."""
+    config, groups, n_extra = ctx.config, choice.groups, muscle.extras.shape[1]
+    widest = max(map(len, groups))
+    seg_degrees = [sd for sd in sorted(set(config.segment_degrees))
+                   if sd <= max(config.degrees) and _group_terms(groups, choice.degree)
+                   + n_extra + math.comb(widest + sd, sd) <= ctx.budget
+                   and math.comb(widest + sd, sd) <= config.max_terms]
+    if not seg_degrees:
+        return None
+    tried = _segment_trials(ctx, muscle, choice, seg_degrees)
+    (g_seg, sd_seg), (start, rms, worst) = min(tried.items(), key=lambda kv: kv[1][1])
+    if not rms < choice.by_degree[choice.degree] * (1.0 - config.segment_gain):
+        return None
+    return _segment_refit(ctx, muscle, choice, seg_degrees,
+                          _Segment(g_seg, sd_seg, start, choice.degree, rms, worst))
+
+
+def _segment_trials(ctx: _Context, muscle: _Muscle, choice: _Choice,
+                    seg_degrees: list[int]) -> dict[tuple[tuple[int, ...], int],
+                                                      tuple[FloatArray, float, float]]:
+    """Step 4's trials of a segment term beside ``choice``'s polynomial: on every group at
+    the middle degree of ``seg_degrees``; then, if the best promises half the gain asked for,
+    the other degrees on that group. Per (group, P's degree): (P's coefficients, held-out RMS
+    error, held-out largest error) [m]."""
+    config, groups = ctx.config, choice.groups
+    middle = seg_degrees[len(seg_degrees) // 2]
+    tried: dict[tuple[tuple[int, ...], int], tuple[FloatArray, float, float]] = {}
+    for stage in (0, 1):
+        if stage == 0:
+            pending = [(g, middle) for g in groups]
         else:
-            scale, extras, dsg, target = 1.0, sessions, design, y[:, i]
-        n_extra = extras.shape[1]
-        # 1. drop candidates the held-out error does not need, smallest moment arm first
-        joints = candidates
+            g_best = min(groups, key=lambda g: tried[(g, middle)][1])
+            promise = choice.by_degree[choice.degree] * (1.0 - 0.5 * config.segment_gain)
+            pending = [(g_best, sd) for sd in seg_degrees
+                       if sd != middle and tried[(g_best, middle)][1] < promise]
+        for g, sd in pending:
+            found = muscle.design.segment_fit(groups, choice.degree, choice.top, muscle.target,
+                                              g, sd, config)
+            tried[(g, sd)] = (found[3], found[4], muscle.design.last_held_max)
+    return tried
 
-        def judged(subset: tuple[int, ...], target: FloatArray = target,
-                   dsg: _Design = dsg, n_extra: int = n_extra) -> float:
-            d = _largest_degree(config.degrees, len(subset), n_extra,
-                                min(budget, config.selection_max_terms + n_extra))
-            return math.inf if d is None else dsg.held_out_rms((subset,), subset, d, target)
 
-        if len(joints) > 1:
-            best = judged(joints)
-            for j in sorted(candidates, key=lambda j: arms[i, j]):
-                if len(joints) == 1:
-                    break
-                trial = tuple(k for k in joints if k != j)
-                err = judged(trial)
-                if err <= best * (1.0 + config.drop_tolerance):
-                    joints, best = trial, min(best, err)
-        # 2. an additive split into joint groups that do not interact, if the data shows one
-        structures: list[Groups] = [(joints,)]
-        sel = _largest_degree(config.degrees, len(joints), n_extra,
-                              min(budget, config.selection_max_terms + n_extra))
-        if len(joints) > 1 and sel is not None:
-            structures += dsg.interaction_groups(joints, sel, target, half)
-        # 3. structure and degree, by the held-out blocks
-        by_choice: dict[tuple[Groups, int], float] = {}
-        for groups in structures:
-            usable = [d for d in sorted(set(config.degrees))
-                      if _group_terms(groups, d) + n_extra <= budget
-                      and _group_terms(groups, d) <= config.max_terms]
-            for d in usable:
-                by_choice[(groups, d)] = dsg.held_out_rms(groups, joints, d, target,
-                                                             max(usable))
-        if not by_choice:
-            raise InputError(f"recording {rec.path}: q_rad",
-                             f"enough distinct poses for degree {min(config.degrees)} over the "
-                             f"{len(joints)} joints muscle '{name}' spans "
-                             f"({config.samples_per_unknown} per coefficient)", poses)
-        lowest = min(by_choice.values())
-        groups, d = min((k for k, v in by_choice.items()
-                         if v <= lowest * (1.0 + config.degree_tolerance)),
-                        key=lambda k: (_group_terms(*k), k[1]))
-        top = max(k[1] for k in by_choice if k[0] == groups)
-        by_degree = {k[1]: v for k, v in by_choice.items() if k[0] == groups}
-        # 4. a segment term sqrt(P) on one group, if the held-out blocks want it
-        poly_rms, held_max = by_degree[d], math.nan
-        chosen: tuple[tuple[int, ...], int, FloatArray] | None = None
-        best_rms = poly_rms * (1.0 - config.segment_gain)
-        seg_degrees = [sd for sd in sorted(set(config.segment_degrees))
-                       if sd <= max(config.degrees) and _group_terms(groups, d) + n_extra
-                       + math.comb(max(map(len, groups)) + sd, sd) <= budget
-                       and math.comb(max(map(len, groups)) + sd, sd) <= config.max_terms]
-        if seg_degrees:
-            middle = seg_degrees[len(seg_degrees) // 2]
-            tried: dict[tuple[tuple[int, ...], int], tuple[FloatArray, float, float]] = {}
+def _segment_refit(ctx: _Context, muscle: _Muscle, choice: _Choice, seg_degrees: list[int],
+                   first: _Segment) -> _Segment:
+    """Step 4, once a segment term is kept (``first``): the polynomial's degree again, each
+    degree fitted beside it (it was chosen while the bend dominated every degree's error,
+    which made the fewest terms win), then P's degree again beside that polynomial (at the
+    first degree, the trials already tried every P degree on this group)."""
+    config, groups, design = ctx.config, choice.groups, muscle.design
+    n_extra, g_seg, sd_seg = muscle.extras.shape[1], first.joints, first.degree
 
-            # which group, at the middle degree; then, if that promises half the gain
-            # asked for, the other degrees on the best group
-            for stage in (0, 1):
-                if stage == 0:
-                    pending = [(g, middle) for g in groups]
-                else:
-                    g_best = min(groups, key=lambda g: tried[(g, middle)][1])
-                    promise = poly_rms * (1.0 - 0.5 * config.segment_gain)
-                    pending = [(g_best, sd) for sd in seg_degrees
-                               if sd != middle and tried[(g_best, middle)][1] < promise]
-                for g, sd in pending:
-                    found = dsg.segment_fit(groups, d, top, target, g, sd, config)
-                    tried[(g, sd)] = (found[3], found[4], dsg.last_held_max)
-            (g_seg, sd_seg), (start, rms, worst) = min(tried.items(), key=lambda kv: kv[1][1])
-            if rms < best_rms:
-                chosen, best_rms, held_max = (g_seg, sd_seg, start), rms, worst
-                def in_budget(degree: int, seg_degree: int, groups: Groups = groups,
-                              n_extra: int = n_extra, g: tuple[int, ...] = g_seg) -> bool:
-                    """The polynomial and P at these degrees within the sample budget."""
-                    return (_group_terms(groups, degree) + n_extra
-                            + math.comb(len(g) + seg_degree, seg_degree) <= budget)
+    def in_budget(degree: int, seg_degree: int) -> bool:
+        """The polynomial and P at these degrees within the sample budget."""
+        return (_group_terms(groups, degree) + n_extra
+                + math.comb(len(g_seg) + seg_degree, seg_degree) <= ctx.budget)
 
-                # the polynomial's degree again, beside the segment: it was chosen while the
-                # bend dominated every degree's error, which made the fewest terms win
-                with_seg = {d: (start, rms, worst)}
-                for d2 in by_degree:
-                    if d2 != d and in_budget(d2, sd_seg):
-                        found = dsg.segment_fit(groups, d2, top, target, g_seg, sd_seg, config)
-                        with_seg[d2] = (found[3], found[4], dsg.last_held_max)
-                low = min(v[1] for v in with_seg.values())
-                first_d, d = d, min((k for k, v in with_seg.items()
-                                     if v[1] <= low * (1.0 + config.degree_tolerance)),
-                                    key=lambda k: (_group_terms(groups, k), k))
-                start, best_rms, held_max = with_seg[d]
-                # and P's degree again beside that polynomial (at the first degree, step 4's
-                # trials already tried every P degree on this group)
-                for sd in seg_degrees if d != first_d else ():
-                    if sd != sd_seg and in_budget(d, sd):
-                        found = dsg.segment_fit(groups, d, top, target, g_seg, sd, config)
-                        if found[4] < best_rms:
-                            sd_seg, start, best_rms, held_max = (sd, found[3], found[4],
-                                                                 dsg.last_held_max)
-                chosen = (g_seg, sd_seg, start)
-                poly_rms = by_degree[d]
-        # 5. the final fit on every sample
-        seg_rows = np.zeros((0, n), dtype=np.int64)
-        seg_coef = np.zeros(0)
-        if chosen is None:
-            terms, w, res = dsg.fit_all(groups, d, target, top)
-            held_max = dsg.last_held_max
-            validation_rms = poly_rms
-        else:
-            g_seg, sd_seg, start = chosen
-            terms, w, seg_rows, seg_coef, _ = dsg.segment_fit(
-                groups, d, top, target, g_seg, sd_seg, config, on_all=True, start=start)
-            res = (basis_features(x, terms) @ w[:terms.shape[0]]
-                   + extras @ w[terms.shape[0]:]
-                   + np.sqrt(np.maximum(basis_features(x, seg_rows) @ seg_coef,
-                                        config.segment_floor_m**2)) - target)
-            validation_rms = best_rms
-        rows_of.append(terms)
-        coefs.append(w[:terms.shape[0]])
-        seg_rows_of.append(seg_rows)
-        seg_coefs.append(seg_coef)
-        offsets[1:, i] = w[terms.shape[0]:terms.shape[0] + n_sessions]
-        if n_extra > n_sessions:
-            compliance[i] = w[-1] / scale
-        fits.append(MuscleFit(tuple(rec.joint_names[j] for j in joints), d, terms.shape[0],
-                              float(np.sqrt(np.mean(res**2))), float(np.abs(res).max()),
-                              validation_rms, held_max, by_degree,
-                              tuple(tuple(rec.joint_names[j] for j in g) for g in groups),
-                              tuple(rec.joint_names[j] for j in chosen[0]) if chosen else (),
-                              chosen[1] if chosen else 0, poly_rms,
-                              float(compliance[i])))
-        if progress:
-            f = fits[-1]
-            shown = " + ".join("(" + ",".join(g) + ")" for g in f.groups)
-            seg = (f" + sqrt(P({','.join(f.segment_joints)}), degree {f.segment_degree}; "
-                   f"without: {1e3 * f.polynomial_validation_rms_m:.3f} mm)"
-                   if f.segment_joints else "")
-            wire = (f", wire {1e6 * f.compliance_m_per_n:.2f} mm/kN"
-                    if f.compliance_m_per_n else "")
-            print(f"  {name:<24} joints {shown:<44} degree {d} "
-                  f"({f.terms} terms): rms {1e3 * f.rms_m:.3f} mm, held-out rms "
-                  f"{1e3 * f.validation_rms_m:.3f} mm{seg}{wire}", file=sys.stderr, flush=True)
+    with_seg = {choice.degree: (first.start, first.rms_m, first.held_max_m)}
+    for d2 in choice.by_degree:
+        if d2 != choice.degree and in_budget(d2, sd_seg):
+            found = design.segment_fit(groups, d2, choice.top, muscle.target, g_seg, sd_seg,
+                                       config)
+            with_seg[d2] = (found[3], found[4], design.last_held_max)
+    low = min(v[1] for v in with_seg.values())
+    d = min((k for k, v in with_seg.items() if v[1] <= low * (1.0 + config.degree_tolerance)),
+            key=lambda k: (_group_terms(groups, k), k))
+    start, best_rms, held_max = with_seg[d]
+    for sd in seg_degrees if d != choice.degree else ():
+        if sd != sd_seg and in_budget(d, sd):
+            found = design.segment_fit(groups, d, choice.top, muscle.target, g_seg, sd, config)
+            if found[4] < best_rms:
+                sd_seg, start, best_rms, held_max = sd, found[3], found[4], design.last_held_max
+    return _Segment(g_seg, sd_seg, start, d, best_rms, held_max)
 
-    # the union basis: every muscle's rows, each muscle zero on the others'
-    union = np.unique(np.vstack(rows_of + seg_rows_of), axis=0)
+
+def _final_fit(ctx: _Context, muscle: _Muscle, choice: _Choice, segment: _Segment | None
+               ) -> tuple[IntArray, FloatArray, IntArray, FloatArray, FloatArray, float]:
+    """Step 5, the final fit on every sample: (the polynomial's exponent rows, its
+    coefficients then the extra columns', the segment term's rows and coefficients (none:
+    empty), the residual (N,) [m], the held-out largest error [m])."""
+    design, target = muscle.design, muscle.target
+    if segment is None:
+        terms, w, res = design.fit_all(choice.groups, choice.degree, target, choice.top)
+        return (terms, w, np.zeros((0, ctx.x.shape[1]), dtype=np.int64), np.zeros(0), res,
+                design.last_held_max)
+    terms, w, seg_rows, seg_coef, _ = design.segment_fit(
+        choice.groups, segment.polynomial_degree, choice.top, target, segment.joints,
+        segment.degree, ctx.config, on_all=True, start=segment.start)
+    res = (basis_features(ctx.x, terms) @ w[:terms.shape[0]]
+           + muscle.extras @ w[terms.shape[0]:]
+           + np.sqrt(np.maximum(basis_features(ctx.x, seg_rows) @ seg_coef,
+                                ctx.config.segment_floor_m**2)) - target)
+    return terms, w, seg_rows, seg_coef, res, segment.held_max_m
+
+
+def _print_progress(name: str, f: MuscleFit) -> None:
+    """One line on stderr of what the fit found for muscle ``name``."""
+    shown = " + ".join("(" + ",".join(g) + ")" for g in f.groups)
+    seg = (f" + sqrt(P({','.join(f.segment_joints)}), degree {f.segment_degree}; "
+           f"without: {1e3 * f.polynomial_validation_rms_m:.3f} mm)"
+           if f.segment_joints else "")
+    wire = (f", wire {1e6 * f.compliance_m_per_n:.2f} mm/kN"
+            if f.compliance_m_per_n else "")
+    print(f"  {name:<24} joints {shown:<44} degree {f.degree} "
+          f"({f.terms} terms): rms {1e3 * f.rms_m:.3f} mm, held-out rms "
+          f"{1e3 * f.validation_rms_m:.3f} mm{seg}{wire}", file=sys.stderr, flush=True)
+
+
+def _union_mapping(ctx: _Context, fitted: list[_Fitted], lower: FloatArray, upper: FloatArray,
+                   offsets: FloatArray) -> LearnedMapping:
+    """The mapping over the union basis of every muscle's rows (each muscle zero on the
+    others'), with l_min and l_max (paper eq. 2-4) the fitted lengths' extremes over the
+    recorded poses."""
+    rec, m = ctx.rec, len(fitted)
+    union = np.unique(np.vstack([f.rows for f in fitted] + [f.segment_rows for f in fitted]),
+                      axis=0)
     order = np.lexsort(np.vstack([union[:, ::-1].T, union.sum(axis=1)]))
     union = union[order]
     index = {tuple(r): k for k, r in enumerate(union.tolist())}
     coefficients = np.zeros((m, union.shape[0]))
     segment_coefficients = np.zeros((m, union.shape[0]))
-    for i in range(m):
-        for row, c in zip(rows_of[i].tolist(), coefs[i]):
+    for i, f in enumerate(fitted):
+        for row, c in zip(f.rows.tolist(), f.coefficients):
             coefficients[i, index[tuple(row)]] = c
-        for row, c in zip(seg_rows_of[i].tolist(), seg_coefs[i]):
+        for row, c in zip(f.segment_rows.tolist(), f.segment_coefficients):
             segment_coefficients[i, index[tuple(row)]] = c
     mapping = LearnedMapping(tuple(rec.joint_names), tuple(rec.muscle_names), union,
                              coefficients, lower, upper, np.zeros(m), np.zeros(m), offsets,
                              segment_coefficients=segment_coefficients,
-                             segment_floor_m=config.segment_floor_m)
-    fitted = mapping.lengths_batch(q)
-    mapping.l_min_m, mapping.l_max_m = fitted.min(axis=0), fitted.max(axis=0)
-    mapping.meta = {
+                             segment_floor_m=ctx.config.segment_floor_m)
+    lengths = mapping.lengths_batch(rec.q_rad)
+    mapping.l_min_m, mapping.l_max_m = lengths.min(axis=0), lengths.max(axis=0)
+    return mapping
+
+
+def _fit_meta(ctx: _Context, fits: list[MuscleFit], offsets: FloatArray) -> dict[str, Any]:
+    """The mapping's ``meta``: the recording, the settings and what was found per muscle,
+    and the provenance (git commit, python, numpy, scipy, ... versions)."""
+    rec, config = ctx.rec, ctx.config
+    return {
         "recording": {"path": rec.path, "source": rec.source, "config_dir": rec.config_dir,
-                      "samples": rec.n_samples, "distinct_poses": poses,
+                      "samples": rec.n_samples, "distinct_poses": ctx.poses,
                       "sessions": int(offsets.shape[0]),
                       "duration_s": float(rec.stamp_s[-1] - rec.stamp_s[0])},
         "fit": {"config": {k: getattr(config, k) for k in config.__dataclass_fields__},
-                "held_out_fraction": float(held.mean()),
+                "held_out_fraction": float(ctx.held.mean()),
                 "muscles": {name: {"joints": list(f.joints), "degree": f.degree,
                                    "groups": [list(g) for g in f.groups],
                                    "segment_joints": list(f.segment_joints),
@@ -686,6 +829,5 @@ def fit_mapping(rec: Recording, config: FitConfig, *, joint_names: tuple[str, ..
                                    "validation_by_degree_m": {str(k): v for k, v in
                                                               f.validation_by_degree_m.items()}}
                             for name, f in zip(rec.muscle_names, fits)}},
-        "provenance": provenance(),  # git commit, python, numpy, scipy, ... versions
+        "provenance": provenance(),
     }
-    return mapping, fits
