@@ -85,38 +85,18 @@ class Arm:
         path = Path(config_dir) / config.description
         self.is_mjcf = config.mjcf is not None
         self.kind = "MJCF" if self.is_mjcf else "URDF"
-        kind = self.kind
         if not path.is_file():
-            raise ConfigError(file, config.description_key, f"an existing {kind} file", str(path))
+            raise ConfigError(file, config.description_key, f"an existing {self.kind} file",
+                              str(path))
         gravity = config.gravity_m_s2
         self._pinocchio: pin.Model | None = None
+        self.coupling: JointCoupling | None = None
         self.body: RigidBody
         if self.is_mjcf:
-            from musculo_control.model.joint_coupling import JointCoupling  # MJCF robots only
-            from musculo_control.model.mujoco_body import MujocoBody
-            from musculo_control.model.mujoco_tendons import compile_spec, mjcf_spec
-
-            mj = compile_spec(mjcf_spec(path), path)
-            gravity = gravity or tuple(float(v) for v in mj.opt.gravity)
-            self.coupling: JointCoupling | None = JointCoupling(mj, str(path))
-            self.body = MujocoBody(mj, self.coupling)
+            mjcf_gravity = self._load_mjcf(path)
+            gravity = gravity or mjcf_gravity
         else:
-            try:
-                model = pin.buildModelFromUrdf(str(path))
-            except (RuntimeError, ValueError) as exc:
-                raise ConfigError(str(path), "<file>", "a URDF Pinocchio can parse",
-                                  str(exc).strip().splitlines()[-1]) from exc
-            self._pinocchio = model
-            self.coupling = None
-            self.body = PinocchioBody(model)
-            if model.nq != model.nv or model.nq != len(self.body.joint_names):
-                raise ConfigError(str(path), "<joints>", "revolute or prismatic joints only",
-                                  f"nq={model.nq}, nv={model.nv}")
-            for i in range(1, model.njoints):
-                if model.inertias[i].mass <= 0.0:
-                    raise ConfigError(str(path), f"link '{self._link_of_joint(i)}'.inertial.mass",
-                                      "a positive mass on every moving link",
-                                      model.inertias[i].mass)
+            self._load_urdf(path)
         self.description_path = path
         self.gravity_m_s2: FloatArray = np.asarray(gravity or _URDF_GRAVITY_M_S2, dtype=float)
         self.body.set_gravity(self.gravity_m_s2)
@@ -125,16 +105,7 @@ class Arm:
         self.up: FloatArray = -self.gravity_m_s2 / g if g > 0.0 else np.array([0.0, 0.0, 1.0])
         self.config = config
         model_joints = list(self.body.joint_names)
-        if list(config.joints) != model_joints:
-            what = "independent joint" if self.coupling is not None and \
-                not self.coupling.trivial else "joint"
-            for i, name in enumerate(config.joints):
-                if name not in model_joints:
-                    raise ConfigError(
-                        file, f"arm.joints[{i}]", f"a{'n' if what[0] == 'i' else ''} {what} of "
-                        f"the {kind} {model_joints}{self._coupled_hint(name)}", name)
-            raise ConfigError(file, "arm.joints", f"the {kind}'s {what} order {model_joints}",
-                              list(config.joints))
+        self._check_joint_order(config.joints, model_joints, file)
         self.task_frame = self.frame(config.task_frame, config.task_offset_m, file,
                                      "arm.task_frame")
         self._ws = self.body.workspace()  # for hand_pose
@@ -148,6 +119,54 @@ class Arm:
         if not np.all(self.upper_rad > self.lower_rad):
             raise ConfigError(str(path), "<joint limits>", "lower < upper for every joint",
                               list(zip(self.joint_names, self.lower_rad, self.upper_rad)))
+
+    def _load_mjcf(self, path: Path) -> tuple[float, ...]:
+        """Read the MJCF at ``path`` into :attr:`body` (MuJoCo), its joint equality
+        constraints into :attr:`coupling`; returns the MJCF's ``<option gravity>`` [m/s^2]."""
+        from musculo_control.model.joint_coupling import JointCoupling  # MJCF robots only
+        from musculo_control.model.mujoco_body import MujocoBody
+        from musculo_control.model.mujoco_tendons import compile_spec, mjcf_spec
+
+        mj = compile_spec(mjcf_spec(path), path)
+        self.coupling = JointCoupling(mj, str(path))
+        self.body = MujocoBody(mj, self.coupling)
+        return tuple(float(v) for v in mj.opt.gravity)
+
+    def _load_urdf(self, path: Path) -> None:
+        """Read the URDF at ``path`` into :attr:`body` (Pinocchio), refusing what it cannot
+        be: a file Pinocchio cannot parse, a joint other than revolute or prismatic, a moving
+        link without mass."""
+        try:
+            model = pin.buildModelFromUrdf(str(path))
+        except (RuntimeError, ValueError) as exc:
+            raise ConfigError(str(path), "<file>", "a URDF Pinocchio can parse",
+                              str(exc).strip().splitlines()[-1]) from exc
+        self._pinocchio = model
+        self.body = PinocchioBody(model)
+        if model.nq != model.nv or model.nq != len(self.body.joint_names):
+            raise ConfigError(str(path), "<joints>", "revolute or prismatic joints only",
+                              f"nq={model.nq}, nv={model.nv}")
+        for i in range(1, model.njoints):
+            if model.inertias[i].mass <= 0.0:
+                raise ConfigError(str(path), f"link '{self._link_of_joint(i)}'.inertial.mass",
+                                  "a positive mass on every moving link",
+                                  model.inertias[i].mass)
+
+    def _check_joint_order(self, joints: tuple[str, ...], model_joints: list[str],
+                           file: str) -> None:
+        """robot.yaml's ``arm.joints`` must repeat the description's (independent) joints in
+        its order; a :class:`ConfigError` names the first unknown one, or the order."""
+        if list(joints) == model_joints:
+            return
+        what = "independent joint" if self.coupling is not None and \
+            not self.coupling.trivial else "joint"
+        for i, name in enumerate(joints):
+            if name not in model_joints:
+                raise ConfigError(
+                    file, f"arm.joints[{i}]", f"a{'n' if what[0] == 'i' else ''} {what} of "
+                    f"the {self.kind} {model_joints}{self._coupled_hint(name)}", name)
+        raise ConfigError(file, "arm.joints", f"the {self.kind}'s {what} order {model_joints}",
+                          list(joints))
 
     # -- frames ------------------------------------------------------------------------------------
     def frame(self, name: str, offset_m: npt.ArrayLike, file: str, key: str) -> Frame:
