@@ -122,55 +122,14 @@ class ViaPointGeometry:
         self.names: tuple[str, ...] = tuple(m.name for m in config.muscles)
         self.n_muscles = len(self.names)
         self.source = f"via-points of {file} on {arm.description_path.name}"
-        links = arm.link_names()
-        points: list[FloatArray] = []
-        joints: list[int] = []
-        seg_a, seg_b, seg_muscle = [], [], []
-        paths: list[tuple[ViaPoint, ...]] = []
-        found = ErrorCollector()  # every muscle's mistakes in one run
-        for i, m in enumerate(config.muscles):
-            path = m.path or ()
-            bad = [k for k, vp in enumerate(path) if vp.link not in links]
-            for k in bad:
-                found.add(ConfigError(file, f"muscles[{i}].path[{k}].link",
-                                      f"a link of the URDF {links}", path[k].link))
-            if m.path is None:
-                found.add(ConfigError(file, f"muscles[{i}].path",
-                                      f"via-points for muscle '{m.name}' (a URDF robot's muscles "
-                                      f"are via-point chains)", None))
-            elif len(path) < 2:
-                found.add(ConfigError(file, f"muscles[{i}].path", "at least two via-points",
-                                      len(path)))
-            elif not bad and len({arm.link_placement(vp.link)[0] for vp in path}) < 2:
-                found.add(ConfigError(file, f"muscles[{i}].path",
-                                      f"via-points on at least two links so that muscle "
-                                      f"'{m.name}' spans a joint", [p.link for p in path]))
-            paths.append(path)
-        found.raise_any()
-        for i, path in enumerate(paths):
-            first = len(points)
-            for vp in path:
-                joint_id, placement = arm.link_placement(vp.link)
-                points.append(placement.act(np.asarray(vp.point_m, dtype=float)))
-                joints.append(joint_id)
-            for k in range(first, len(points) - 1):
-                if joints[k] != joints[k + 1]:  # same-link segments never change length
-                    seg_a.append(k)
-                    seg_b.append(k + 1)
-                    seg_muscle.append(i)
+        paths = _checked_paths(arm, config, file)
+        points, joints, seg_a, seg_b, seg_muscle = _chains(arm, paths)
         self._points_local = np.array(points)  # (P, 3) in the frame of their joint
         self._point_joint = np.array(joints, dtype=int)  # (P,)
         self._seg_a = np.array(seg_a, dtype=int)  # (S,)
         self._seg_b = np.array(seg_b, dtype=int)
         # constant length of segments between points on one link, per muscle [m]
-        const = np.zeros(self.n_muscles)
-        for i, path in enumerate(paths):
-            for a, b in zip(path[:-1], path[1:]):
-                if arm.link_placement(a.link)[0] == arm.link_placement(b.link)[0]:
-                    pa = arm.link_placement(a.link)[1].act(np.asarray(a.point_m, float))
-                    pb = arm.link_placement(b.link)[1].act(np.asarray(b.point_m, float))
-                    const[i] += float(np.linalg.norm(pb - pa))
-        self._const_length = const
+        self._const_length = _constant_lengths(arm, paths, self.n_muscles)
         # (m, S) summation matrix from segments to muscles
         self._sum = np.zeros((self.n_muscles, len(seg_a)))
         self._sum[np.array(seg_muscle, dtype=int), np.arange(len(seg_a))] = 1.0
@@ -179,12 +138,21 @@ class ViaPointGeometry:
         self._seg_support = support[self._seg_b] - support[self._seg_a]
         self._used_joints = [int(j) for j in np.unique(self._point_joint)]
         self._splits = np.cumsum([len(p) for p in paths])[:-1]  # muscle boundaries in (P,)
-        # World positions come from one product: the stacked [R | t] rows of the joints that
-        # carry points (3K x 4) times all points in homogeneous form (4 x P). Entry (3 k + i, p)
-        # is coordinate i of point p moved by joint k; flat indices pick each point's own
-        # joint. The segments' two ends are picked as (S, 6) rows [x y z x y z], so that the
-        # cross product below needs only slices of them.
-        n_points = len(points)
+        self._index_positions(joints)
+        self._n_segments = len(seg_a)
+        # the universe (joint 0) never moves: its identity placement is written once
+        self._moving = [(k, j) for k, j in enumerate(self._used_joints) if j != 0]
+        self._half = np.full(6, 0.5)  # |d|^2 from the doubled [d d] rows
+        self._tiny = np.full(len(seg_a), 1e-12)  # guards a degenerate segment [m]
+        self._local = threading.local()  # per-thread Pinocchio data and scratch
+
+    def _index_positions(self, joints: list[int]) -> None:
+        """Prepare the via-points' world positions as one product: the stacked [R | t] rows
+        of the joints that carry points (3K x 4) times all points in homogeneous form (4 x P).
+        Entry (3 k + i, p) is coordinate i of point p moved by joint k; flat indices pick each
+        point's own joint (``joints``, (P,)). The segments' two ends are picked as (S, 6) rows
+        [x y z x y z], so that the cross product of the Jacobian needs only slices of them."""
+        n_points = len(joints)
         slot = {j: k for k, j in enumerate(self._used_joints)}
         k_of_point = np.array([slot[j] for j in joints])
         self._points_h = np.vstack([self._points_local.T, np.ones(n_points)])  # (4, P)
@@ -192,12 +160,6 @@ class ViaPointGeometry:
             + np.arange(n_points)[:, None]  # (P, 3)
         self._take_all = take.ravel()
         self._take_ends = np.hstack([take, take])[np.r_[self._seg_a, self._seg_b]]  # (2S, 6)
-        self._n_segments = len(seg_a)
-        # the universe (joint 0) never moves: its identity placement is written once
-        self._moving = [(k, j) for k, j in enumerate(self._used_joints) if j != 0]
-        self._half = np.full(6, 0.5)  # |d|^2 from the doubled [d d] rows
-        self._tiny = np.full(len(seg_a), 1e-12)  # guards a degenerate segment [m]
-        self._local = threading.local()  # per-thread Pinocchio data and scratch
 
     def _scratch(self) -> threading.local:
         local = self._local
@@ -269,3 +231,69 @@ class ViaPointGeometry:
         data = self._scratch().data
         pin.forwardKinematics(self.arm.model, data, q)
         return [p.copy() for p in np.split(self.point_positions(data), self._splits)]
+
+
+def _checked_paths(arm: Arm, config: MusclesConfig, file: str) -> list[tuple[ViaPoint, ...]]:
+    """Every muscle's via-points, refused with every mistake at once (an
+    :class:`ErrorCollector`): a link the URDF lacks, no path, fewer than two points, or
+    points all on one link (a muscle that spans no joint)."""
+    links = arm.link_names()
+    paths: list[tuple[ViaPoint, ...]] = []
+    found = ErrorCollector()  # every muscle's mistakes in one run
+    for i, m in enumerate(config.muscles):
+        path = m.path or ()
+        bad = [k for k, vp in enumerate(path) if vp.link not in links]
+        for k in bad:
+            found.add(ConfigError(file, f"muscles[{i}].path[{k}].link",
+                                  f"a link of the URDF {links}", path[k].link))
+        if m.path is None:
+            found.add(ConfigError(file, f"muscles[{i}].path",
+                                  f"via-points for muscle '{m.name}' (a URDF robot's muscles "
+                                  f"are via-point chains)", None))
+        elif len(path) < 2:
+            found.add(ConfigError(file, f"muscles[{i}].path", "at least two via-points",
+                                  len(path)))
+        elif not bad and len({arm.link_placement(vp.link)[0] for vp in path}) < 2:
+            found.add(ConfigError(file, f"muscles[{i}].path",
+                                  f"via-points on at least two links so that muscle "
+                                  f"'{m.name}' spans a joint", [p.link for p in path]))
+        paths.append(path)
+    found.raise_any()
+    return paths
+
+
+def _chains(arm: Arm, paths: list[tuple[ViaPoint, ...]]) -> tuple[
+        list[FloatArray], list[int], list[int], list[int], list[int]]:
+    """The muscles' via-points in their joints' frames and the segments that change length:
+    (points (P of (3,)) [m], each point's Pinocchio joint (P), each segment's start and end
+    point (S each), each segment's muscle (S)). A segment between two points on one link
+    never changes length (:func:`_constant_lengths`)."""
+    points: list[FloatArray] = []
+    joints: list[int] = []
+    seg_a: list[int] = []
+    seg_b: list[int] = []
+    seg_muscle: list[int] = []
+    for i, path in enumerate(paths):
+        first = len(points)
+        for vp in path:
+            joint_id, placement = arm.link_placement(vp.link)
+            points.append(placement.act(np.asarray(vp.point_m, dtype=float)))
+            joints.append(joint_id)
+        for k in range(first, len(points) - 1):
+            if joints[k] != joints[k + 1]:  # same-link segments never change length
+                seg_a.append(k)
+                seg_b.append(k + 1)
+                seg_muscle.append(i)
+    return points, joints, seg_a, seg_b, seg_muscle
+
+
+def _constant_lengths(arm: Arm, paths: list[tuple[ViaPoint, ...]], m: int) -> FloatArray:
+    """(m,) the summed length of each muscle's segments between two points on one link [m]."""
+    const = np.zeros(m)
+    for i, path in enumerate(paths):
+        for a, b in zip(path[:-1], path[1:]):
+            if arm.link_placement(a.link)[0] == arm.link_placement(b.link)[0]:
+                pa = arm.link_placement(a.link)[1].act(np.asarray(a.point_m, float))
+                pb = arm.link_placement(b.link)[1].act(np.asarray(b.point_m, float))
+                const[i] += float(np.linalg.norm(pb - pa))
+    return const
