@@ -59,6 +59,27 @@ def write_synthetic_arm(folder: Path, n_joints: int, n_muscles: int, *,
                          f"{fewest_muscles(max(n, 2))} and {most} muscles")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / "arm.urdf").write_text(_urdf(n, m, link_length_m, link_mass_kg, limit_rad))
+    muscles = _synthetic_muscles(n, m, link_length_m, offset_m)
+    (folder / "muscles.yaml").write_text(yaml.safe_dump(
+        {"length_range_samples": 4096, "length_range_seed": 0, "muscles": muscles},
+        sort_keys=False))
+    home = [home_bend_rad * (1 if j % 3 else -1) for j in range(n)]
+    robot = {
+        "arm": {"urdf": "arm.urdf", "joints": [f"j{j + 1}" for j in range(n)],
+                "task_frame": "hand", "gravity_m_s2": [0.0, 0.0, -9.81]},
+        "muscles_file": "muscles.yaml",
+        "hill": {"f1_n": 200.0, "f2_n": 40.0, "f_min_n": 5.0},
+        "home_pose_rad": home,
+    }
+    (folder / "robot.yaml").write_text(yaml.safe_dump(robot, sort_keys=False))
+    return folder
+
+
+def _urdf(n: int, m: int, link_length_m: float, link_mass_kg: float, limit_rad: float) -> str:
+    """The URDF of a hanging chain of ``n`` equal links (length [m], mass [kg]) whose
+    revolute joints (+- ``limit_rad``) alternate between the x and y axes, with a ``hand``
+    at the end."""
     L = link_length_m
     inertia = link_mass_kg * L * L / 12.0
     links = ['  <link name="base"/>']
@@ -79,68 +100,74 @@ def write_synthetic_arm(folder: Path, n_joints: int, n_muscles: int, *,
     links.append('  <link name="hand"/>')
     joints.append(f'  <joint name="hand_fixed" type="fixed"><parent link="link{n}"/>'
                   f'<child link="hand"/><origin xyz="0 0 {-L}"/></joint>')
-    urdf = "\n".join(['<?xml version="1.0"?>', f'<robot name="synthetic_{n}_{m}">', *links,
+    return "\n".join(['<?xml version="1.0"?>', f'<robot name="synthetic_{n}_{m}">', *links,
                       *joints, "</robot>", ""])
-    (folder / "arm.urdf").write_text(urdf)
 
-    h = 0.4 * L  # how far from the joint the muscle attaches, along the link
 
-    def parent_point(j: int, offset: np.ndarray) -> tuple[str, list[float]]:
+def _synthetic_muscles(n: int, m: int, link_length_m: float,
+                       offset_m: float) -> list[dict[str, Any]]:
+    """The ``m`` muscles of a chain of ``n`` joints as muscles.yaml entries (see the module
+    docstring): the mono-articular pairs, or an agonist per joint and an antagonist per pair
+    of joints, then layers of bi-articular muscles."""
+    made = _MuscleMaker(link_length_m, offset_m)
+    if m >= 2 * n:
+        for j in range(n):
+            made.mono(j, 1.0, "a")
+            made.mono(j, -1.0, "b")
+    else:  # one agonist per joint, one antagonist per pair of joints
+        for j in range(n):
+            made.mono(j, 1.0, "a")
+        for j in range(0, n - 1, 2):
+            made.biarticular(f"p{j + 1}_{j + 2}", j, -1.0, -1.0, 0)
+        if n % 2:
+            made.mono(n - 1, -1.0, "b")
+    signs = ((1, 1), (1, -1), (-1, 1), (-1, -1))
+    k = 0
+    while len(made.muscles) < m:
+        j, (s1, s2) = k % (n - 1), signs[(k // (n - 1)) % 4]
+        made.biarticular(f"b{j + 1}_{j + 2}_{k // (n - 1)}", j, s1, s2, k // (4 * (n - 1)))
+        k += 1
+    return made.muscles
+
+
+class _MuscleMaker:
+    """Two-point muscles of a synthetic chain, numbered in the order made: each from a point
+    on a joint's parent link to one on a link below it, offset across the joints' axes."""
+
+    def __init__(self, link_length_m: float, offset_m: float) -> None:
+        self.L = link_length_m
+        self.h = 0.4 * link_length_m  # how far from the joint the muscle attaches, along the link
+        self.offset_m = offset_m
+        self.muscles: list[dict[str, Any]] = []
+
+    def _parent_point(self, j: int, offset: np.ndarray) -> tuple[str, list[float]]:
         """A point on joint j's parent link, h above the joint."""
-        z = (0.0 if j == 0 else -L) + h
+        z = (0.0 if j == 0 else -self.L) + self.h
         return ("base" if j == 0 else f"link{j}"), [*map(float, offset[:2]), z]
 
-    muscles: list[dict[str, Any]] = []
+    def _add(self, name: str, origin: tuple[str, list[float]],
+             insertion: tuple[str, list[float]]) -> None:
+        self.muscles.append({"name": name, "actuator_id": len(self.muscles) + 1,
+                             "path": [{"link": origin[0], "point_m": origin[1]},
+                                      {"link": insertion[0], "point_m": insertion[1]}]})
 
-    def add(name: str, origin: tuple[str, list[float]],
-            insertion: tuple[str, list[float]]) -> None:
-        muscles.append({"name": name, "actuator_id": len(muscles) + 1,
-                        "path": [{"link": origin[0], "point_m": origin[1]},
-                                 {"link": insertion[0], "point_m": insertion[1]}]})
+    def mono(self, j: int, sign: float, tag: str) -> None:
+        """A mono-articular muscle across joint ``j``, on the ``sign`` side."""
+        off = sign * self.offset_m * _perpendicular(j)
+        self._add(f"m{j + 1}{tag}", self._parent_point(j, off),
+                  (f"link{j + 1}", [*map(float, off[:2]), -self.h]))
 
-    def mono(j: int, sign: float, tag: str) -> None:
-        off = sign * offset_m * _perpendicular(j)
-        add(f"m{j + 1}{tag}", parent_point(j, off), (f"link{j + 1}", [*map(float, off[:2]), -h]))
-
-    def biarticular(name: str, j: int, s1: float, s2: float, layer: int) -> None:
+    def biarticular(self, name: str, j: int, s1: float, s2: float, layer: int) -> None:
+        """A bi-articular muscle across joints ``j`` and ``j + 1``, offset by the signs
+        ``s1``, ``s2`` across their axes, in bi-articular ``layer``."""
         # layer 0: offsets at 45 degrees between the two joints' directions; later layers at
         # other angles (never 0 or 90: that muscle would act on one joint only) and further out
         angle = _LAYER_ANGLES_RAD[layer]
-        radius = offset_m * (1.0 + 0.25 * layer)
+        radius = self.offset_m * (1.0 + 0.25 * layer)
         off = radius * (s1 * math.cos(angle) * _perpendicular(j)
                         + s2 * math.sin(angle) * _perpendicular(j + 1))
-        add(name, parent_point(j, off), (f"link{j + 2}", [*map(float, off[:2]), -h]))
-
-    if m >= 2 * n:
-        for j in range(n):
-            mono(j, 1.0, "a")
-            mono(j, -1.0, "b")
-    else:  # one agonist per joint, one antagonist per pair of joints
-        for j in range(n):
-            mono(j, 1.0, "a")
-        for j in range(0, n - 1, 2):
-            biarticular(f"p{j + 1}_{j + 2}", j, -1.0, -1.0, 0)
-        if n % 2:
-            mono(n - 1, -1.0, "b")
-    signs = ((1, 1), (1, -1), (-1, 1), (-1, -1))
-    k = 0
-    while len(muscles) < m:
-        j, (s1, s2) = k % (n - 1), signs[(k // (n - 1)) % 4]
-        biarticular(f"b{j + 1}_{j + 2}_{k // (n - 1)}", j, s1, s2, k // (4 * (n - 1)))
-        k += 1
-    (folder / "muscles.yaml").write_text(yaml.safe_dump(
-        {"length_range_samples": 4096, "length_range_seed": 0, "muscles": muscles},
-        sort_keys=False))
-    home = [home_bend_rad * (1 if j % 3 else -1) for j in range(n)]
-    robot = {
-        "arm": {"urdf": "arm.urdf", "joints": [f"j{j + 1}" for j in range(n)],
-                "task_frame": "hand", "gravity_m_s2": [0.0, 0.0, -9.81]},
-        "muscles_file": "muscles.yaml",
-        "hill": {"f1_n": 200.0, "f2_n": 40.0, "f_min_n": 5.0},
-        "home_pose_rad": home,
-    }
-    (folder / "robot.yaml").write_text(yaml.safe_dump(robot, sort_keys=False))
-    return folder
+        self._add(name, self._parent_point(j, off),
+                  (f"link{j + 2}", [*map(float, off[:2]), -self.h]))
 
 
 def fewest_muscles(n_joints: int) -> int:
