@@ -34,6 +34,7 @@ from musculo_control.config.parser import check_known_keys, parse, read_yaml, sp
 from musculo_control.errors import ConfigError
 
 if TYPE_CHECKING:  # only a type here: the driver nodes load no rigid-body model
+    from musculo_control.model.arm import Arm
     from musculo_control.model.robot import Robot
 
 FloatArray = npt.NDArray[np.float64]
@@ -142,8 +143,15 @@ class Calibration:
                  key: str = "calibration") -> None:
         self.config = config
         self.file = file
-        arm = robot.arm
-        # -- potentiometers, keyed by joint name -------------------------------------------------
+        self.joint_names = robot.arm.joint_names
+        self.actuator_ids: tuple[int, ...] = tuple(robot.actuator_ids)
+        self.muscle_names = robot.muscle_names
+        self._potentiometers(robot.arm, config, file, key)
+        self._tendons(robot, config, file, key)
+
+    def _potentiometers(self, arm: Arm, config: CalibrationConfig, file: str, key: str) -> None:
+        """One potentiometer calibration per joint of ``arm``, its joint range inside the
+        ADC's counts; their (n,) arrays in joint order."""
         by_joint: dict[str, PotentiometerCalibration] = {}
         for i, p in enumerate(config.potentiometers):
             where = f"{key}.potentiometers[{i}].joint"
@@ -173,8 +181,12 @@ class Calibration:
         self.pot_sign: FloatArray = np.array([float(p.sign) for p in pots])
         self.pot_full_scale_counts: FloatArray = np.array([float(p.full_scale_counts)
                                                            for p in pots])
-        # -- tendons, keyed by actuator id ---------------------------------------------------------
-        ids = list(robot.actuator_ids)
+
+    def _tendons(self, robot: Robot, config: CalibrationConfig, file: str, key: str) -> None:
+        """One tendon calibration per actuator of the muscles file; the calibration pose
+        inside the joint limits, where a tendon without a ``reference_length_m`` takes the
+        model's length; their (m,) arrays in muscle order."""
+        arm, ids = robot.arm, list(robot.actuator_ids)
         by_id: dict[int, TendonCalibration] = {}
         for i, t in enumerate(config.tendons):
             where = f"{key}.tendons[{i}].actuator_id"
@@ -213,9 +225,6 @@ class Calibration:
         self.loadcell_offset_counts: FloatArray = np.array([t.loadcell_offset_counts
                                                             for t in tens])
         self.driver_units_per_n: FloatArray = np.array([t.driver_units_per_n for t in tens])
-        self.joint_names = arm.joint_names
-        self.actuator_ids: tuple[int, ...] = tuple(ids)
-        self.muscle_names = robot.muscle_names
 
     # -- potentiometers ---------------------------------------------------------------------------
     def counts_to_rad(self, counts: ArrayLike) -> FloatArray:
