@@ -202,13 +202,39 @@ class TendonDriver:
                stops: tuple[str | tuple[str, Stop], ...] = ()) -> DriverOutput:
         """The tensions to send at ``now_s`` [s] (see the module docstring for the rules);
         ``stops``: reasons from outside the driver (an operator stop, a foreign commander) to
-        stop now, as for a fault of its own: a reason alone is a cut, a pair names its stop."""
+        stop now, as for a fault of its own: a reason alone is a cut, a pair names its stop.
+        Any fault (:meth:`_check_tick`, :meth:`_check_inputs`) engages the severest stop
+        called; without one the output steps towards the command (:meth:`_ramp`)."""
         try:
             now = float(now_s)
         except (TypeError, ValueError):
             now = math.nan
         faults: list[str] = []
         called: list[Stop] = []
+        self._check_tick(now, now_s, stops, faults, called)
+        late: list[str] = []
+        self._check_inputs(now, faults, called, late)
+        if faults:
+            limited = clamped = np.zeros(self.m, dtype=bool)
+            if math.isfinite(now):
+                self.stopping.engage(now, max(called), self._out)
+                self.stopping.tension(now, self._out)
+            else:
+                self._out = np.full(self.m, self._f_min)
+        else:
+            clamped = self._clamped
+            limited = self._ramp(now, clamped)
+        if math.isfinite(now) and (self._out_stamp is None or now >= self._out_stamp):
+            self._out_stamp = now
+        tension = self._out.copy()
+        return DriverOutput(now, tension, self.calibration.n_to_driver(tension), limited,
+                            tuple(faults), clamped, tuple(late) if not faults else ())
+
+    def _check_tick(self, now: float, now_s: object, stops: tuple[str | tuple[str, Stop], ...],
+                    faults: list[str], called: list[Stop]) -> None:
+        """Append to ``faults`` and ``called`` the outside ``stops`` (a reason alone: a cut)
+        and a tick time ``now`` [s] (as given: ``now_s``) that is not finite or runs backwards
+        (a cut); a good tick ticks the driver's own pause."""
         for item in stops:
             reason, stop = (item, Stop.CUT) if isinstance(item, str) else item
             faults.append(reason)
@@ -221,7 +247,12 @@ class TendonDriver:
             called.append(Stop.CUT)
         else:
             self.pause.tick(now)  # its own pause: what aged with it is not late
-        late: list[str] = []
+
+    def _check_inputs(self, now: float, faults: list[str], called: list[Stop],
+                      late: list[str]) -> None:
+        """The inputs at ``now`` [s]: a refused command (its ``bad_stop``), a command and
+        tendon state that are late (to ``late``: the last command is held) or stale or missing
+        (to ``faults``, calling ``silent_stop``)."""
         silent: list[str] = []
         if self._cmd_fault:
             faults.append(self._cmd_fault)
@@ -240,32 +271,24 @@ class TendonDriver:
         if silent:
             faults += silent
             called.append(self.silent_stop)
-        if faults:
-            limited = clamped = np.zeros(self.m, dtype=bool)
-            if math.isfinite(now):
-                self.stopping.engage(now, max(called), self._out)
-                self.stopping.tension(now, self._out)
-            else:
-                self._out = np.full(self.m, self._f_min)
-        else:
-            self.stopping.clear()
-            dt = 0.0 if self._out_stamp is None else now - self._out_stamp
-            step = self.config.rate_limit_n_s * dt  # largest change this tick [N]
-            delta = self._target - self._out
-            clamped = self._clamped
-            limited = clamped | (np.abs(delta) > step)
-            np.minimum(delta, step, out=delta)
-            np.maximum(delta, -step, out=delta)
-            out = self._out + delta
-            # the previous output and the target are inside the limits, so this only guards
-            # rounding (np.minimum/np.maximum: np.clip costs twice as much on short arrays)
-            np.minimum(out, self._f_max, out=out)
-            self._out = np.maximum(out, self._f_min, out=out)
-        if math.isfinite(now) and (self._out_stamp is None or now >= self._out_stamp):
-            self._out_stamp = now
-        tension = self._out.copy()
-        return DriverOutput(now, tension, self.calibration.n_to_driver(tension), limited,
-                            tuple(faults), clamped, tuple(late) if not faults else ())
+
+    def _ramp(self, now: float, clamped: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        """Step the output towards the command at ``now`` [s] by at most ``rate_limit_n_s``
+        times the time since the last output, inside [min, max] tension; returns the tendons
+        held back (by the rate limit, or the command's clamp ``clamped``)."""
+        self.stopping.clear()
+        dt = 0.0 if self._out_stamp is None else now - self._out_stamp
+        step = self.config.rate_limit_n_s * dt  # largest change this tick [N]
+        delta = self._target - self._out
+        limited = clamped | (np.abs(delta) > step)
+        np.minimum(delta, step, out=delta)
+        np.maximum(delta, -step, out=delta)
+        out = self._out + delta
+        # the previous output and the target are inside the limits, so this only guards
+        # rounding (np.minimum/np.maximum: np.clip costs twice as much on short arrays)
+        np.minimum(out, self._f_max, out=out)
+        self._out = np.maximum(out, self._f_min, out=out)
+        return limited
 
     @staticmethod
     def _grade(age_s: float, bounds: InputBounds, what: str, faults: list[str],
