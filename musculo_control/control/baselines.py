@@ -155,64 +155,15 @@ def muscle_stiffness_equilibrium(robot: Robot, q_des_rad: FloatArray, stiffness_
     its stretched muscles hold its weight, ``Jm(q)^T f(q) + g(q) = 0`` (the uncontrolled muscles
     at their constant tension, the joints within their limits). That residual is the gradient of
     the springs' and gravity's potential, so the pose is found by descending it, from ``q_des``,
-    with implicit (backward Euler) steps of an adaptive length: it is the minimum the arm sinks
-    into when it sinks slowly (a fast fall may overshoot into another). The static sag of an arm
-    without damping or friction; the mock arm adds its model error, friction and the loop.
+    with implicit (backward Euler) steps of an adaptive length (:func:`_descend`): it is the
+    minimum the arm sinks into when it sinks slowly (a fast fall may overshoot into another).
+    The static sag of an arm without damping or friction; the mock arm adds its model error,
+    friction and the loop.
     """
     q_des = robot.arm.check_q(q_des_rad, "q_des_rad")
-    ci, fi = robot.controlled_idx, robot.fixed_idx
-    body = robot.arm.body
-    ws = body.workspace()
-    lower, upper = robot.arm.lower_rad, robot.arm.upper_rad
-    length_des = robot.geometry.lengths_at(q_des)[ci]
-    tension = np.zeros(robot.n_muscles)
-    tension[fi] = robot.fixed_tension_n
-
-    def residual(q: FloatArray) -> FloatArray:
-        kin = robot.geometry.kinematics_at(q)
-        tension[ci] = muscle_stiffness_tension(kin.length_m[ci], length_des, stiffness_n_m,
-                                               robot.hill.f_min_n)
-        return np.asarray(kin.jacobian.T @ tension + body.gravity_torque(ws, q), dtype=float)
-
-    def on_stop(q: FloatArray, r: FloatArray) -> npt.NDArray[np.bool_]:
-        """Joints on a stop with the torque pushing into it: the stop holds them."""
-        return ((q <= lower) & (r > 0.0)) | ((q >= upper) & (r < 0.0))
-
-    n = q_des.size
-    q = q_des.copy()
-    r = residual(q)
-    held = on_stop(q, r)
-    step = 1e-3  # pseudo-time step [rad/Nm]
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
-        free = ~held
-        if not np.any(free) or float(np.abs(r[free]).max()) <= tol_nm:
-            break
-        idx = np.flatnonzero(free)
-        h = 1e-7
-        jac = np.empty((idx.size, idx.size))
-        for col, j in enumerate(idx):
-            dq = np.zeros(n)
-            dq[j] = h if q[j] + h <= upper[j] else -h
-            jac[:, col] = (residual(q + dq)[idx] - r[idx]) / dq[j]
-        jac = 0.5 * (jac + jac.T)
-        delta = np.zeros(n)
-        try:
-            delta[idx] = np.linalg.solve(np.eye(idx.size) / step + jac, -r[idx])
-        except np.linalg.LinAlgError:
-            step *= 0.25
-            continue
-        q_new = np.clip(q + delta, lower, upper)
-        r_new = residual(q_new)
-        held_new = on_stop(q_new, r_new)
-        if np.linalg.norm(r_new[~held_new]) < np.linalg.norm(r[free]):
-            q, r, held = q_new, r_new, held_new
-            step = min(step * 4.0, 1e6)
-        else:
-            step *= 0.25
-            if step < 1e-12:
-                break
-    residual(q)  # the tensions at q
+    sag = _Sag(robot, q_des, stiffness_n_m)
+    q, r, held, it = _descend(sag, q_des, tol_nm, max_iter)
+    sag.residual(q)  # the tensions at q
     hand = float(np.linalg.norm(robot.arm.hand_pose(q)[0] - robot.arm.hand_pose(q_des)[0]))
     if robot.poses is not None:
         elbow = float(np.linalg.norm(robot.poses.elbow_position(q)
@@ -220,4 +171,85 @@ def muscle_stiffness_equilibrium(robot: Robot, q_des_rad: FloatArray, stiffness_
     else:
         elbow = float("nan")
     left = float(np.abs(r[~held]).max()) if np.any(~held) else 0.0
-    return Equilibrium(q, left, hand, elbow, float(tension[ci].max()), it)
+    return Equilibrium(q, left, hand, elbow, float(sag.tension[sag.ci].max()), it)
+
+
+class _Sag:
+    """Eq. 17's springs, stretched from ``l(q_des)``, against the model's gravity: the
+    residual torque ``Jm(q)^T f(q) + g(q)`` [Nm] (SPEC section 2's sign) whose zero
+    :func:`muscle_stiffness_equilibrium` finds."""
+
+    def __init__(self, robot: Robot, q_des: FloatArray, stiffness_n_m: float) -> None:
+        self.robot = robot
+        self.ci = robot.controlled_idx
+        self.body = robot.arm.body
+        self.ws = self.body.workspace()
+        self.lower, self.upper = robot.arm.lower_rad, robot.arm.upper_rad
+        self.stiffness_n_m = stiffness_n_m
+        self.length_des = robot.geometry.lengths_at(q_des)[self.ci]
+        #: (m,) the tensions at the last residual's pose: eq. 17's, the others' constant [N]
+        self.tension = np.zeros(robot.n_muscles)
+        self.tension[robot.fixed_idx] = robot.fixed_tension_n
+
+    def residual(self, q: FloatArray) -> FloatArray:
+        """(n,) ``Jm(q)^T f(q) + g(q)`` [Nm], with f of eq. 17 (also kept in :attr:`tension`)."""
+        robot, ci = self.robot, self.ci
+        kin = robot.geometry.kinematics_at(q)
+        self.tension[ci] = muscle_stiffness_tension(kin.length_m[ci], self.length_des,
+                                                    self.stiffness_n_m, robot.hill.f_min_n)
+        return np.asarray(kin.jacobian.T @ self.tension + self.body.gravity_torque(self.ws, q),
+                          dtype=float)
+
+    def on_stop(self, q: FloatArray, r: FloatArray) -> npt.NDArray[np.bool_]:
+        """Joints on a stop with the torque pushing into it: the stop holds them."""
+        return ((q <= self.lower) & (r > 0.0)) | ((q >= self.upper) & (r < 0.0))
+
+    def jacobian(self, q: FloatArray, r: FloatArray, idx: npt.NDArray[np.intp]) -> FloatArray:
+        """(k, k) the residual's derivative over the joints ``idx`` at ``q`` (residual ``r``),
+        by one-sided finite differences inside the limits, symmetrised (a potential's
+        Hessian) [Nm/rad]."""
+        n, h = q.size, 1e-7
+        jac = np.empty((idx.size, idx.size))
+        for col, j in enumerate(idx):
+            dq = np.zeros(n)
+            dq[j] = h if q[j] + h <= self.upper[j] else -h
+            jac[:, col] = (self.residual(q + dq)[idx] - r[idx]) / dq[j]
+        return 0.5 * (jac + jac.T)
+
+
+def _descend(sag: _Sag, q_des: FloatArray, tol_nm: float,
+             max_iter: int) -> tuple[FloatArray, FloatArray, npt.NDArray[np.bool_], int]:
+    """Descend ``sag``'s residual from ``q_des`` by implicit (backward Euler) steps in
+    pseudo-time, ``(I / step + J) dq = -r`` over the joints no stop holds, the step growing
+    fourfold after a step that lowers the residual and shrinking fourfold after one that does
+    not; until the residual is within ``tol_nm`` [Nm]. Returns (pose [rad], residual [Nm],
+    joints a stop holds, iterations)."""
+    n = q_des.size
+    q = q_des.copy()
+    r = sag.residual(q)
+    held = sag.on_stop(q, r)
+    step = 1e-3  # pseudo-time step [rad/Nm]
+    it = 0
+    for it in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
+        free = ~held
+        if not np.any(free) or float(np.abs(r[free]).max()) <= tol_nm:
+            break
+        idx = np.flatnonzero(free)
+        jac = sag.jacobian(q, r, idx)
+        delta = np.zeros(n)
+        try:
+            delta[idx] = np.linalg.solve(np.eye(idx.size) / step + jac, -r[idx])
+        except np.linalg.LinAlgError:
+            step *= 0.25
+            continue
+        q_new = np.clip(q + delta, sag.lower, sag.upper)
+        r_new = sag.residual(q_new)
+        held_new = sag.on_stop(q_new, r_new)
+        if np.linalg.norm(r_new[~held_new]) < np.linalg.norm(r[free]):
+            q, r, held = q_new, r_new, held_new
+            step = min(step * 4.0, 1e6)
+        else:
+            step *= 0.25
+            if step < 1e-12:
+                break
+    return q, r, held, it
