@@ -58,6 +58,7 @@ from musculo_control.nodes.node_config import (
     TENDON_DRIVER_NODE,
 )
 from musculo_control.nodes.ros_common import MSGS
+from musculo_control.safety.supervisor_state import SupervisorState
 from musculo_control.sim.fault_matrix import (
     FaultMatrixConfig,
     FaultResult,
@@ -216,7 +217,7 @@ def _newest_stamp(obs: GraphObserver) -> float:
 def _latched(obs: GraphObserver) -> bool:
     """The controller's newest state record says latched."""
     states = obs.snapshot(obs.controller_state).values
-    return bool(states) and states[-1]["supervisor_state"] == STATE_CODES["latched"]
+    return bool(states) and states[-1]["supervisor_state"] == STATE_CODES[SupervisorState.LATCHED]
 
 
 class _StrayWriter:
@@ -392,7 +393,7 @@ def _stopping(status: Any) -> bool:
     not running, or the tendon driver in a stop of its own."""
     node = status.name.removeprefix("musculo_control: ")
     if node == "activation_qp_node":
-        return not status.message.startswith("running")
+        return not status.message.startswith(SupervisorState.RUNNING)
     return node == "tendon_driver_node" and status.message.startswith(STOP_WORD + " (")
 
 

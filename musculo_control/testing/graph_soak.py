@@ -29,6 +29,7 @@ import numpy as np
 from musculo_control.loop.parts import LoopParts
 from musculo_control.nodes.graph import GraphOptions, layout_label
 from musculo_control.nodes.launcher import GraphProcesses, private_domain_id
+from musculo_control.safety.supervisor_state import SupervisorState
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.setup import Setup, start_pose
 from musculo_control.sim.soak_schedule import SoakConfig, SoakSchedule
@@ -146,7 +147,7 @@ def run_graph_soak(setup: Setup, parts: LoopParts, cfg: SoakConfig, options: Gra
         states = obs.snapshot(obs.controller_state).since(t0)
         codes = np.array([s["supervisor_state"] for s in states.values])
         qp = [d for d in obs.diagnostics_of("activation_qp_node") if d.t >= t0]
-        latches = sorted({d.message for d in qp if d.message.startswith("latched")})
+        latches = sorted({d.message for d in qp if d.message.startswith(SupervisorState.LATCHED)})
         episodes = qp[-1].values.get("minimum-tension episodes", "") if qp else ""
         figures = {
             "duration_s": cfg.duration_s, "busy_loops": n_busy, "realtime": options.realtime,

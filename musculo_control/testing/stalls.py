@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from musculo_control.safety.supervisor_state import SupervisorState
+
 if TYPE_CHECKING:  # the observer is rclpy's; this module stays importable without it
     from musculo_control.testing.observer import GraphObserver
 
 #: A /diagnostics message of a latched fault begins so (the controller's report).
-_LATCHED = "latched"
+_LATCHED = SupervisorState.LATCHED
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ def _measured(obs: GraphObserver, node: str, freeze_s: float, t0: float,
                            / (stamps[j] - stamps[i])).max())
     qp = obs.diagnostics_of("activation_qp_node")
     latched = tuple(d.message for d in qp if d.t >= t0 and d.message.startswith(_LATCHED))
-    resumed = bool(qp) and qp[-1].message.startswith("running")
+    resumed = bool(qp) and qp[-1].message.startswith(SupervisorState.RUNNING)
     return FreezeResult(node, freeze_s, moved, drop, speed,
                         _stops(obs, "tendon_driver_node", t0),
                         _stops(obs, "activation_qp_node", t0), latched, resumed)
