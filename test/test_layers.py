@@ -165,3 +165,21 @@ def test_the_robots_path_runs_without_the_simulator():
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+#: Packages whose functions must each fit on a screen (doc/design.md): the rules of the robot.
+SHORT_FUNCTIONS = ("safety", "control", "model", "hardware", "loop")
+MAX_FUNCTION_LINES = 60
+
+
+def test_the_rules_are_short_enough_to_read():
+    long = []
+    for package in SHORT_FUNCTIONS:
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    lines = node.end_lineno - node.lineno + 1
+                    if lines > MAX_FUNCTION_LINES:
+                        long.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} "
+                                    f"({lines} lines)")
+    assert long == [], "\n".join(long)
