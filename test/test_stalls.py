@@ -11,6 +11,8 @@ driver leaves the arm to the actuator modules' own watchdog.
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from graph_harness import first_diagnostic, logs, running_graph, wait_running
 
@@ -42,6 +44,21 @@ def _running(obs) -> bool:
     return bool(qp) and qp[-1].message.startswith("running")
 
 
+def _start(graph, obs) -> None:
+    """The controller running before a scenario. A stall of the whole machine while the graph
+    starts can latch ``actuator_tracking`` on a healthy arm (doc/safety.md, "What is left"):
+    such a start-up latch is acknowledged once, as an operator would, and reported as a
+    warning of the test run; the scenario is judged from a running controller."""
+    if obs.wait_until(lambda: _running(obs), 30.0):
+        return
+    latched = [d.message for d in obs.diagnostics_of("activation_qp_node")
+               if d.message.startswith("latched")]
+    if latched:
+        warnings.warn(f"start-up latch acknowledged: {latched[-1][:400]}", stacklevel=2)
+        obs.acknowledge()
+    assert obs.wait_until(lambda: _running(obs), 60.0), logs(graph)
+
+
 def test_the_graphs_processes_talk_over_udp_unless_the_caller_chose():
     """Fast DDS gives up a shared-memory port whose reader paused for about a second: a
     controller frozen for 3 s then received nothing more (joint samples 7 s old four seconds
@@ -60,7 +77,7 @@ def test_freezing_the_controllers_process_never_drops_the_arm(parts, tmp_path):
                        fast_streams=False) as (graph, obs):
         wait_running(graph, obs)
         assert graph.process_of["activation_qp_node"] != graph.process_of["tendon_driver_node"]
-        assert obs.wait_until(lambda: _running(obs), 60.0), logs(graph)
+        _start(graph, obs)
         assert obs.wait_for(2.0, 60.0)
         short = [freeze(graph, obs, "activation_qp_node", s, settle_s=2.0) for s in SHORT_S]
         long = [freeze(graph, obs, "activation_qp_node", s,
@@ -87,7 +104,7 @@ def test_freezing_the_drivers_process_leaves_the_arm_to_the_modules_watchdog(par
     with running_graph(parts, tmp_path, sim=False, one_process=True, realtime=True,
                        fast_streams=False) as (graph, obs):
         wait_running(graph, obs)
-        assert obs.wait_until(lambda: _running(obs), 60.0), logs(graph)
+        _start(graph, obs)
         assert obs.wait_for(1.0, 60.0)
         t0 = obs.now_s()
         result = freeze(graph, obs, "tendon_driver_node", 0.5, settle_s=3.0)
