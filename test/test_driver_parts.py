@@ -66,3 +66,21 @@ def test_the_driver_nodes_are_built_without_the_models_libraries(node, cls):
                             timeout=300, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout
+
+
+def test_the_drivers_shared_process_builds_them_without_the_models_libraries():
+    """hardware_process runs both driver nodes through control_process, which imports the
+    graph's description: that import must not load the model either."""
+    pytest.importorskip("rclpy")
+    from graph_harness import domain_id
+
+    code = (f"import sys, rclpy\n"
+            f"rclpy.init(domain_id={domain_id()})\n"
+            f"from musculo_control.nodes import control_process as cp\n"
+            f"nodes = [cp._factory(n)() for n in ('potentiometer_node', 'tendon_driver_node')]\n"
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n"
+            f"[n.destroy_node() for n in nodes]; rclpy.shutdown()\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout

@@ -20,7 +20,6 @@ import yaml
 
 from musculo_control.control.controller_names import CONTROLLER_NAMES
 from musculo_control.errors import ConfigError, ErrorCollector, InputError, raise_collected
-from musculo_control.loop.parts import LOOP_FILES, check_loop_files
 from musculo_control.nodes.node_config import (
     ACTIVATION_QP_NODE,
     DYNAMICS_NODE,
@@ -115,8 +114,13 @@ class GraphOptions:
             errors.extend(e for e in getattr(exc, "errors", (exc,))
                           if str(e) not in {str(f) for f in errors})
 
+        # imported here, by the launcher only: the processes that run nodes import this module
+        # for the graph's description, and the drivers' process loads no model (nor, on the
+        # robot, the simulation)
+        from musculo_control.loop.parts import LOOP_FILES, check_loop_files
+
         found = ErrorCollector()
-        if self.mock:  # the simulation's files too (not on the robot's path: imported here)
+        if self.mock:  # the simulation's files too
             from musculo_control.sim.setup import check_run_files
 
             check_run_files(self.config_dir, {}, found, (*LOOP_FILES, "mock_arm"))
