@@ -107,6 +107,20 @@ def stopping(commands: list[np.ndarray]) -> bool:
     return len(values) > 0 and bool(np.all(np.diff(values, axis=0) <= 1e-6))
 
 
+def first_rise(commands) -> str:
+    """Where a recording of commands first rose, tendon by tendon (for a failed
+    :func:`stopping`'s message): its stamp, the tendons and their values before and after."""
+    values = np.asarray(commands.values, dtype=float)
+    rises = np.argwhere(np.diff(values, axis=0) > 1e-6)
+    if rises.size == 0:
+        return "no rise"
+    i = int(rises[0, 0])
+    tendons = sorted({int(j) for k, j in rises if k == i})
+    return (f"rose at {commands.t[i + 1]:.3f} s (after {commands.t[i]:.3f} s), tendons "
+            f"{tendons}: {values[i, tendons].round(2).tolist()} -> "
+            f"{values[i + 1, tendons].round(2).tolist()}")
+
+
 def rate_by_stamps(stamps: list[float], t0: float, t1: float) -> tuple[float, float]:
     """(the publisher's rate from the median stamp interval [Hz], the share of its samples the
     observer received) over [t0, t1): the observer itself may drop samples when it is busy."""

@@ -19,6 +19,7 @@ from graph_harness import (
     errors_after,
     first_after,
     first_diagnostic,
+    first_rise,
     logs,
     minimum_tension,
     on_grid,
@@ -256,7 +257,14 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
         commands = obs.snapshot(obs.commands)
         # its stop from the fault on: a descend (an unbalanced arm), escalated to a cut when the
         # free winch runs away (tendon_runaway, latched); the commands never rise
-        assert stopping(commands.since(fault.stamp).values), commands.since(fault.stamp).values[:3]
+        stop = commands.since(fault.stamp)
+        states = obs.snapshot(obs.controller_state)
+        assert stopping(stop.values), (
+            first_rise(stop),
+            [(round(t, 3), v["supervisor_state"]) for t, v in zip(states.t, states.values)
+             if fault.stamp <= t <= fault.stamp + 0.8][::4],
+            [(round(d.t, 3), d.level, d.message[:160]) for d in obs.diagnostics_of(
+                "activation_qp_node") if d.t >= fault.stamp])
         # the tendon is mended, but the fault stays latched: its stop until acknowledged
         states = obs.snapshot(obs.controller_state)
         latched = [v for t, v in zip(states.t, states.values) if t > inject_at + lasts + 0.2]
