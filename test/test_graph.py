@@ -259,12 +259,12 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
         # free winch runs away (tendon_runaway, latched); the commands never rise
         stop = commands.since(fault.stamp)
         states = obs.snapshot(obs.controller_state)
-        assert stopping(stop.values), (
+        assert stopping(stop.values), "\n".join([
             first_rise(stop),
-            [(round(t, 3), v["supervisor_state"]) for t, v in zip(states.t, states.values)
-             if fault.stamp <= t <= fault.stamp + 0.8][::4],
-            [(round(d.t, 3), d.level, d.message[:160]) for d in obs.diagnostics_of(
-                "activation_qp_node") if d.t >= fault.stamp])
+            str([(round(t, 3), v["supervisor_state"]) for t, v in zip(states.t, states.values)
+                 if fault.stamp <= t <= fault.stamp + 0.8]),
+            *(f"{d.t:.3f} {d.level} {d.message[:200]}" for d in obs.diagnostics_of(
+                "activation_qp_node") if d.t >= fault.stamp)])
         # the tendon is mended, but the fault stays latched: its stop until acknowledged
         states = obs.snapshot(obs.controller_state)
         latched = [v for t, v in zip(states.t, states.values) if t > inject_at + lasts + 0.2]

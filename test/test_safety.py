@@ -1019,6 +1019,39 @@ def test_consistency_pairs_the_tendon_sample_with_the_joint_sample_of_its_instan
     assert found is with_history
 
 
+def test_a_consistency_fault_stands_at_ticks_with_no_new_pair_to_compare(
+        robot, safety_cfg, ctrl_cfg, drivers, home):
+    """A tick whose newest tendon sample has no joint sample of its instant cannot compare
+    lengths: the last verdict stands. Were it read as 'clear', the stop of a snapped tendon
+    would end after ``recovery_hold_s`` of such ticks (a loaded graph, where joints and tendons
+    arrive by different hops) and control would pull on the broken arm while it is still
+    broken. A new comparison that agrees clears it as before."""
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    skew = safety_cfg.consistency.max_stamp_skew_s
+    wrong = world.lengths.copy()
+    wrong[6] += 10 * safety_cfg.consistency.tolerance_m
+    assert tick(sup, world, ctrl, TICK, goal).output.ok
+    out, report = tick(sup, world, ctrl, 2 * TICK, goal,
+                       tendons=world.tendons(2 * TICK - 0.001, lengths=wrong))
+    assert "consistency" in report.rules and not out.ok
+    held = out.tension_n.copy()
+    # longer than the recovery hold: every newest joint sample is 3 skews from the tendons'
+    k_end = 3 + int(math.ceil(safety_cfg.recovery_hold_s / TICK)) + 3
+    for k in range(3, k_end):
+        t = k * TICK
+        out, report = tick(sup, world, ctrl, t, goal, joints=world.joints(t - 0.001),
+                           tendons=world.tendons(t - 0.001 - 3 * skew - 1e-4, lengths=wrong))
+        assert "consistency" in report.rules and report.state == SupervisorState.FAULT, \
+            (k, report.summary())
+        assert not out.ok and np.all(out.tension_n <= held + 1e-9)
+    # the lengths agree again, compared at an instant both sample: the fault clears
+    t = k_end * TICK
+    out, report = tick(sup, world, ctrl, t, goal)
+    assert "consistency" not in report.rules and report.state == SupervisorState.HOLDING
+
+
 def test_tendon_monitor_a_silent_link_under_one_loaded_tendon_is_the_watchdog(robot, safety_cfg):
     """The sequence of a link that went silent at wall clock under load (the mock's modules
     holding 5 N for 280 ms while the controller held, then resumed): every module reads its

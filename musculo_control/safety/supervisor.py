@@ -197,6 +197,9 @@ class Supervisor:
         self._last_fault_t = -math.inf
         self._saturated_since = np.full(self.m, np.nan)
         self._ramp: ResumeRamp | None = None
+        #: the findings of the last comparison of tendon lengths with the joints' (consistency,
+        #: tendon_snapped): they stand at the ticks that bring no new pair to compare
+        self._compared: tuple[Finding, ...] = ()
         #: control ticks at which each input was late (on with the newest sample), per rule
         self.late_ticks: dict[str, int] = {}
         self.monitor.reset(stamp_s, self.tension_min_n if tension_n is None else tension_n)
@@ -254,6 +257,7 @@ class Supervisor:
         cleared = tuple(self._latched.values())
         self._latched.clear()
         self.consistency.reset()
+        self._compared = ()
         return cleared
 
     # -- the tick ---------------------------------------------------------------------------------
@@ -388,7 +392,13 @@ class Supervisor:
         joints' motion it spans (SPEC section 2: the muscle Jacobian Jm = dl/dq)."""
         paired = self._paired_joints(joints, tendons, recent_joints)
         if paired is None:
+            # no new instant to compare: the last verdict stands (a fault is not cleared by a
+            # tick that could not look; the stale-input rules cover a comparison that never
+            # comes)
+            for f in self._compared:
+                add(f)
             return
+        found: list[Finding] = []
         # exact model lengths at the measured angles (~20 us): a first-order step from a
         # snapshot 50 ms old misses millimetres when a light joint whips
         kin = self.robot.geometry.kinematics_at(paired.q_rad)
@@ -402,8 +412,11 @@ class Supervisor:
         finding = self.consistency.update(paired.stamp_s, tendons.length_m, kin.length_m,
                                           self._joint_rate, self._turn_rate)
         if finding is not None:
-            add(finding)
-        self._check_snapped(tendons, add)
+            found.append(finding)
+        self._check_snapped(tendons, found.append)
+        self._compared = tuple(found)
+        for f in found:
+            add(f)
 
     def _check_snapped(self, tendons: TendonState, add: Any) -> None:
         """Rule ``tendon_snapped``: a tendon that reads slack (below
