@@ -15,7 +15,8 @@ from musculo_control.commands.study import publish_block
 from musculo_control.errors import InputError
 from musculo_control.sim.results import block_date
 from musculo_control.sim.scoring import Target
-from musculo_control.sim.study import (
+from musculo_control.sim.study_config import ConditionConfig
+from musculo_control.sim.study_runs import (
     Cache,
     DaskEngine,
     LocalEngine,
@@ -27,7 +28,6 @@ from musculo_control.sim.study import (
     run_key,
     run_study,
 )
-from musculo_control.sim.study_config import ConditionConfig
 from musculo_control.sim.study_summary import (
     robustness_table,
     summarise,

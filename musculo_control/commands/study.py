@@ -3,8 +3,8 @@
 ``musculo study NAME`` runs a study of ``experiments.yaml`` ``studies`` (its conditions are the
 table's columns); without a name, ``--seeds`` and ``--grid`` make the conditions. Finished runs
 are cached under ``--cache`` by a hash of their full parameters (see
-:mod:`musculo_control.sim.study`): a study that is interrupted, or run again after a change to
-one condition, runs only what is missing. Writes into ``--out``: ``study.md`` (the robustness
+:mod:`musculo_control.sim.study_runs`): a study that is interrupted, or run again after a change
+to one condition, runs only what is missing. Writes into ``--out``: ``study.md`` (the robustness
 table against the targets and min / median / max of every metric per condition), ``study.json``
 (every run's record), ``runs.csv`` (one line per run and metric) and one figure per experiment;
 ``--page`` regenerates that study's block on a documentation page (the results page,
@@ -27,7 +27,8 @@ from musculo_control.errors import InputError
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.results import replace_block
 from musculo_control.sim.setup import Overrides, load_setup
-from musculo_control.sim.study import (
+from musculo_control.sim.study_config import ConditionConfig
+from musculo_control.sim.study_runs import (
     Cache,
     DaskEngine,
     Engine,
@@ -38,7 +39,6 @@ from musculo_control.sim.study import (
     grid_conditions,
     run_study,
 )
-from musculo_control.sim.study_config import ConditionConfig
 from musculo_control.sim.study_summary import (
     plot_study,
     robustness_table,

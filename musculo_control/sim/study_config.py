@@ -1,5 +1,5 @@
 """``experiments.yaml`` ``studies``: named studies over controllers, seeds and conditions (run by
-``musculo study NAME``; :mod:`musculo_control.sim.study` runs them)."""
+``musculo study NAME``; :mod:`musculo_control.sim.study_runs` runs them)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What a study found: min / median / max of every metric per condition
 (:func:`summarise`), the robustness table of the results page, and the plot (the records come from
-:func:`musculo_control.sim.study.run_study`)."""
+:func:`musculo_control.sim.study_runs.run_study`)."""
 
 from __future__ import annotations
 

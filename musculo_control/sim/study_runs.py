@@ -1,12 +1,13 @@
-"""Studies: the paper's experiments over controllers, seeds and config grids, run in parallel,
-cached on disk, summarised as min / median / max per metric and condition (ROS-free).
+"""The runs of a study: the paper's experiments over controllers, seeds and config grids, run in
+parallel and cached on disk (ROS-free); :mod:`~musculo_control.sim.study_summary` summarises
+them as min / median / max per metric and condition.
 
 A study is a list of :class:`RunSpec`: one experiment with one controller on one config folder
 with a set of ``--set`` overrides (the seed is one of them), labelled with its *condition* (a
 named set of overrides, e.g. "model error x2"). :func:`run_study` executes the runs that are not
 in the cache yet through an :class:`Engine` (in this process, on local cores, or on a Dask
 cluster), stores each result as it arrives (an interrupted study resumes where it stopped), and
-:func:`summarise` reduces the results.
+:func:`~musculo_control.sim.study_summary.summarise` reduces the results.
 
 **The cache key is the run's full parameters**: the bytes of every file of the config folder,
 the overrides (parsed, so ``1e-2`` and ``0.01`` are one key), the experiment, the controller,
