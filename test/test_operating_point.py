@@ -15,7 +15,7 @@ from musculo_control.control.static_hold import (
     static_hold,
     static_hold_problem,
 )
-from musculo_control.sim.operating_point import operating_point_report
+from musculo_control.sim.holding_effort import operating_point_report
 
 K, R = 0.01, 0.1  # paper Table I
 #: SPEC sections 1 and 8C: the paper's robot holds its high-elbow pose with ||a|| of about 10

@@ -1,5 +1,5 @@
 """``musculo operating-point``: the activation an arm needs to hold still
-(:mod:`musculo_control.sim.operating_point`, solved by :mod:`musculo_control.control.static_hold`),
+(:mod:`musculo_control.sim.holding_effort`, solved by :mod:`musculo_control.control.static_hold`),
 as a table, JSON and a plot.
 """
 
@@ -14,7 +14,7 @@ from musculo_control.commands.checks import writable_file
 from musculo_control.control.controller_config import load_controller_config
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import default_config_dir
-from musculo_control.sim.operating_point import operating_point_report
+from musculo_control.sim.holding_effort import operating_point_report
 
 
 def print_report(rep: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""The operating point of an arm: how much activation holding still takes at its home and
+"""How much activation holding an arm still takes (its operating point): at its home and
 named poses, and along a sweep that lowers the elbow with the hand in place (SPEC sections 1
 and 8C: the paper's robot needs ||a|| of about 10 at the high-elbow pose, falling below half as
 the elbow sinks; that fall is what gives eq. 11's nullspace term something to find).
