@@ -20,7 +20,7 @@ from musculo_control.sim.fault_matrix import (
     run_matrix,
 )
 from musculo_control.sim.faults import FAULT_NAMES, FAULTS, FaultInjector, fault_kind
-from musculo_control.sim.reliability import load_reliability_section
+from musculo_control.sim.reliability_config import load_reliability_section
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.setup import Overrides, load_setup
 

@@ -10,7 +10,7 @@ import pytest
 
 from musculo_control.safety.follow import CommandFollow, FollowConfig
 from musculo_control.sim.fault_matrix import FaultMatrixConfig, hand_after, run_case
-from musculo_control.sim.reliability import load_reliability_section
+from musculo_control.sim.reliability_config import load_reliability_section
 from musculo_control.sim.setup import Overrides, load_setup
 
 CFG = FollowConfig(tolerance_n=50.0, samples=10)

@@ -34,7 +34,7 @@ from musculo_control.loop.parts import load_parts
 from musculo_control.nodes.node_config import NODE_PARAMS
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.fault_matrix import FaultMatrixConfig
-from musculo_control.sim.reliability import load_reliability_section
+from musculo_control.sim.reliability_config import load_reliability_section
 from musculo_control.testing.node_injection import STAND_INS
 
 #: every test is bounded in wall time (a hung graph must fail, not hang the run)

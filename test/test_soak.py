@@ -10,7 +10,7 @@ import pytest
 
 from musculo_control.cli import main
 from musculo_control.control.goal import check_goal
-from musculo_control.sim.reliability import load_reliability_section
+from musculo_control.sim.reliability_config import load_reliability_section
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.setup import Overrides, load_setup, start_pose
 from musculo_control.sim.soak_schedule import SoakConfig, SoakSchedule

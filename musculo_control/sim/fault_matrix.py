@@ -50,7 +50,7 @@ from musculo_control.sim.faults import (
     fault_kind,
 )
 from musculo_control.sim.mock_arm import MockArm
-from musculo_control.sim.reliability import load_reliability_section
+from musculo_control.sim.reliability_config import load_reliability_section
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.runner import REFUSAL, LoopState
 from musculo_control.sim.setup import Setup, check_start_pose, start_pose

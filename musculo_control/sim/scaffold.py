@@ -70,7 +70,7 @@ from musculo_control.safety.config import SafetyConfig
 from musculo_control.sim.fault_matrix import FaultMatrixConfig
 from musculo_control.sim.mock_arm import ActuatorConfig, MockArmConfig, StartupConfig
 from musculo_control.sim.mujoco_arm import ModelErrorConfig, PhysicsConfig
-from musculo_control.sim.reliability import RELIABILITY_SECTIONS
+from musculo_control.sim.reliability_config import RELIABILITY_SECTIONS
 from musculo_control.sim.setup import (
     DisturbanceConfig,
     ExperimentsConfig,

@@ -24,7 +24,7 @@ from musculo_control.control.minimum_jerk import minimum_jerk_profile
 from musculo_control.errors import ConfigError
 from musculo_control.model.robot import Robot
 from musculo_control.sim.mock_arm import MockArm
-from musculo_control.sim.reliability import load_reliability_section
+from musculo_control.sim.reliability_config import load_reliability_section
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.setup import check_start_pose
 
