@@ -26,7 +26,7 @@ from musculo_control.model.mapping_fit import fit_mapping
 from musculo_control.model.mapping_recording import load_recording
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import default_config_dir
-from musculo_control.sim.mapping_accuracy import errors, mock_truth
+from musculo_control.sim.mapping_errors import errors, mock_truth
 from musculo_control.sim.mapping_recorder import load_mapping_config
 
 

@@ -1,5 +1,5 @@
 """``musculo mapping-accuracy``: a learned mapping against the truth the mock arm knows, and how
-its error falls with the recording's length (see :mod:`musculo_control.sim.mapping_accuracy`).
+its error falls with the recording's length (see :mod:`musculo_control.sim.mapping_errors`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from musculo_control.model.mapping_fit import fit_mapping
 from musculo_control.model.mapping_recording import load_recording
 from musculo_control.model.robot import load_robot
 from musculo_control.paths import default_config_dir
-from musculo_control.sim.mapping_accuracy import errors, geometry_errors, mock_truth, prefix
+from musculo_control.sim.mapping_errors import errors, geometry_errors, mock_truth, prefix
 from musculo_control.sim.mapping_recorder import load_mapping_config
 
 
