@@ -17,8 +17,13 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from musculo_control.bench.config import load_bench_config
-from musculo_control.bench.measure import (
+from musculo_control.config.parser import load
+from musculo_control.estimation.snapshot import DynamicsEstimator
+from musculo_control.model.robot import Robot, load_robot
+from musculo_control.model.task import TaskConfig
+from musculo_control.paths import default_config_dir
+from musculo_control.tick_benchmark.config import load_bench_config
+from musculo_control.tick_benchmark.measure import (
     MachineLoad,
     markdown_table,
     positive_int,
@@ -26,11 +31,6 @@ from musculo_control.bench.measure import (
     time_calls,
     write_reports,
 )
-from musculo_control.config.parser import load
-from musculo_control.estimation.snapshot import DynamicsEstimator
-from musculo_control.model.robot import Robot, load_robot
-from musculo_control.model.task import TaskConfig
-from musculo_control.paths import default_config_dir
 
 
 class PerPointJacobian:

@@ -51,13 +51,18 @@ from typing import Any
 
 import numpy as np
 
-from musculo_control.bench.config import load_bench_config
-from musculo_control.bench.measure import MachineLoad, markdown_table, summary_ms, write_reports
 from musculo_control.loop.parts import load_parts
 from musculo_control.loop.timing import Schedule
 from musculo_control.nodes.graph import GraphOptions, layout_label
 from musculo_control.paths import default_config_dir
 from musculo_control.testing.machine_load import busy_loops
+from musculo_control.tick_benchmark.config import load_bench_config
+from musculo_control.tick_benchmark.measure import (
+    MachineLoad,
+    markdown_table,
+    summary_ms,
+    write_reports,
+)
 
 
 def _baseline_periods(rate_hz: float, seconds: float) -> np.ndarray:

@@ -12,16 +12,16 @@ from pathlib import Path
 
 import numpy as np
 
-from musculo_control.bench.config import load_bench_config
-from musculo_control.bench.measure import (
+from musculo_control.model.robot import load_robot
+from musculo_control.paths import default_config_dir
+from musculo_control.tick_benchmark.config import load_bench_config
+from musculo_control.tick_benchmark.measure import (
     MachineLoad,
     markdown_table,
     summary_ms,
     time_calls,
     write_reports,
 )
-from musculo_control.model.robot import load_robot
-from musculo_control.paths import default_config_dir
 
 BUDGET_P50_MS = 0.05
 

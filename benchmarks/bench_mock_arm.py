@@ -24,8 +24,12 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from musculo_control.bench.config import load_bench_config
-from musculo_control.bench.measure import (
+from musculo_control.hardware.drivers import load_drivers
+from musculo_control.model.robot import load_robot
+from musculo_control.paths import default_config_dir
+from musculo_control.sim.mock_arm import load_mock_arm
+from musculo_control.tick_benchmark.config import load_bench_config
+from musculo_control.tick_benchmark.measure import (
     MachineLoad,
     markdown_table,
     positive_int,
@@ -33,10 +37,6 @@ from musculo_control.bench.measure import (
     time_calls,
     write_reports,
 )
-from musculo_control.hardware.drivers import load_drivers
-from musculo_control.model.robot import load_robot
-from musculo_control.paths import default_config_dir
-from musculo_control.sim.mock_arm import load_mock_arm
 
 
 def main() -> int:

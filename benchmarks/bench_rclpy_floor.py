@@ -203,11 +203,11 @@ def main() -> int:
         _child(role, float(hz), int(k), int(names), float(seconds), variant)
         return 0
     # here, not at the top: the case processes run this file and must load nothing of ours
-    from musculo_control.bench.config import load_bench_config
-    from musculo_control.bench.measure import MachineLoad, markdown_table, write_reports
     from musculo_control.loop.parts import load_parts
     from musculo_control.nodes.launcher import private_domain_id
     from musculo_control.paths import default_config_dir
+    from musculo_control.tick_benchmark.config import load_bench_config
+    from musculo_control.tick_benchmark.measure import MachineLoad, markdown_table, write_reports
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=default_config_dir())

@@ -25,8 +25,14 @@ import mujoco
 import numpy as np
 import pinocchio as pin
 
-from musculo_control.bench.config import load_bench_config
-from musculo_control.bench.measure import (
+from musculo_control.model.joint_coupling import JointCoupling
+from musculo_control.model.mujoco_body import MujocoBody
+from musculo_control.model.mujoco_tendons import compile_spec, mjcf_spec
+from musculo_control.model.rigid_body import PinocchioBody
+from musculo_control.model.synthetic import write_synthetic_arm
+from musculo_control.paths import default_config_dir
+from musculo_control.tick_benchmark.config import load_bench_config
+from musculo_control.tick_benchmark.measure import (
     MachineLoad,
     markdown_table,
     positive_int,
@@ -34,12 +40,6 @@ from musculo_control.bench.measure import (
     time_calls,
     write_reports,
 )
-from musculo_control.model.joint_coupling import JointCoupling
-from musculo_control.model.mujoco_body import MujocoBody
-from musculo_control.model.mujoco_tendons import compile_spec, mjcf_spec
-from musculo_control.model.rigid_body import PinocchioBody
-from musculo_control.model.synthetic import write_synthetic_arm
-from musculo_control.paths import default_config_dir
 
 #: (joints, muscles) of the synthetic arms timed
 ARMS = ((7, 30), (14, 60), (28, 120), (40, 300))

@@ -37,14 +37,6 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from musculo_control.bench.config import load_bench_config
-from musculo_control.bench.measure import (
-    MachineLoad,
-    markdown_table,
-    positive_int,
-    summary_ms,
-    write_reports,
-)
 from musculo_control.control.tick_base import TickBase
 from musculo_control.loop.control_step import ControlStep
 from musculo_control.loop.dynamics_stage import DynamicsStage
@@ -56,6 +48,14 @@ from musculo_control.sim import experiments as ex
 from musculo_control.sim.mock_stage import MockStage
 from musculo_control.sim.runner import ClosedLoop
 from musculo_control.sim.setup import Overrides, Setup, experiment_config, load_setup
+from musculo_control.tick_benchmark.config import load_bench_config
+from musculo_control.tick_benchmark.measure import (
+    MachineLoad,
+    markdown_table,
+    positive_int,
+    summary_ms,
+    write_reports,
+)
 
 #: (part, class, method): what is timed. Nested calls (the controller inside the supervisor,
 #: both inside the control step) are subtracted from the outer part.

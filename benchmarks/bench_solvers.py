@@ -19,9 +19,9 @@ from pathlib import Path
 
 from solver_field import FIELD, markdown, run_solver_bench
 
-from musculo_control.bench.config import load_bench_config
-from musculo_control.bench.measure import positive_int, write_reports
 from musculo_control.paths import default_config_dir
+from musculo_control.tick_benchmark.config import load_bench_config
+from musculo_control.tick_benchmark.measure import positive_int, write_reports
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,13 +37,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from musculo_control.bench.measure import load_average, write_reports
 from musculo_control.commands.pages import check_page, write_page_block
 from musculo_control.loop.parts import load_parts
 from musculo_control.nodes.graph import GraphOptions
 from musculo_control.paths import default_config_dir
 from musculo_control.testing.machine_load import busy_loops
 from musculo_control.testing.stalls import FreezeResult, freeze, freezes_markdown, watch
+from musculo_control.tick_benchmark.measure import load_average, write_reports
 
 #: The page block this benchmark writes, and the writer its markers name (with --launch: its own).
 _BLOCK, _WRITER = "stalls", "python benchmarks/bench_stalls.py --page"

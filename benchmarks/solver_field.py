@@ -8,7 +8,7 @@ The sequences:
   (experiment B, the trajectory, controller ``osc`` with the shipped ``controller.yaml``: eq. 11
   with its per-tick tau_null bounds while the hand is near its goal);
 - synthetic arms (``bench.yaml`` ``solver_arms``; MyoArm's size among them), recorded from the
-  tick benchmark's joint trajectory (:func:`~musculo_control.bench.tick.trajectory_ticks`),
+  tick benchmark's joint trajectory (:func:`~musculo_control.tick_benchmark.tick.trajectory_ticks`),
   eq. 11 as the paper states it.
 
 Each solver gets the form it is built for, filled by the project's own code so that only the
@@ -44,13 +44,13 @@ import numpy.typing as npt
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear
 
-from musculo_control.bench.config import BenchConfig
-from musculo_control.bench.measure import MachineLoad, markdown_table, summary_ms
 from musculo_control.control.activation_qp import ActivationQP
 from musculo_control.control.controller import OSCController
 from musculo_control.control.controller_config import ControllerConfig, load_controller_config
 from musculo_control.control.qp_problem import CondensedQP, QPStructure, TorqueBalance
 from musculo_control.errors import InputError
+from musculo_control.tick_benchmark.config import BenchConfig
+from musculo_control.tick_benchmark.measure import MachineLoad, markdown_table, summary_ms
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -143,7 +143,7 @@ def record_synthetic(muscles: int, joints: int, config: ControllerConfig, bench:
                      count: int, folder: Path) -> list[RecordedQP]:
     """``count`` consecutive QPs of a synthetic arm's controller along the tick benchmark's
     joint trajectory (eq. 11 as the paper states it)."""
-    from musculo_control.bench.tick import synthetic_case, trajectory_ticks
+    from musculo_control.tick_benchmark.tick import synthetic_case, trajectory_ticks
 
     robot, cfg, estimator = synthetic_case(folder, muscles, joints, config)
     ticks = trajectory_ticks(robot, estimator, bench.warmup_ticks + count, bench.seed,

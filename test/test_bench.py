@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from musculo_control.bench.config import BenchConfig
-from musculo_control.bench.measure import MachineLoad, summary_ms
 from musculo_control.cli import main
 from musculo_control.control.controller_config import load_controller_config
 from musculo_control.control.qp_config import SOLVERS, choose_solver
+from musculo_control.tick_benchmark.config import BenchConfig
+from musculo_control.tick_benchmark.measure import MachineLoad, summary_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,7 @@ def test_bench_refuses_a_tick_count_below_one(ticks, capsys):
 
 def test_a_busy_machine_gets_no_verdict(monkeypatch):
     loads = iter([2.4, 2.6])
-    monkeypatch.setattr("musculo_control.bench.measure.load_average", lambda: next(loads))
+    monkeypatch.setattr("musculo_control.tick_benchmark.measure.load_average", lambda: next(loads))
     busy = MachineLoad(0.5)
     busy.finish()
     assert not busy.judged
@@ -134,10 +134,10 @@ def test_baseline_without_qpsolvers_solves_the_same_problem(monkeypatch, robot, 
     """The fallback baseline (fresh osqp set-up, no qpsolvers) agrees with the controller."""
     import numpy as np
 
-    from musculo_control.bench.fresh_qp import CondensedFreshQP
-    from musculo_control.bench.tick import trajectory_ticks
     from musculo_control.control.controller import OSCController
     from musculo_control.control.controller_config import load_controller_config
+    from musculo_control.tick_benchmark.fresh_qp import CondensedFreshQP
+    from musculo_control.tick_benchmark.tick import trajectory_ticks
 
     monkeypatch.setitem(sys.modules, "qpsolvers", None)  # import now raises ImportError
     # eq. 11 as the paper states it, the problem the baseline solves (no per-tick tau_null bounds)
@@ -154,9 +154,9 @@ def test_baseline_without_qpsolvers_solves_the_same_problem(monkeypatch, robot, 
 
 
 def test_bench_config_is_checked(config_dir):
-    from musculo_control.bench.config import load_bench_config
     from musculo_control.config.parser import parse
     from musculo_control.errors import ConfigError
+    from musculo_control.tick_benchmark.config import load_bench_config
 
     shipped = load_bench_config(config_dir)
     assert (300, 40) in shipped.scaling_arms and shipped.targets.tick_p99_ms == 0.25
@@ -175,9 +175,9 @@ def test_bench_config_is_checked(config_dir):
 
 def test_the_tick_verdicts_name_the_benchmarked_robots_muscle_count(monkeypatch):
     """A 6-muscle arm's rows say 6, not the stand-in's 15."""
-    from musculo_control.bench.tick import verdicts
+    from musculo_control.tick_benchmark.tick import verdicts
 
-    monkeypatch.setattr("musculo_control.bench.measure.load_average", lambda: 0.0)
+    monkeypatch.setattr("musculo_control.tick_benchmark.measure.load_average", lambda: 0.0)
     machine = MachineLoad(0.5)
     machine.finish()
     result = {"muscles": 6, "tick_p50_ms": 0.1, "tick_p99_ms": 0.2, "speedup_vs_baseline": 20.0,

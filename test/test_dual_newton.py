@@ -15,12 +15,12 @@ import pytest
 from scipy.optimize import lsq_linear
 from solver_field import bvls, record_synthetic
 
-from musculo_control.bench.config import BenchConfig
 from musculo_control.control.activation_qp import ActivationQP
 from musculo_control.control.controller import OSCController
 from musculo_control.control.qp_config import SolverChoiceConfig, choose_solver
 from musculo_control.control.qp_problem import TorqueBalance
 from musculo_control.model.synthetic import SyntheticRobot, fewest_muscles, write_synthetic_arm
+from musculo_control.tick_benchmark.config import BenchConfig
 
 K, R = 0.01, 0.05
 

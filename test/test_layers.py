@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("model",),
     ("estimation",),
     ("control",),
-    ("bench",),
+    ("tick_benchmark",),
     ("hardware",),
     ("safety",),
     ("loop",),

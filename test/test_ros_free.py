@@ -53,7 +53,7 @@ def test_no_module_of_nodes_imports_the_simulation_or_the_test_side():
                 continue
             found += [f"{path.name}: {n}" for n in names
                       if n.startswith(("musculo_control.sim", "musculo_control.testing",
-                                       "musculo_control.bench"))
+                                       "musculo_control.tick_benchmark"))
                       and (path.name, n) not in SIMULATION_NODES]
     assert not found, found
 
@@ -69,7 +69,7 @@ def test_the_robots_nodes_load_nothing_of_the_test_side_or_the_simulation():
         "for name in NODE_PARAMS:\n"
         "    if name != 'mock_hardware_node': cp._factory(name)\n"
         "bad = sorted(m for m in sys.modules if m.startswith(('musculo_control.sim',"
-        " 'musculo_control.testing', 'musculo_control.bench')))\n"
+        " 'musculo_control.testing', 'musculo_control.tick_benchmark')))\n"
         "print(bad); sys.exit(1 if bad else 0)\n")
     pytest.importorskip("rclpy")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -79,7 +79,7 @@ def test_the_robots_nodes_load_nothing_of_the_test_side_or_the_simulation():
 def test_the_mock_arms_node_loads_the_simulation_but_not_the_test_side():
     code = ("import sys\nimport musculo_control.nodes.mock_hardware_node\n"
             "print(sorted(m for m in sys.modules if m.startswith(('musculo_control.testing',"
-            " 'musculo_control.bench'))))\n"
+            " 'musculo_control.tick_benchmark'))))\n"
             "sys.exit(0 if 'musculo_control.sim.mock_arm' in sys.modules else 1)\n")
     pytest.importorskip("rclpy")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

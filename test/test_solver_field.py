@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import solver_field as sb
 
-from musculo_control.bench.config import BenchConfig
 from musculo_control.control.controller_config import load_controller_config
+from musculo_control.tick_benchmark.config import BenchConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 #: how close each solver must come to BVLS: the active-set and dual Newton solvers end on the

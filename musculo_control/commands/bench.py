@@ -1,4 +1,4 @@
-"""``musculo bench``: the tick benchmark of :mod:`musculo_control.bench.tick` from the
+"""``musculo bench``: the tick benchmark of :mod:`musculo_control.tick_benchmark.tick` from the
 command line (options override ``bench.yaml``)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from musculo_control.bench.config import load_bench_config
-from musculo_control.bench.measure import positive_int, write_reports
-from musculo_control.bench.tick import markdown, run_bench
 from musculo_control.commands.pages import check_page, write_page_block
 from musculo_control.paths import default_config_dir
+from musculo_control.tick_benchmark.config import load_bench_config
+from musculo_control.tick_benchmark.measure import positive_int, write_reports
+from musculo_control.tick_benchmark.tick import markdown, run_bench
 
 
 def add_parser(sub: Any) -> None:

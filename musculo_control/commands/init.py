@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from musculo_control.bench.config import load_bench_config
 from musculo_control.commands.model_report import dynamics_note
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.safety.config import load_safety_config
@@ -23,6 +22,7 @@ from musculo_control.sim.mapping_recorder import load_mapping_config
 from musculo_control.sim.scaffold import write_config
 from musculo_control.sim.setup import Overrides, Setup, load_setup
 from musculo_control.sim.soak_schedule import load_soak_config
+from musculo_control.tick_benchmark.config import load_bench_config
 
 
 def add_parser(sub: Any) -> None:

@@ -6,11 +6,12 @@ arms) against the targets of its config folder's ``bench.yaml``, from the same v
 environment that runs the controller. Nothing here is part of the controller; the controller
 imports none of it.
 
-- :mod:`~musculo_control.bench.config`: ``bench.yaml``;
-- :mod:`~musculo_control.bench.measure`: timing statistics, the machine's load and the verdicts
-  it allows, the reports;
-- :mod:`~musculo_control.bench.tick`: the tick benchmark itself;
-- :mod:`~musculo_control.bench.fresh_qp`: its baselines, the QP set up from scratch every tick.
+- :mod:`~musculo_control.tick_benchmark.config`: ``bench.yaml``;
+- :mod:`~musculo_control.tick_benchmark.measure`: timing statistics, the machine's load and the
+  verdicts it allows, the reports;
+- :mod:`~musculo_control.tick_benchmark.tick`: the tick benchmark itself;
+- :mod:`~musculo_control.tick_benchmark.fresh_qp`: its baselines, the QP set up from scratch
+  every tick.
 
 The repository's ``benchmarks/`` scripts (dynamics, mock arm, runner, node graph, solver field)
 share ``config`` and ``measure``; what only they use stays with them in ``benchmarks/``.

@@ -48,9 +48,6 @@ import numpy as np
 import numpy.typing as npt
 import osqp
 
-from musculo_control.bench.config import BenchConfig
-from musculo_control.bench.fresh_qp import CondensedFreshQP, LiftedFreshQP
-from musculo_control.bench.measure import MachineLoad, markdown_table, summary_ms
 from musculo_control.control.controller import OSCController
 from musculo_control.control.controller_config import ControllerConfig, load_controller_config
 from musculo_control.control.goal import HandGoal
@@ -63,6 +60,9 @@ from musculo_control.model.synthetic import (
     full_task_mask,
     write_synthetic_arm,
 )
+from musculo_control.tick_benchmark.config import BenchConfig
+from musculo_control.tick_benchmark.fresh_qp import CondensedFreshQP, LiftedFreshQP
+from musculo_control.tick_benchmark.measure import MachineLoad, markdown_table, summary_ms
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -1,6 +1,6 @@
-"""What every benchmark shares besides its settings (:mod:`musculo_control.bench.config`): timing
-statistics, the machine's load, verdicts against targets, the CSV / Markdown / JSON reports and
-the count options of its command line (``musculo bench`` and ``benchmarks/``).
+"""What every benchmark shares besides its settings (:mod:`musculo_control.tick_benchmark.config`):
+timing statistics, the machine's load, verdicts against targets, the CSV / Markdown / JSON
+reports and the count options of its command line (``musculo bench`` and ``benchmarks/``).
 
 A benchmark on a shared machine measures the other jobs as much as itself, so it records the
 1-min load average before and after the run and judges no target when the machine was busy:
