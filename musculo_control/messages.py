@@ -24,14 +24,18 @@ from __future__ import annotations
 import array
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from musculo_control.arrays import finite as finite_values
+from musculo_control.errors import InputError
 from musculo_control.records import Dim
 from musculo_control.stamps import Stamp
+
+if TYPE_CHECKING:  # the codec comes in from its user: no model loaded here
+    from musculo_control.estimation.snapshot_codec import SnapshotCodec
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.intp]
@@ -430,6 +434,17 @@ def read_float64_multiarray(msg: Any) -> tuple[list[Dim], FloatArray, int]:
     """(dims, data, data_offset) of a ``Float64MultiArray``."""
     dims = [Dim(str(d.label), int(d.size), int(d.stride)) for d in msg.layout.dim]
     return dims, float_array(msg.data), int(msg.layout.data_offset)
+
+
+def snapshot_stamp_s(codec: SnapshotCodec, msg: Any) -> float:
+    """The stamp [s] a dynamics message (``Float64MultiArray``) carries; -inf if it does not
+    decode (its consumer refuses it when it takes it). What a consumer in lockstep waits for
+    (:mod:`musculo_control.loop.lockstep`)."""
+    dims, data, offset = read_float64_multiarray(msg)
+    try:
+        return codec.decode(dims, data, offset)[0].stamp_s
+    except InputError:
+        return -float("inf")
 
 
 # -- markers ------------------------------------------------------------------------------------

@@ -23,8 +23,9 @@ from graph_harness import (
 from sensor_msgs.msg import JointState
 
 from musculo_control import messages
+from musculo_control.loop.lockstep import lockstep_leads
 from musculo_control.loop.parts import load_parts
-from musculo_control.nodes.lockstep import TENDON_COMMANDS, lockstep_leads
+from musculo_control.loop.topics import TENDON_COMMANDS
 from musculo_control.nodes.ros_common import MSGS
 from musculo_control.paths import default_config_dir
 from musculo_control.stamps import Stamp

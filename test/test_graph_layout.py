@@ -121,7 +121,7 @@ def test_by_default_the_wall_clock_shares_processes_and_simulated_time_does_not(
 
 
 def _awaits(**options) -> dict[str, bool]:
-    """Whether each consumer's tick waits for its inputs in lockstep (nodes/lockstep.py)."""
+    """Whether each consumer's tick waits for its inputs in lockstep (loop/lockstep.py)."""
     opts = GraphOptions(default_config_dir(), use_sim_time=True, lockstep=True, **options)
     return {n.name: n.parameters["lockstep"] for n in graph_nodes(opts)
             if "lockstep" in n.parameters}

@@ -1,5 +1,5 @@
 """Polled inputs on real rclpy (one process, own domain): the lockstep's wait for a sample
-already sent (nodes/lockstep.py) takes it when it comes, keeps it for the tick, and gives up on
+already sent (loop/lockstep.py) takes it when it comes, keeps it for the tick, and gives up on
 a silent publisher once."""
 
 from __future__ import annotations

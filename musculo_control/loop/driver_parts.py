@@ -50,7 +50,7 @@ class DriverParts:
     actuator_ids: tuple[int, ...]
     drivers: Drivers  # calibration, potentiometer reader, tendon driver, rates
     safety: SafetyConfig
-    #: per stream, how far behind the clock it may be in lockstep [s] (nodes/lockstep.py)
+    #: per stream, how far behind the clock it may be in lockstep [s] (loop/lockstep.py)
     lockstep_leads: dict[str, float]
 
 
@@ -66,12 +66,10 @@ class _HasDrivers(Protocol):
 
 def driver_parts(parts: LoopParts) -> DriverParts:
     """The driver nodes' parts of a loaded config folder."""
-    robot, loop = parts.robot, parts.controller.loop
+    robot = parts.robot
     return DriverParts(Path(parts.config_dir), tuple(robot.arm.joint_names),
                        tuple(robot.muscle_names), tuple(int(a) for a in robot.actuator_ids),
-                       parts.drivers, parts.safety,
-                       lockstep_leads(parts.drivers.rates, loop.control_rate_hz,
-                                      loop.dynamics_rate_hz))
+                       parts.drivers, parts.safety, lockstep_leads(parts))
 
 
 def load_driver_parts(config_dir: str | Path) -> DriverParts:

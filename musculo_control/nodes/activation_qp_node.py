@@ -53,6 +53,7 @@ from musculo_control.loop.control_step import (
     SENT_TOPIC,
     TENDONS_TOPIC,
 )
+from musculo_control.loop.lockstep import lockstep_leads
 from musculo_control.loop.parts import load_parts
 from musculo_control.loop.state_record import controller_state_layout, controller_state_values
 from musculo_control.loop.timing import (
@@ -62,13 +63,12 @@ from musculo_control.loop.timing import (
     TimingSummary,
     timing_record,
 )
-from musculo_control.loop.topics import CONTROLLER_ACTIVATIONS, MUSCLE_STATES
-from musculo_control.nodes.lockstep import (
+from musculo_control.loop.topics import (
+    CONTROLLER_ACTIVATIONS,
     DYNAMICS,
     JOINT_STATES,
+    MUSCLE_STATES,
     TENDON_COMMANDS,
-    lockstep_leads,
-    snapshot_stamp_s,
 )
 from musculo_control.nodes.node_config import (
     ACTIVATION_QP_NODE,
@@ -149,7 +149,7 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         self._dynamics_in = (None if self.step.fused else
                              self.subscribe_awaited(Float64MultiArray, DYNAMICS_TOPIC,
                                                     leads[DYNAMICS],
-                                                    partial(snapshot_stamp_s, self.codec)))
+                                                    partial(messages.snapshot_stamp_s, self.codec)))
         self._goal_in = self.inputs.subscribe(PoseStamped, GOAL_TOPIC, qos=QOS_GOAL)
         self._trajectory_in = self.inputs.subscribe(MultiDOFJointTrajectory,
                                                     GOAL_TRAJECTORY_TOPIC, qos=QOS_GOAL)

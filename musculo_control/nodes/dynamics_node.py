@@ -19,9 +19,10 @@ from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.loop import build
 from musculo_control.loop.dynamics_stage import IN_TOPIC, OUT_TOPIC
+from musculo_control.loop.lockstep import lockstep_leads
 from musculo_control.loop.parts import load_parts
 from musculo_control.loop.timing import TickTimer
-from musculo_control.nodes.lockstep import JOINT_STATES, lockstep_leads
+from musculo_control.loop.topics import JOINT_STATES
 from musculo_control.nodes.node_config import DYNAMICS_NODE, DynamicsNodeParams, config_dir_of
 from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode

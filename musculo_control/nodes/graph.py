@@ -52,7 +52,7 @@ class GraphOptions:
     use_sim_time: bool = False  # the mock arm publishes /clock and every node uses it
     real_time_factor: float = 1.0  # mock arm: simulated seconds per wall second
     #: with use_sim_time: the mock arm holds the clock for a lagging node, and the nodes that
-    #: take other nodes' outputs wait for what the clock says was sent (nodes/lockstep.py)
+    #: take other nodes' outputs wait for what the clock says was sent (loop/lockstep.py)
     lockstep: bool = False
     goal_mode: str = ""
     trajectory_file: str = ""  # '' keeps the parameter file's
@@ -222,7 +222,7 @@ SHARED_PROCESSES: dict[str, tuple[str, ...]] = {
     HARDWARE_PROCESS: (POTENTIOMETER_NODE, TENDON_DRIVER_NODE),
     CONTROL_PROCESS: (DYNAMICS_NODE, ACTIVATION_QP_NODE, GOAL_NODE, MUSCLE_MARKER_NODE),
 }
-#: Per consumer, the nodes whose outputs its tick awaits in lockstep (nodes/lockstep.py): the
+#: Per consumer, the nodes whose outputs its tick awaits in lockstep (loop/lockstep.py): the
 #: driver's hw/tendon_states (mock arm) and muscle_commands (QP); the dynamics node's
 #: joint_states; the QP node's joint_states, muscle_states and hw/tendon_commands (drivers) and
 #: snapshots (dynamics node).

@@ -42,17 +42,15 @@ from musculo_control import messages
 from musculo_control.control.goal import rotation_from_quaternion
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
+from musculo_control.loop.lockstep import WATCHED, lockstep_leads
 from musculo_control.loop.parts import load_parts
 from musculo_control.loop.timing import divisor
-from musculo_control.loop.topics import CONTROLLER_ACTIVATIONS
-from musculo_control.nodes.lockstep import (
+from musculo_control.loop.topics import (
+    CONTROLLER_ACTIVATIONS,
     DYNAMICS,
     JOINT_STATES,
     MUSCLE_COMMANDS,
     TENDON_COMMANDS,
-    WATCHED,
-    lockstep_leads,
-    snapshot_stamp_s,
 )
 from musculo_control.nodes.node_config import (
     MOCK_HARDWARE_NODE,
@@ -137,7 +135,7 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
                                          parts.safety.authority)
         self._writers = GraphWriters(self, COMMAND_TOPIC)
         # lockstep: the newest stamp each node has put out, when it was seen (wall), and how
-        # far behind the next clock it may be (nodes/lockstep.py)
+        # far behind the next clock it may be (loop/lockstep.py)
         leads = lockstep_leads(parts)
         self._lockstep = p.lockstep and p.publish_clock
         # topic -> [stamp, wall time seen, lead, wall time it fell behind (-inf: it is not)]
@@ -167,7 +165,7 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
                 self._progress_stamp[topic] = (
                     SerializedJointStateReader(
                         MSGS, messages.NameOrder(source, names[topic])).stamp_s
-                    if raw else partial(snapshot_stamp_s, codec))
+                    if raw else partial(messages.snapshot_stamp_s, codec))
                 self._progress[topic] = [-np.inf, -np.inf, lead, -np.inf]
         self.lockstep_waits = 0  # ticks that waited for a lagging node
         self.create_subscription(PoseStamped, GAUGE_TOPIC, self._on_gauge, 10)

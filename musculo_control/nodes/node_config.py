@@ -87,7 +87,7 @@ class CommonNodeParams:
 @dataclass(frozen=True, kw_only=True)
 class LockstepParams:
     """A node whose tick takes other nodes' outputs, on simulated time with the mock arm's
-    lockstep (:mod:`musculo_control.nodes.lockstep`)."""
+    lockstep (:mod:`musculo_control.loop.lockstep`)."""
 
     lockstep: bool = spec(False, doc="simulated time with the mock arm's lockstep (the "
                                      "launcher sets it with the mock's): a tick first waits "

@@ -9,7 +9,7 @@ subscriptions live on a hidden helper node (``_<node>_inputs``, same namespace) 
 spun; command-line topic remaps do not apply to it (use namespaces instead).
 
 On simulated time in lockstep a tick may first wait for a sample the clock says was sent
-(:meth:`PolledSubscription.await_stamp`, :mod:`musculo_control.nodes.lockstep`).
+(:meth:`PolledSubscription.await_stamp`, :mod:`musculo_control.loop.lockstep`).
 """
 
 from __future__ import annotations

@@ -209,7 +209,7 @@ class StageNode(Node, Generic[P]):
                           stamp_of: Callable[[Any], float] | None = None) -> PolledSubscription:
         """A polled input (newest sample) that :meth:`await_lockstep` waits for on simulated
         time in lockstep: its sample stamped ``lead_s`` before the tick or later
-        (:mod:`musculo_control.nodes.lockstep`). ``stamp_of``: a message's stamp [s], by
+        (:mod:`musculo_control.loop.lockstep`). ``stamp_of``: a message's stamp [s], by
         default its header's; read only in lockstep, never on the wall clock."""
         if self._lockstep_wait_s is None:
             return self.inputs.subscribe(msg_type, topic)
