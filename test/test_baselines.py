@@ -10,11 +10,9 @@ import pytest
 from conftest import random_poses
 from scipy.optimize import lsq_linear
 
-from musculo_control.control.baseline_controllers import (
+from musculo_control.control.baselines import (
     JointStiffnessController,
     MuscleStiffnessController,
-)
-from musculo_control.control.baselines import (
     joint_stiffness_balance,
     joint_stiffness_scale,
     joint_stiffness_torque,

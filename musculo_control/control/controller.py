@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.control.activation_qp import ActivationQP
-from musculo_control.control.baseline_controllers import (
+from musculo_control.control.baselines import (
     JointStiffnessController,
     MuscleStiffnessController,
 )

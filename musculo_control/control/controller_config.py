@@ -11,9 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control.config.parser import load_with_overrides, spec
-from musculo_control.control.baselines import (
-    BaselinesConfig,
-)
+from musculo_control.control.baselines_config import BaselinesConfig
 from musculo_control.control.goal import WorkspaceConfig
 from musculo_control.control.qp_config import (
     DAQPConfig,

@@ -47,7 +47,7 @@ import numpy.typing as npt
 
 from musculo_control.config.parser import load, load_section
 from musculo_control.config.writer import dump, dump_sections, scalar
-from musculo_control.control.baselines import (
+from musculo_control.control.baselines_config import (
     BaselinesConfig,
     JointStiffnessConfig,
     MuscleStiffnessConfig,
