@@ -24,7 +24,7 @@ from sensor_msgs.msg import JointState
 from musculo_control import messages
 from musculo_control.errors import InputError
 from musculo_control.hardware.calibrator import Calibrator
-from musculo_control.loop.topics import TENDON_COMMANDS as COMMAND_TOPIC
+from musculo_control.loop.topics import TENDON_COMMANDS
 from musculo_control.model.robot import Robot
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, QOS_STATE_SUB
 
@@ -54,14 +54,14 @@ class CalibrationClient(Node):
         """Nodes other than this one that publish hw/tendon_commands."""
         mine = self.get_fully_qualified_name()
         others = []
-        for info in self.get_publishers_info_by_topic(COMMAND_TOPIC):
+        for info in self.get_publishers_info_by_topic(TENDON_COMMANDS):
             name = f"{info.node_namespace.rstrip('/')}/{info.node_name}"
             if name != mine:
                 others.append(name)
         return others
 
     def start_commanding(self) -> None:
-        self._pub = self.create_publisher(JointState, COMMAND_TOPIC, QOS_STATE_PUB)
+        self._pub = self.create_publisher(JointState, TENDON_COMMANDS, QOS_STATE_PUB)
 
     def _on_pot(self, msg: JointState) -> None:
         arrays = messages.read_joint_state(msg, self._pot_order, finite=True)
@@ -106,8 +106,8 @@ def calibrate_over_graph(robot: Robot, calibrator: Calibrator, timeout_s: float,
                              f"running on this ROS_DOMAIN_ID?)", node.refused or None)
         others = node.others_commanding()
         if others:
-            raise InputError(COMMAND_TOPIC, "no other publisher: stop the tendon driver and "
-                                            "the controller before calibrating", others)
+            raise InputError(TENDON_COMMANDS, "no other publisher: stop the tendon driver and "
+                                              "the controller before calibrating", others)
         node.start_commanding()
         released = threading.Event()
         if not wait_for_user:
@@ -129,8 +129,8 @@ def calibrate_over_graph(robot: Robot, calibrator: Calibrator, timeout_s: float,
                 last_watch = now
                 others = node.others_commanding()
                 if others:
-                    raise InputError(COMMAND_TOPIC, "no other publisher during the "
-                                                    "calibration", others)
+                    raise InputError(TENDON_COMMANDS, "no other publisher during the "
+                                                      "calibration", others)
             if now > limit and not node.paused:
                 raise InputError(TENDON_TOPIC, f"the procedure to end within "
                                                f"{limit - t0:.0f} s", f"{node.samples} samples")

@@ -45,11 +45,10 @@ from musculo_control.control.tick_base import Controller
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.estimation.snapshot import DynamicsSnapshot
 from musculo_control.hardware.calibration import Calibration
-from musculo_control.loop.tendon_stage import COMMAND_IN_TOPIC as MUSCLE_COMMANDS
+from musculo_control.loop.topics import MUSCLE_COMMANDS, TENDON_COMMANDS
 from musculo_control.model.robot import Robot
 from musculo_control.safety.authority import Writer
 from musculo_control.safety.goal_gate import GoalRequest
-from musculo_control.sim.mock_stage import COMMAND_TOPIC as TENDON_COMMANDS
 from musculo_control.sim.runner import SensorMessage
 
 FloatArray = npt.NDArray[np.float64]

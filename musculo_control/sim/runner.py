@@ -47,9 +47,9 @@ from musculo_control.hardware.tendon_driver import DriverOutput, TendonState
 from musculo_control.loop.control_step import ControlStep
 from musculo_control.loop.dynamics_stage import DynamicsStage
 from musculo_control.loop.potentiometer_stage import PotentiometerStage
-from musculo_control.loop.tendon_stage import COMMAND_IN_TOPIC as MUSCLE_COMMANDS
 from musculo_control.loop.tendon_stage import TendonStage
 from musculo_control.loop.timing import divisor
+from musculo_control.loop.topics import MUSCLE_COMMANDS, TENDON_COMMANDS
 from musculo_control.safety.authority import (
     FOREIGN_ACTUATOR_WRITER,
     AuthorityConfig,
@@ -59,7 +59,6 @@ from musculo_control.safety.authority import (
 from musculo_control.safety.episodes import EpisodeLog
 from musculo_control.safety.supervisor import SafetyReport
 from musculo_control.sim.mock_arm import MockArm
-from musculo_control.sim.mock_stage import COMMAND_TOPIC as TENDON_COMMANDS
 from musculo_control.sim.mock_stage import MockStage, SensorFaults, SensorMessage
 
 FloatArray = npt.NDArray[np.float64]

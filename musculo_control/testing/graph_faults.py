@@ -76,7 +76,7 @@ from musculo_control.sim.faults import (
 )
 from musculo_control.sim.setup import start_pose
 from musculo_control.stamps import Stamp
-from musculo_control.testing.machine_load import busy_loops as loaded
+from musculo_control.testing.machine_load import busy_loops
 from musculo_control.testing.node_injection import STAND_INS
 from musculo_control.testing.observer import GraphObserver
 
@@ -140,7 +140,7 @@ class _Case:
     def run(self) -> dict[str, Any]:
         cfg, name = self.cfg, self.name
         seconds = _START_TIMEOUT_S + cfg.inject_at_s + self.duration + cfg.observe_after_s + 30.0
-        with loaded(self.busy_loops, seconds), self.graph as graph, \
+        with busy_loops(self.busy_loops, seconds), self.graph as graph, \
                 GraphObserver(self.parts, use_sim_time=not self.wall_clock,
                               domain_id=self.domain,
                               fast_streams=("hw/tendon_commands",)) as obs:

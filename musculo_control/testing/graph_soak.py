@@ -33,7 +33,7 @@ from musculo_control.safety.supervisor_state import SupervisorState
 from musculo_control.sim.rig import Rig
 from musculo_control.sim.setup import Setup, start_pose
 from musculo_control.sim.soak_schedule import SoakConfig, SoakSchedule
-from musculo_control.testing.machine_load import busy_loops as loaded
+from musculo_control.testing.machine_load import busy_loops
 from musculo_control.testing.observer import GraphObserver
 
 #: How often the observer sends the goal and moves the gauge [s].
@@ -84,7 +84,7 @@ def run_graph_soak(setup: Setup, parts: LoopParts, cfg: SoakConfig, options: Gra
     domain = private_domain_id()
     seconds = cfg.duration_s + _START_TIMEOUT_S + 60.0
     figures: dict[str, Any] = {}
-    with loaded(options.busy_loops, seconds) as n_busy, \
+    with busy_loops(options.busy_loops, seconds) as n_busy, \
             GraphProcesses(graph_options, workdir, domain_id=domain) as graph, \
             GraphObserver(parts, domain_id=domain, fast_streams=False) as obs:
         def running() -> bool:
