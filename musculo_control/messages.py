@@ -437,12 +437,11 @@ def read_float64_multiarray(msg: Any) -> tuple[list[Dim], FloatArray, int]:
 
 
 def snapshot_stamp_s(codec: SnapshotCodec, msg: Any) -> float:
-    """The stamp [s] a dynamics message (``Float64MultiArray``) carries; -inf if it does not
-    decode (its consumer refuses it when it takes it). What a consumer in lockstep waits for
-    (:mod:`musculo_control.loop.lockstep`)."""
-    dims, data, offset = read_float64_multiarray(msg)
+    """The stamp [s] a dynamics message (``musculo_control_msgs/DynamicsSnapshot``) carries;
+    -inf if it does not decode (its consumer refuses it when it takes it). What a consumer in
+    lockstep waits for (:mod:`musculo_control.loop.lockstep`)."""
     try:
-        return codec.decode(dims, data, offset)[0].stamp_s
+        return codec.from_msg(msg)[0].stamp_s
     except InputError:
         return -float("inf")
 

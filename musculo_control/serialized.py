@@ -30,7 +30,6 @@ import numpy as np
 import numpy.typing as npt
 
 from musculo_control import messages
-from musculo_control.records import Dim
 from musculo_control.stamps import Stamp
 
 FloatArray = npt.NDArray[np.float64]
@@ -384,37 +383,7 @@ class ValueLayout:
         return bytes(buf)
 
 
-FLOAT64_MULTIARRAY = "std_msgs/msg/Float64MultiArray"
 POINT_STAMPED = "geometry_msgs/msg/PointStamped"
-
-
-class SerializedRecordWriter:
-    """:class:`~musculo_control.messages.RecordWriter` for a publisher of serialized messages:
-    a ``Float64MultiArray`` of a fixed labelled layout, answering the message's bytes."""
-
-    def __init__(self, types: Serializer, dims: Sequence[Dim]) -> None:
-        self.dims = list(dims)
-        self._types = types
-        self._layouts: dict[int, ValueLayout | None] = {}  # by the number of values
-
-    def write(self, data: npt.ArrayLike) -> bytes:
-        flat = np.asarray(data, dtype=np.float64).reshape(-1)
-        n = flat.shape[0]
-        if n not in self._layouts:
-            def read_back(msg: Any) -> tuple[None, FloatArray] | None:
-                dims, values, offset = messages.read_float64_multiarray(msg)
-                return (None, values) if dims == self.dims and offset == 0 else None
-
-            self._layouts[n] = ValueLayout.of(
-                self._types, FLOAT64_MULTIARRAY, n, False,
-                lambda stamp, values: messages.float64_multiarray_msg(self._types, self.dims,
-                                                                      values),
-                read_back)
-        layout = self._layouts[n]
-        if layout is not None:
-            return layout.write(flat)
-        return bytes(self._types.serialize(
-            messages.float64_multiarray_msg(self._types, self.dims, flat), FLOAT64_MULTIARRAY))
 
 
 class SerializedPointWriter:

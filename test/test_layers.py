@@ -20,7 +20,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "musculo_control"
 #: The layers, bottom first: a module may import its own layer and the ones below it. Each
 #: name is a top-level module or a subpackage of musculo_control (doc/design.md, "Layers").
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "arrays", "stamps", "paths", "provenance", "realtime", "records", "stopping"),
+    ("errors", "arrays", "stamps", "paths", "provenance", "realtime", "records", "stopping",
+     "msg_types"),
     ("config",),
     ("streams",),
     ("model",),

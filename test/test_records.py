@@ -68,9 +68,24 @@ def codec(robot, task):
     return SnapshotCodec(robot.arm.n_joints, robot.n_muscles, len(task.rows))
 
 
-def test_snapshot_round_trip_is_exact(codec, snapshot):
+def _through(codec, snapshot, stamp, transport):
+    """``snapshot`` encoded and decoded: as the DynamicsSnapshot message, through rclpy's
+    bytes, or as the Float64MultiArray record."""
+    if transport == "record":
+        return codec.decode(codec.dims(), codec.encode(snapshot, stamp))
+    from musculo_control_msgs.msg import DynamicsSnapshot as Msg
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    from musculo_control.messages import RclpyMessages
+
+    msg = codec.to_msg(RclpyMessages(), snapshot, "base", stamp)
+    return codec.from_msg(deserialize_message(serialize_message(msg), Msg))
+
+
+@pytest.mark.parametrize("transport", ["message", "record"])
+def test_snapshot_round_trip_is_exact(codec, snapshot, transport):
     stamp = Stamp(1795311712, 123456789)
-    snap, got_stamp = codec.decode(codec.dims(), codec.encode(snapshot, stamp))
+    snap, got_stamp = _through(codec, snapshot, stamp, transport)
     assert got_stamp == stamp
     assert snap.stamp_s == stamp.seconds
     for f in dataclasses.fields(snapshot):
@@ -87,6 +102,19 @@ def test_snapshot_round_trip_is_exact(codec, snapshot):
 def test_snapshot_stamp_defaults_to_the_snapshots_time(codec, snapshot):
     _, stamp = codec.decode(codec.dims(), codec.encode(snapshot))
     assert abs(stamp.seconds - snapshot.stamp_s) < 1e-6
+
+
+def test_a_snapshot_message_with_nan_or_of_another_arm_is_refused(codec, snapshot, robot, task):
+    from musculo_control.messages import RclpyMessages
+
+    msg = codec.to_msg(RclpyMessages(), snapshot, "base", Stamp(10, 0))
+    msg.mass_matrix[3] = float("nan")
+    with pytest.raises(InputError, match="finite"):
+        codec.from_msg(msg)
+    msg = codec.to_msg(RclpyMessages(), snapshot, "base", Stamp(10, 0))
+    other = SnapshotCodec(robot.arm.n_joints, robot.n_muscles + 1, len(task.rows))
+    with pytest.raises(InputError, match="muscle_length_m"):
+        other.from_msg(msg)
 
 
 def test_snapshot_decode_refuses_nan_bad_stamp_and_other_arms(codec, snapshot, robot, task):

@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from musculo_control.loop.state_record import controller_state_layout
-from musculo_control.records import layout_from_dims
 from musculo_control.sim.recorder import Recorder
 from musculo_control.sim.rosbag_log import ORIGIN_KEY, STAMPS_KEY, write_bag
 from musculo_control.sim.signals import RunSignals
@@ -27,8 +26,14 @@ def bag(robot, tmp_path_factory):
     signals = RunSignals(robot, 125.0)
     rec = Recorder(signals.labels)
     rng = np.random.default_rng(0)
-    for t in TIMES:
-        rec.add(t, {name: rng.normal(size=len(labels)) for name, labels in signals.labels.items()})
+    layout = controller_state_layout(robot.arm.n_joints)
+    for k, t in enumerate(TIMES):
+        values = {name: rng.normal(size=len(labels)) for name, labels in signals.labels.items()}
+        # the state's counts and flags as a tick writes them
+        state = layout.unpack(values["controller_state"])
+        state.update(ok=1.0, supervisor_state=float(k % 4), safety_level=2.0, iterations=9.0)
+        values["controller_state"] = layout.pack(state)
+        rec.add(t, values)
     folder = tmp_path_factory.mktemp("bag") / "bag"
     write_bag(folder, rec, frame_id="base_link", origin_ns=ORIGIN_NS,
               state_layout=controller_state_layout(robot.arm.n_joints))
@@ -41,7 +46,7 @@ EXPECTED = {
     "/muscle_commands": "sensor_msgs/msg/JointState",
     "/controller/activations": "sensor_msgs/msg/JointState",
     "/controller/goal": "geometry_msgs/msg/PoseStamped",
-    "/controller/state": "std_msgs/msg/Float64MultiArray",
+    "/controller/state": "musculo_control_msgs/msg/ControllerState",
     "/mock/joint_states": "sensor_msgs/msg/JointState",
     "/mock/tendon_tensions": "sensor_msgs/msg/JointState",
     "/mock/hand": "geometry_msgs/msg/PointStamped",
@@ -83,11 +88,13 @@ def test_foxglove_decoder_reads_every_message_with_stamps(bag, robot):
     assert np.allclose([hand.point.x, hand.point.y, hand.point.z], rec.array("hand_m")[3])
     force = seen["/mock/gauge_force"][0][1]
     assert force.data == pytest.approx(rec.array("gauge_force_n")[0, 0])
+    # the controller's state by its fields' names, from the schema stored in the file
     state = seen["/controller/state"][1][1]
-    dims = [(d.label, d.size, d.stride) for d in state.layout.dim]
-    layout = layout_from_dims(dims)
-    assert layout.schema == "controller_state_v3"
-    assert np.allclose(state.data, rec.array("controller_state")[1])
+    written = controller_state_layout(robot.arm.n_joints).unpack(rec.array("controller_state")[1])
+    assert state.supervisor_state == 1 and state.iterations == 9 and state.ok
+    assert state.header.frame_id == "base_link"
+    assert np.allclose(state.hand_error_m, written["hand_error_m"])
+    assert np.allclose(state.tau_null_nm, written["tau_null_nm"])
 
 
 def test_rosbag2_reader_opens_the_folder_and_metadata_labels_the_stamps(bag):

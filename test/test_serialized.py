@@ -179,23 +179,6 @@ def test_the_writer_writes_what_joint_state_writer_would(types):
 
 
 @pytest.mark.parametrize("types", FACTORIES, ids=IDS)
-def test_the_record_writer_writes_the_labelled_record_meant(types):
-    from musculo_control.loop.state_record import controller_state_layout
-    from musculo_control.serialized import SerializedRecordWriter
-
-    layout = controller_state_layout(7)
-    writer = SerializedRecordWriter(types, layout.dims())
-    rng = np.random.default_rng(5)
-    for n in (40, 40, 3):  # the same length again (its layout kept), and another one
-        data = rng.normal(size=n)
-        back = types.deserialize(writer.write(data), "std_msgs/msg/Float64MultiArray")
-        dims, values, offset = messages.read_float64_multiarray(back)
-        assert dims == layout.dims() and offset == 0
-        np.testing.assert_array_equal(values, data)
-    assert writer._layouts[40] is not None  # the fast path, not the library's
-
-
-@pytest.mark.parametrize("types", FACTORIES, ids=IDS)
 def test_the_point_writer_writes_the_stamped_point_meant(types):
     from musculo_control.serialized import SerializedPointWriter
 

@@ -1,4 +1,5 @@
-"""The dynamics snapshot as a labelled flat record (the ``dynamics`` topic's payload).
+"""The dynamics snapshot as a record: the ``dynamics`` topic's ``DynamicsSnapshot`` message
+(:mod:`musculo_control.msg_types`), or a labelled flat ``Float64MultiArray``.
 
 Layout (see :mod:`musculo_control.records`): schema ``dynamics_snapshot_v1``, then::
 
@@ -27,10 +28,12 @@ compare it with the source joint state's header to the nanosecond.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from musculo_control import msg_types
 from musculo_control.errors import InputError
 from musculo_control.estimation.snapshot import DynamicsSnapshot
 from musculo_control.records import Dim, Field, RecordLayout
@@ -80,21 +83,43 @@ class SnapshotCodec:
     def dims(self) -> list[Dim]:
         return list(self._dims)
 
-    def encode(self, snapshot: DynamicsSnapshot, stamp: Stamp | None = None) -> FloatArray:
-        """Flat data of ``snapshot``; ``stamp`` defaults to ``snapshot.stamp_s`` split exactly."""
+    def values(self, snapshot: DynamicsSnapshot,
+               stamp: Stamp | None = None) -> dict[str, npt.ArrayLike | float]:
+        """The record's field values of ``snapshot``; ``stamp`` defaults to
+        ``snapshot.stamp_s`` split exactly."""
         st = stamp if stamp is not None else Stamp.from_seconds(snapshot.stamp_s)
         values: dict[str, npt.ArrayLike | float] = {
             name: getattr(snapshot, name) for name in _ARRAY_FIELDS}
         values["stamp"] = (float(st.sec), float(st.nanosec))
         values["min_task_eigenvalue"] = snapshot.min_task_eigenvalue
         values["damped"] = 1.0 if snapshot.damped else 0.0
-        return self.layout.pack(values)
+        return values
+
+    def encode(self, snapshot: DynamicsSnapshot, stamp: Stamp | None = None) -> FloatArray:
+        """Flat data of ``snapshot`` (the ``Float64MultiArray`` record); ``stamp`` defaults to
+        ``snapshot.stamp_s`` split exactly."""
+        return self.layout.pack(self.values(snapshot, stamp))
+
+    def to_msg(self, types: Any, snapshot: DynamicsSnapshot, frame_id: str,
+               stamp: Stamp | None = None, msg: Any = None) -> Any:
+        """``snapshot`` as a ``musculo_control_msgs/DynamicsSnapshot`` built by the message
+        factory ``types`` (or refilled: ``msg``)."""
+        return msg_types.to_msg(types, msg_types.DYNAMICS_SNAPSHOT, self.values(snapshot, stamp),
+                                frame_id, msg=msg)
+
+    def from_msg(self, msg: Any) -> tuple[DynamicsSnapshot, Stamp]:
+        """The snapshot a ``musculo_control_msgs/DynamicsSnapshot`` carries and its source
+        stamp; :class:`InputError` on any malformed one."""
+        return self._snapshot(msg_types.from_msg(msg, msg_types.DYNAMICS_SNAPSHOT, self.layout))
 
     def decode(self, dims: list[Dim], data: npt.ArrayLike,
                data_offset: int = 0) -> tuple[DynamicsSnapshot, Stamp]:
-        """The snapshot and its source stamp; :class:`InputError` on any malformed record."""
+        """The snapshot a ``Float64MultiArray`` record carries and its source stamp;
+        :class:`InputError` on any malformed record."""
         self.layout.check_dims(dims, data_offset)
-        fields = self.layout.unpack(data)
+        return self._snapshot(self.layout.unpack(data))
+
+    def _snapshot(self, fields: dict[str, FloatArray]) -> tuple[DynamicsSnapshot, Stamp]:
         for name, arr in fields.items():
             if not np.all(np.isfinite(arr)):
                 raise InputError(f"dynamics record field '{name}'", "finite values",

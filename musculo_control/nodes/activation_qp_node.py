@@ -33,12 +33,13 @@ from functools import partial
 
 import numpy as np
 from geometry_msgs.msg import PointStamped, PoseStamped
+from musculo_control_msgs.msg import ControllerState, ControllerTiming, DynamicsSnapshot
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64MultiArray
+from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
-from musculo_control import messages
+from musculo_control import messages, msg_types
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.output import safe_output
 from musculo_control.errors import InputError
@@ -55,9 +56,8 @@ from musculo_control.loop.control_step import (
 )
 from musculo_control.loop.lockstep import lockstep_leads
 from musculo_control.loop.parts import load_parts
-from musculo_control.loop.state_record import controller_state_layout, controller_state_values
+from musculo_control.loop.state_record import controller_state_values
 from musculo_control.loop.timing import (
-    TIMING_LAYOUT,
     GcPauses,
     TickTimer,
     TimingSummary,
@@ -91,7 +91,6 @@ from musculo_control.safety.operator_stop import STOP_TOPIC
 from musculo_control.serialized import (
     SerializedJointStateWriter,
     SerializedPointWriter,
-    SerializedRecordWriter,
 )
 from musculo_control.streams import OwnPause
 
@@ -113,22 +112,20 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
                                    len(parts.controller.task.rows))
         muscles = robot.muscle_names
         controlled = tuple(muscles[i] for i in robot.controlled_idx)
-        self._state_layout = controller_state_layout(robot.arm.n_joints)
+        self._state_out = ControllerState()  # refilled at every tick
         self._cmd_msg = SerializedJointStateWriter(MSGS, muscles)
         self._act_msg = SerializedJointStateWriter(MSGS, controlled)
-        self._state_msg = SerializedRecordWriter(MSGS, self._state_layout.dims())
-        self._timing_msg = SerializedRecordWriter(MSGS, TIMING_LAYOUT.dims())
         self._hand_msg = SerializedPointWriter(MSGS, self.frame_id)
         self._calibration = parts.drivers.calibration
         # outputs
         self._cmd_pub = self.create_publisher(JointState, COMMAND_TOPIC, QOS_STATE_PUB)
         self._act_pub = self.create_publisher(JointState, CONTROLLER_ACTIVATIONS,
                                               QOS_STATE_PUB)
-        self._state_pub = self.create_publisher(Float64MultiArray, "controller/state",
+        self._state_pub = self.create_publisher(ControllerState, "controller/state",
                                                 QOS_STATE_PUB)
         self._hand_pub = self.create_publisher(PointStamped, "controller/hand", QOS_STATE_PUB)
         self._goal_pub = self.create_publisher(PoseStamped, "controller/goal", QOS_GOAL)
-        self._timing_pub = self.create_publisher(Float64MultiArray, "controller/timing",
+        self._timing_pub = self.create_publisher(ControllerTiming, "controller/timing",
                                                  QOS_STATE_PUB)
         # inputs, polled at the tick
         leads = lockstep_leads(parts)
@@ -147,7 +144,7 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
                                              depth=p.tendon_queue,
                                              lead_s=leads[TENDON_COMMANDS])
         self._dynamics_in = (None if self.step.fused else
-                             self.subscribe_awaited(Float64MultiArray, DYNAMICS_TOPIC,
+                             self.subscribe_awaited(DynamicsSnapshot, DYNAMICS_TOPIC,
                                                     leads[DYNAMICS],
                                                     partial(messages.snapshot_stamp_s, self.codec)))
         self._goal_in = self.inputs.subscribe(PoseStamped, GOAL_TOPIC, qos=QOS_GOAL)
@@ -214,9 +211,8 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         if self._dynamics_in is not None:
             msg = self._dynamics_in.take_newest()
             if msg is not None:
-                dims, data, offset = messages.read_float64_multiarray(msg)
                 try:
-                    snapshot, _ = self.codec.decode(dims, data, offset)
+                    snapshot, _ = self.codec.from_msg(msg)
                 except InputError as exc:
                     health.refuse(DYNAMICS_TOPIC, str(exc), now_s)
                 else:
@@ -269,8 +265,10 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
         self.timer.stop(time.perf_counter())
         self._act_pub.publish(self._act_msg.write(stamp, out.activations))
         if report is not None:
-            self._state_pub.publish(self._state_msg.write(self._state_layout.pack(
-                controller_state_values(out, report, self.timer.last_period_s, joint_age))))
+            self._state_pub.publish(msg_types.to_msg(
+                MSGS, msg_types.CONTROLLER_STATE,
+                controller_state_values(out, report, self.timer.last_period_s, joint_age),
+                self.frame_id, stamp, msg=self._state_out))
         if out.ok:
             self._hand_pub.publish(self._hand_msg.write(stamp, out.hand_position_m))
         goal = self.step.supervisor.goals.accepted
@@ -284,7 +282,9 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
     def _report_timing(self) -> None:
         summary = self.timer.summary()
         self.last_timing = summary
-        self._timing_pub.publish(self._timing_msg.write(TIMING_LAYOUT.pack(timing_record(summary))))
+        self._timing_pub.publish(msg_types.to_msg(MSGS, msg_types.CONTROLLER_TIMING,
+                                                  timing_record(summary), self.frame_id,
+                                                  now_stamp(self)))
 
     def _values(self) -> dict[str, str]:
         values = self.step.values()

@@ -3,8 +3,9 @@
 A shell over :class:`~musculo_control.loop.dynamics_stage.DynamicsStage`, the object the
 ROS-free runner uses in its place, ticking at controller.yaml ``loop.dynamics_rate_hz``: at
 each tick the newest joint state (polled) gives M, g, C qd, the task Jacobian, Lambda, Jbar, N,
-the muscle lengths and the muscle Jacobian, published as a labelled ``Float64MultiArray``
-(:mod:`musculo_control.estimation.snapshot_codec`) that carries that joint state's stamp. No
+the muscle lengths and the muscle Jacobian, published as a ``musculo_control_msgs/
+DynamicsSnapshot`` (:mod:`musculo_control.estimation.snapshot_codec`) that carries that joint
+state's stamp. No
 snapshot from a stale joint state (safety.yaml ``inputs.joint_state.hold_s``) and none twice from
 the same one.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from std_msgs.msg import Float64MultiArray
+from musculo_control_msgs.msg import DynamicsSnapshot
 
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.hardware.potentiometer import PotentiometerReading
@@ -26,7 +27,6 @@ from musculo_control.loop.topics import JOINT_STATES
 from musculo_control.nodes.node_config import DYNAMICS_NODE, DynamicsNodeParams, config_dir_of
 from musculo_control.nodes.process import run
 from musculo_control.nodes.ros_common import MSGS, QOS_STATE_PUB, StageNode
-from musculo_control.serialized import SerializedRecordWriter
 from musculo_control.stamps import Stamp
 
 
@@ -38,9 +38,10 @@ class DynamicsNode(StageNode[DynamicsNodeParams]):
         self.stage = build.dynamics_stage(parts, p.warn_throttle_s)
         robot, task = parts.robot, parts.controller.task
         self.codec = SnapshotCodec(robot.arm.n_joints, robot.n_muscles, len(task.rows))
-        self._out = SerializedRecordWriter(MSGS, self.codec.dims())
+        self._out = DynamicsSnapshot()  # refilled at every snapshot
+        self._frame_id = robot.arm.base_frame
         self._stamps: dict[float, Stamp] = {}  # the newest joint state's exact stamp
-        self._pub = self.create_publisher(Float64MultiArray, OUT_TOPIC, QOS_STATE_PUB)
+        self._pub = self.create_publisher(DynamicsSnapshot, OUT_TOPIC, QOS_STATE_PUB)
         self._joints_in = self.joint_states_in(IN_TOPIC, robot.arm.joint_names, "joint name",
                                                required=("position", "velocity"), finite=True,
                                                lead_s=lockstep_leads(parts)[JOINT_STATES])
@@ -66,7 +67,7 @@ class DynamicsNode(StageNode[DynamicsNodeParams]):
         snap = stage.tick(self.clock_s())
         if snap is not None:
             stamp = self._stamps.get(snap.stamp_s) or Stamp.from_seconds(snap.stamp_s)
-            self._pub.publish(self._out.write(self.codec.encode(snap, stamp)))
+            self._pub.publish(self.codec.to_msg(MSGS, snap, self._frame_id, stamp, self._out))
         self.timer.stop(time.perf_counter())
 
     def _values(self) -> dict[str, str]:

@@ -32,10 +32,11 @@ from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PointStamped, PoseStamped
+from musculo_control_msgs.msg import DynamicsSnapshot
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64, Float64MultiArray
+from std_msgs.msg import Float64
 from std_srvs.srv import Trigger
 
 from musculo_control import messages
@@ -161,7 +162,7 @@ class MockHardwareNode(StageNode[MockHardwareNodeParams]):
                 # stray's newer sample does not take the place of the driver's
                 qos = QOS_PROGRESS_SIFTED if topic == TENDON_COMMANDS else QOS_PROGRESS
                 self._progress_in[topic] = self.inputs.subscribe(
-                    JointState if raw else Float64MultiArray, source, qos=qos, raw=raw)
+                    JointState if raw else DynamicsSnapshot, source, qos=qos, raw=raw)
                 self._progress_stamp[topic] = (
                     SerializedJointStateReader(
                         MSGS, messages.NameOrder(source, names[topic])).stamp_s

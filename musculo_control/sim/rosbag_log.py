@@ -10,7 +10,7 @@ PlotJuggler's ROS 2 parsers open it as a ROS recording.
 The messages are built by :mod:`musculo_control.messages`, the same code the nodes
 publish with, on the same topics and types (doc/ros_overview.md, Interface): ``/joint_states``,
 ``/muscle_states``, ``/muscle_commands``, ``/controller/activations``, ``/controller/goal``,
-``/controller/state`` (the ``controller_state_v3`` record); the mock arm's truth goes on
+``/controller/state`` (``musculo_control_msgs/ControllerState``); the mock arm's truth goes on
 ``/mock/joint_states``, ``/mock/hand``, ``/mock/gauge_force`` as the mock node publishes it,
 plus ``/mock/elbow`` and ``/mock/tendon_tensions``, which only the simulation has.
 
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control import messages
+from musculo_control import messages, msg_types
 from musculo_control.errors import InputError
 from musculo_control.records import RecordLayout
 from musculo_control.sim.recorder import Recorder
@@ -109,9 +109,13 @@ class RosbagsMessages:
 
 @functools.lru_cache(maxsize=1)
 def _humble_typestore() -> Any:
-    from rosbags.typesys import Stores, get_typestore
+    """rosbags' ROS 2 Humble types, and this project's own (:mod:`musculo_control.msg_types`)."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-    return get_typestore(Stores.ROS2_HUMBLE)
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    for t in msg_types.TYPES.values():
+        store.register(get_types_from_msg(t.text(), t.type_name))
+    return store
 
 
 _NUMPY = {"bool": np.bool_, "byte": np.uint8, "char": np.uint8, "int8": np.int8,
@@ -175,9 +179,11 @@ def write_bag(folder: Path, recorder: Recorder, *, frame_id: str, origin_ns: int
                        lambda i: types.new("std_msgs/msg/Float64", data=float(force[i]))))
     if "controller_state" in have and state_layout is not None:
         state = recorder.array("controller_state")
-        dims = state_layout.dims()
-        topics.append(("/controller/state", "std_msgs/msg/Float64MultiArray",
-                       lambda i: messages.float64_multiarray_msg(types, dims, state[i])))
+        layout = state_layout
+        topics.append(("/controller/state", msg_types.CONTROLLER_STATE.type_name,
+                       lambda i: msg_types.to_msg(types, msg_types.CONTROLLER_STATE,
+                                                  layout.unpack(state[i]), frame_id,
+                                                  stamps[i])))
     writer = Writer(folder, version=8, storage_plugin=StoragePlugin.MCAP)
     # zstd chunks inside the MCAP file, as `ros2 bag record -s mcap` writes with its zstd presets
     writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)

@@ -30,15 +30,16 @@ import numpy.typing as npt
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PointStamped, PoseStamped
+from musculo_control_msgs.msg import ControllerState, DynamicsSnapshot
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Bool, Float64, Float64MultiArray
+from std_msgs.msg import Bool, Float64
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
-from musculo_control import messages
+from musculo_control import messages, msg_types
 from musculo_control.estimation.snapshot_codec import SnapshotCodec
 from musculo_control.loop.parts import LoopParts
 from musculo_control.loop.state_record import controller_state_layout
@@ -156,11 +157,11 @@ class GraphObserver:
                                       else () if fast_streams is False else fast_streams)
         for topic in self.fast_streams:
             n.create_subscription(JointState, topic, fast[topic], qos)
-        n.create_subscription(Float64MultiArray, "dynamics", self._on_dynamics, qos)
+        n.create_subscription(DynamicsSnapshot, "dynamics", self._on_dynamics, qos)
         n.create_subscription(PointStamped, "mock/hand", self._on_hand, QOS_STATE_SUB)
         n.create_subscription(PointStamped, "mock/elbow", self._on_elbow, QOS_STATE_SUB)
         n.create_subscription(Float64, "mock/gauge_force", self._on_force, QOS_STATE_SUB)
-        n.create_subscription(Float64MultiArray, "controller/state", self._on_state, qos)
+        n.create_subscription(ControllerState, "controller/state", self._on_state, qos)
         n.create_subscription(PoseStamped, "controller/goal", self._on_goal, QOS_GOAL)
         n.create_subscription(MultiDOFJointTrajectory, "hand_goal/trajectory",
                               self._on_goal_point, 50)  # sent on change, reliable
@@ -343,10 +344,9 @@ class GraphObserver:
             with self._lock:
                 self.muscle_states.add(self.now_s(), a.stamp.seconds, a.effort)
 
-    def _on_dynamics(self, msg: Float64MultiArray) -> None:
-        dims, data, offset = messages.read_float64_multiarray(msg)
+    def _on_dynamics(self, msg: DynamicsSnapshot) -> None:
         try:
-            snapshot, _ = self._codec.decode(dims, data, offset)
+            snapshot, _ = self._codec.from_msg(msg)
         except Exception:  # noqa: BLE001 - a malformed record is simply not recorded
             return
         with self._lock:
@@ -366,15 +366,13 @@ class GraphObserver:
         with self._lock:
             self.gauge_force.add(self.now_s(), float("nan"), float(msg.data))
 
-    def _on_state(self, msg: Float64MultiArray) -> None:
-        dims, data, offset = messages.read_float64_multiarray(msg)
+    def _on_state(self, msg: ControllerState) -> None:
         try:
-            self._state_layout.check_dims(dims, offset)
-            fields = self._state_layout.unpack(data)
-        except Exception:  # noqa: BLE001 - a malformed record is simply not recorded
+            fields = msg_types.from_msg(msg, msg_types.CONTROLLER_STATE, self._state_layout)
+        except Exception:  # noqa: BLE001 - a malformed message is simply not recorded
             return
         with self._lock:
-            self.controller_state.add(self.now_s(), float("nan"), fields)
+            self.controller_state.add(self.now_s(), msg_types.stamp_seconds(msg), fields)
 
     def _on_goal(self, msg: PoseStamped) -> None:
         pose = messages.read_pose_stamped(msg)
