@@ -66,10 +66,13 @@ def _optional(tree: ast.AST) -> set[int]:
     return out
 
 
-#: what ROS provides (a distribution, or the 'ros' extra's wheels): the test side's graph tools
-#: (testing/) import these beside the package's own dependencies
+#: what ROS provides (a distribution, or the 'ros' extra's wheels), and the interface package
+#: of this repository that is built with it (msgs/: colcon, or `make install` from the rosidl
+#: wheels): the test side's graph tools (testing/) import these beside the package's own
+#: dependencies
 ROS_PROVIDED = {"rclpy", "std_msgs", "std_srvs", "sensor_msgs", "geometry_msgs",
-                "diagnostic_msgs", "trajectory_msgs", "rosgraph_msgs", "visualization_msgs"}
+                "diagnostic_msgs", "trajectory_msgs", "rosgraph_msgs", "visualization_msgs",
+                "rcl_interfaces", "musculo_control_msgs"}
 
 
 def _imported_top_modules() -> dict[str, str]:

@@ -1019,6 +1019,42 @@ def test_consistency_pairs_the_tendon_sample_with_the_joint_sample_of_its_instan
     assert found is with_history
 
 
+def test_tendon_monitor_a_miss_after_a_gap_in_the_samples_is_not_confirmed(robot, safety_cfg):
+    """The weak actuator of the test above, but the computer stalls (no sample, no output)
+    between its tracking and the second miss: the misses before the gap say nothing of the
+    actuators after it (a whole-machine stall looks like a module that stopped), so the
+    second miss is a first one again, actuator_lagging; a third, after tracking since, is
+    actuator_tracking. Without the gap the second miss latches (the test above)."""
+    cfg = safety_cfg.tendons
+    m = robot.n_muscles
+    alpha = 1.0 - math.exp(-DT / cfg.actuator_time_constant_s)
+    high, low = np.full(m, 300.0), np.full(m, 5.0)
+
+    def weak(c):
+        d = c.copy()
+        d[4] = min(d[4], 60.0)
+        return d
+
+    mon = TendonMonitor(robot.muscle_names, robot.l_min_m, robot.l_max_m, cfg)
+    mon.reset(0.0, high)
+    f, t = high.copy(), 0.0
+    stall = 2 * cfg.tracking_resync_gap_s
+    segments = ((0.05, high), (0.2, low), ("gap", None), (0.1, high), (0.2, low), (0.1, high))
+    found: list[set[str]] = []  # the rules of each segment
+    for seconds, sent in segments:
+        found.append(set())
+        if seconds == "gap":
+            t += stall
+            continue
+        for _ in range(int(round(seconds / DT))):
+            t += DT
+            mon.sent(t, sent)
+            f = f + alpha * (weak(sent) - f)
+            found[-1] |= {x.rule for x in mon.check(_state(robot, t, f))}
+    assert [found[i] & MISS for i in (0, 3, 5)] == [
+        {"actuator_lagging"}, {"actuator_lagging"}, {"actuator_tracking"}], found
+
+
 def test_a_consistency_fault_stands_at_ticks_with_no_new_pair_to_compare(
         robot, safety_cfg, ctrl_cfg, drivers, home):
     """A tick whose newest tendon sample has no joint sample of its instant cannot compare

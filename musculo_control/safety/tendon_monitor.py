@@ -210,10 +210,12 @@ class TendonMonitor:
         # is checked for slack and runaway but not for tracking, and resyncs nothing
         behind = t < self._t
         dt = t - self._last_stamp  # since the previous sample [s] (inf: none yet)
-        if not track:
+        if not track or (dt > self.config.tracking_resync_gap_s
+                         and math.isfinite(self._last_stamp)):
+            # outputs unknown, or samples lost: the expectation restarts from the load cells,
+            # and a miss before the gap confirms nothing after it
             self._resync = True
-        if dt > self.config.tracking_resync_gap_s and math.isfinite(self._last_stamp):
-            self._resync = True  # samples lost: the expectation restarts from the load cells
+            self._forget_misses()
         self._advance(t)
         f, length, rate = state.tension_n, state.length_m, state.velocity_m_s
         # valid: every tendon (None), or the mask of those with finite readings
@@ -454,11 +456,20 @@ class TendonMonitor:
                           f"expected {np.round(self._low[bad], 1).tolist()} to "
                           f"{np.round(self._high[bad], 1).tolist()} N")
         self._resync = True  # from the load cells again at the next sample
+        self._forget_misses()  # the modules' hold explains the misses so far
         self._silent = True
         self._heard_from_s = math.inf
         self._off_count[:] = 0
         self._off_zero = True
         return finding
+
+    def _forget_misses(self) -> None:
+        """No miss so far counts towards ``actuator_tracking``: the next one is a first miss
+        (``actuator_lagging``) again. After a gap in the samples or the driver's outputs, or a
+        watchdog episode, the misses before say nothing of the actuators since: a whole
+        computer that stalled looks like a module that stopped delivering."""
+        self._first_miss_s = -math.inf
+        self._proven = False
 
     def _lagging_or_tracking(self, t: float, f: FloatArray,
                              bad: npt.NDArray[np.bool_]) -> Finding:
