@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+from scipy.optimize import lsq_linear
 
 from musculo_control.control.activation_qp import ActivationQP
 from musculo_control.control.controller_config import ControllerConfig
@@ -250,6 +251,31 @@ class _JointTargetMixin:
     def _target_changed(self) -> None:
         return None
 
+    def start_from(self, q_rad: npt.ArrayLike, tension_n: npt.ArrayLike) -> None:
+        """Switched in while the arm is at ``q_rad`` under the tensions ``tension_n`` [N] (all
+        muscles): hold that pose (a bumpless start; loop/switch.py)."""
+        self.set_joint_target(q_rad)
+
+
+def holding_tensions(robot: Robot, q_rad: FloatArray, tension_n: FloatArray) -> FloatArray:
+    """(m,) the tensions nearest ``tension_n`` [N] that hold the arm still at ``q_rad``:
+    the controlled muscles' least change (each at least the minimum tension) that zeroes the
+    torque balance ``Jm^T f + g`` (SPEC section 2's sign), solved as a bounded least squares
+    whose small second term picks the least change among the exact ones."""
+    ci = robot.controlled_idx
+    kin = robot.geometry.kinematics_at(q_rad)
+    body = robot.arm.body
+    residual = kin.jacobian.T @ tension_n + body.gravity_torque(body.workspace(), q_rad)
+    a = kin.jacobian[ci].T  # (n, mc) [m]
+    weight = 1e-4 * float(np.abs(a).max())  # [m]: a newton of change against 1e-4 N m
+    lhs = np.vstack([a, weight * np.eye(len(ci))])
+    rhs = np.concatenate([-residual, np.zeros(len(ci))])
+    lower = robot.hill.f_min_n - tension_n[ci]
+    change = lsq_linear(lhs, rhs, bounds=(lower, np.full(len(ci), np.inf))).x
+    out = np.array(tension_n, dtype=float)
+    out[ci] += change
+    return out
+
 
 def _equivalent_activation(tension: FloatArray, forces_active: FloatArray,
                            forces_passive: FloatArray) -> FloatArray:
@@ -365,6 +391,20 @@ class MuscleStiffnessController(_JointTargetMixin, TickBase):
     def _target_changed(self) -> None:
         lengths = self.robot.geometry.lengths_at(self.joint_target_rad)
         self._length_des = lengths[self._ci]
+
+    def start_from(self, q_rad: npt.ArrayLike, tension_n: npt.ArrayLike) -> None:
+        """Switched in at ``q_rad`` under the tensions ``tension_n`` [N] (all muscles): the
+        springs' rest lengths are set so that at ``q_rad`` they pull the tensions nearest those
+        that hold the arm still (:func:`holding_tensions`),
+        ``l_des = l(q) - (f - f_min) / k_m``. Eq. 17 from ``l(q_des)`` carries no gravity term
+        and would let the arm sink (its baseline runs show it); the tensions in force may
+        carry a nullspace torque (eq. 11) that would drive the joints on. The next joint target
+        sets ``l_des = l(q_des)`` again."""
+        self.set_joint_target(q_rad)
+        q, ci = self.joint_target_rad, self._ci
+        hold = holding_tensions(self.robot, q, np.asarray(tension_n, dtype=float))
+        self._length_des = self.robot.geometry.lengths_at(q)[ci] \
+            - (hold[ci] - self._f_min) / self._k_m
 
     def _control(self, snapshot: DynamicsSnapshot, terms: SnapshotTerms, q: FloatArray,
                  qd: FloatArray, fresh: FreshState, goal: HandGoal, age: float,

@@ -37,6 +37,9 @@ class LoopConfig:
                                                      "[Hz]")
     fused_dynamics: bool = spec(False, doc="compute the snapshot at every control tick in the "
                                            "QP's own process instead (no 20 Hz staleness)")
+    switch_ramp_s: float = spec(0.5, gt=0.0, doc="a controller switched in while the arm runs "
+                                                "ramps from the tensions in force to its own "
+                                                "commands over this [s]")
 
 
 @dataclass(frozen=True, kw_only=True)

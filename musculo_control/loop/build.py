@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from musculo_control.control.controller import make_controller
 from musculo_control.control.tick_base import Controller
+from musculo_control.errors import InputError
 from musculo_control.estimation.snapshot import DynamicsEstimator
 from musculo_control.loop.control_step import ControlStep
 from musculo_control.loop.driver_parts import potentiometer_stage, tendon_stage
@@ -34,6 +35,19 @@ def controller(parts: LoopParts, name: str) -> Controller:
     """The controller ``name``, bounded by the actuators' largest tension."""
     return make_controller(name, parts.robot, parts.controller,
                            tension_max_n=parts.drivers.tendons.config.max_tension_n)
+
+
+def switch_controller(step: ControlStep, parts: LoopParts, name: str, now_s: float) -> str:
+    """Switch ``step`` to the controller ``name`` at ``now_s`` [s], ramped over controller.yaml
+    ``loop.switch_ramp_s`` (:meth:`ControlStep.switch_controller`); '' when switched or already
+    running, else why it was refused."""
+    if name == step.controller.name:
+        return ""
+    try:
+        new = controller(parts, name)
+    except InputError as exc:
+        return f"switch refused: {exc}"
+    return step.switch_controller(new, now_s, parts.controller.loop.switch_ramp_s)
 
 
 def control_step(parts: LoopParts, controller_name: str, *, use_goal_orientation: bool = True,

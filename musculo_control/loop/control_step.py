@@ -41,9 +41,11 @@ from musculo_control.hardware.potentiometer import PotentiometerReading
 from musculo_control.hardware.tendon_driver import TendonState
 from musculo_control.loop import topics
 from musculo_control.loop.health import Health
+from musculo_control.loop.switch import TensionRamp
 from musculo_control.safety.authority import Writer, WriterVerdict, WriterWatch
 from musculo_control.safety.episodes import EpisodeLog
 from musculo_control.safety.supervisor import SafetyReport, Supervisor
+from musculo_control.safety.supervisor_state import SupervisorState
 from musculo_control.streams import Latest
 
 FloatArray = npt.NDArray[np.float64]
@@ -95,6 +97,7 @@ class ControlStep:
         self.episodes = EpisodeLog(from_first_tick=True)
         #: rule name -> who may write a command stream (the node watches the graph)
         self.writer_watches: dict[str, WriterWatch] = {}
+        self._ramp: TensionRamp | None = None  # a controller switched in, on its ramp
 
     @property
     def fused(self) -> bool:
@@ -103,6 +106,7 @@ class ControlStep:
     def reset(self, now_s: float) -> None:
         """Forget every input and start afresh at ``now_s`` [s] (actuators at minimum)."""
         self.controller.reset()
+        self._ramp = None
         self.supervisor.reset(now_s)
         for stream in (self.joints, self.tendons, self.snapshots, self.sent):
             stream.reset()
@@ -165,6 +169,11 @@ class ControlStep:
         whether it was accepted (a refusal is reported at the next tick)."""
         return self.supervisor.offer_goal(goal, stamp_s, now_s, frame_id)
 
+    def offer_joint_goal(self, q_rad: npt.ArrayLike) -> bool:
+        """A joint goal for the controller (:meth:`Supervisor.offer_joint_goal`); whether it
+        was accepted."""
+        return self.supervisor.offer_joint_goal(q_rad, self.controller)
+
     def acknowledge(self) -> tuple[str, ...]:
         """An operator clears the latched faults; the rule names cleared (none while the
         operator stop is set: :attr:`stopped`)."""
@@ -194,6 +203,40 @@ class ControlStep:
                                   if verdict.foreign else "")
         return verdict
 
+    # -- switching the controller ---------------------------------------------------------------
+    def switch_controller(self, controller: Controller, now_s: float, ramp_s: float) -> str:
+        """Switch to ``controller`` at ``now_s`` [s] without a jump (:mod:`musculo_control.loop.
+        switch`): its commands ramp in from the tensions in force over ``ramp_s`` [s], the goal
+        in force becomes to hold the hand where it is, and a joint-space baseline holds the joints
+        where they are (``start_from``). Returns '' when switched, else why it was refused (during a
+        stop, the resume after one, or before a joint sample came); nothing changes then."""
+        refusal = self.supervisor.switch_refusal()
+        joints = self.joints.value
+        if not refusal and (joints is None or not joints.ok):
+            refusal = "no joint sample to start the new controller from"
+        if refusal:
+            return f"switch to '{controller.name}' refused: {refusal}"
+        assert joints is not None
+        controller.reset()
+        in_force = self.supervisor.tension_in_force_n
+        start_from = getattr(controller, "start_from", None)  # the joint-space baselines
+        if start_from is not None:
+            start_from(joints.q_rad, in_force)
+        self.supervisor.hold_hand_at(now_s, joints.q_rad)
+        self.controller = controller
+        self._ramp = TensionRamp(controller, in_force, now_s, ramp_s)
+        return ""
+
+    def _ticked(self, now_s: float) -> Controller:
+        """The controller the supervisor ticks at ``now_s``: a switched-in one on its ramp."""
+        ramp = self._ramp
+        if ramp is None:
+            return self.controller
+        if ramp.done(now_s) or ramp.controller is not self.controller:
+            self._ramp = None
+            return self.controller
+        return ramp
+
     # -- the tick -------------------------------------------------------------------------------
     def tick(self, now_s: float) -> StepResult:
         """The command to send at ``now_s`` [s] and its report; never raises."""
@@ -208,10 +251,12 @@ class ControlStep:
                 except InputError:
                     snapshot = None  # the supervisor reports the joint state itself
         self._feed_monitor(now_s)
-        out, report = self.supervisor.tick(now_s, self.controller, joints=joints,
+        out, report = self.supervisor.tick(now_s, self._ticked(now_s), joints=joints,
                                            tendons=self.tendons.value, snapshot=snapshot,
                                            driver_stamp_s=self.sent.stamp_s,
                                            recent_joints=self._recent_joints)
+        if self._ramp is not None and report.state != SupervisorState.RUNNING:
+            self._ramp = None  # a stop took over from the ramp's tensions; resumes unramped
         self.ticks += 1
         if not report.ok:
             self.unsafe_ticks += 1

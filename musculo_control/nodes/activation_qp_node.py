@@ -34,12 +34,15 @@ from functools import partial
 import numpy as np
 from geometry_msgs.msg import PointStamped, PoseStamped
 from musculo_control_msgs.msg import ControllerState, ControllerTiming, DynamicsSnapshot
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import MultiDOFJointTrajectory
 
 from musculo_control import messages, msg_types
+from musculo_control.control.controller_names import CONTROLLER_NAMES
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.output import safe_output
 from musculo_control.errors import InputError
@@ -96,6 +99,8 @@ from musculo_control.streams import OwnPause
 
 GOAL_TOPIC = "hand_goal"
 GOAL_TRAJECTORY_TOPIC = "hand_goal/trajectory"
+#: a joint pose for the baselines of eq. 16-17 (sensor_msgs/JointState: name, position [rad])
+JOINT_GOAL_TOPIC = "joint_goal"
 
 
 class ActivationQPNode(StageNode[ActivationQPNodeParams]):
@@ -148,6 +153,9 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
                                                     leads[DYNAMICS],
                                                     partial(messages.snapshot_stamp_s, self.codec)))
         self._goal_in = self.inputs.subscribe(PoseStamped, GOAL_TOPIC, qos=QOS_GOAL)
+        self._joint_goal_in = self.joint_states_in(JOINT_GOAL_TOPIC, robot.arm.joint_names,
+                                                   "joint name", finite=True, depth=5,
+                                                   qos=QOS_GOAL)
         self._trajectory_in = self.inputs.subscribe(MultiDOFJointTrajectory,
                                                     GOAL_TRAJECTORY_TOPIC, qos=QOS_GOAL)
         self._stop_in = self.inputs.subscribe(Bool, STOP_TOPIC, qos=QOS_STOP)
@@ -155,6 +163,7 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
             SENT_TOPIC, {fully_qualified(self, p.actuator_writer)}, parts.safety.authority)
         self._sent_writers = GraphWriters(self, SENT_TOPIC)
         self.create_service(Trigger, "controller/acknowledge", self._on_acknowledge)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
         self._goal_shown: HandGoal | None = None
         self._pause = OwnPause(parts.safety.inputs.own_pause_s)
         self._joint_bounds = parts.safety.inputs.joint_state
@@ -221,6 +230,11 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
             pose = messages.read_pose_stamped(msg)
             step.offer_goal(GoalRequest(pose.position_m, quaternion_xyzw=pose.quaternion_xyzw),
                             pose.stamp.seconds, now_s, pose.frame_id)
+        for arrays in self._joint_goal_in.take_all():
+            if isinstance(arrays, str):
+                health.refuse(JOINT_GOAL_TOPIC, arrays, now_s)
+            else:
+                step.offer_joint_goal(arrays.position)
         for msg in self._trajectory_in.take_all():
             point = messages.read_goal_trajectory(msg, GOAL_TRAJECTORY_TOPIC)
             if isinstance(point, str):
@@ -243,6 +257,26 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
             response.message = ("cleared: " + ", ".join(cleared)) if cleared else "nothing latched"
         self.get_logger().info(f"acknowledge: {response.message}")
         return response
+
+    def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
+        """``controller`` set while running: switched without a jump, or refused with the
+        reason (the parameter then keeps its value). It runs between two ticks, on the tick
+        loop's thread."""
+        for param in params:
+            if param.name != "controller":
+                continue
+            name = param.value
+            if name not in CONTROLLER_NAMES:
+                reason = f"controller must be one of {list(CONTROLLER_NAMES)}, not {name!r}"
+            else:
+                before = self.step.controller.name
+                reason = build.switch_controller(self.step, self.parts, str(name),
+                                                 now_stamp(self).seconds)
+            if reason:
+                self.get_logger().warning(reason)
+                return SetParametersResult(successful=False, reason=reason)
+            self.get_logger().info(f"controller switched: '{before}' -> '{name}'")
+        return SetParametersResult(successful=True)
 
     # -- the tick -------------------------------------------------------------------------------
     def _tick(self) -> None:

@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from musculo_control.config.parser import located, parse, read_yaml, spec, unknown_keys
 from musculo_control.control.controller_names import CONTROLLER_NAMES
@@ -143,7 +143,13 @@ class ActivationQPNodeParams(LockstepParams, CommonNodeParams):
     """``activation_qp_node``: the 125 Hz controller (paper eq. 9-17) with the safety
     supervisor (rate: controller.yaml ``loop.control_rate_hz``; limits: safety.yaml)."""
 
-    controller: str = spec("osc", choices=CONTROLLER_NAMES, doc="controller to run")
+    #: parameters that may change while the node runs (the rest are read-only)
+    DYNAMIC: ClassVar[tuple[str, ...]] = ("controller",)
+
+    controller: str = spec("osc", choices=CONTROLLER_NAMES,
+                           doc="controller to run; set while running, it switches without a "
+                               "jump (controller.yaml loop.switch_ramp_s), refused with the "
+                               "reason during a stop or the resume after one")
     use_goal_orientation: bool = spec(True, doc="track the goal's orientation (rows wy, wz); "
                                                 "false: position only")
     timing_report_period_s: float = spec(1.0, gt=0.0, doc="controller/timing period [s]")

@@ -95,16 +95,19 @@ def clock_reader(node: Node) -> Callable[[], int]:
 
 
 def declare_parameters(node: Node, cls: type[T]) -> T:
-    """Declare one read-only parameter per field of ``cls`` and parse the values received.
+    """Declare one parameter per field of ``cls`` and parse the values received.
 
     Parameters are read-only: rates, timeouts and models are fixed for the life of the node
-    (restart it to change them). Dynamic typing lets ``rate_hz: 125`` (an int in YAML) reach
-    :func:`parse`, which accepts it for a float field and names the key on a real error.
+    (restart it to change them), but for those ``cls.DYNAMIC`` names, which the node checks
+    and applies in its own set-parameters callback. Dynamic typing lets ``rate_hz: 125`` (an
+    int in YAML) reach :func:`parse`, which accepts it for a float field and names the key on a
+    real error.
     """
     values = {}
+    dynamic = getattr(cls, "DYNAMIC", ())
     for name, default, doc in parameter_defaults(cls):
         node.declare_parameter(name, default, ParameterDescriptor(
-            description=doc, read_only=True, dynamic_typing=True))
+            description=doc, read_only=name not in dynamic, dynamic_typing=True))
         values[name] = node.get_parameter(name).value
     return parse_parameters(cls, values, f"parameters of node '{node.get_name()}'",
                             f"{node.get_name()}.ros__parameters")
@@ -221,7 +224,7 @@ class StageNode(Node, Generic[P]):
     def joint_states_in(self, topic: str, names: Sequence[str], what: str, *,
                         required: Sequence[str] = ("position",), finite: bool = False,
                         depth: int = 1, lead_s: float | None = None,
-                        stamped: bool = False) -> JointStateInput:
+                        stamped: bool = False, qos: Any = None) -> JointStateInput:
         """A polled ``JointState`` input taken as bytes and read in ``names``' order
         (:class:`~musculo_control.nodes.polled.JointStateInput`; ``what``: what a name is, for
         refusals); with ``lead_s``, awaited as :meth:`subscribe_awaited` says; ``stamped``: its
@@ -230,7 +233,7 @@ class StageNode(Node, Generic[P]):
         reader = SerializedJointStateReader(MSGS, messages.NameOrder(topic, names, what), required,
                                             finite)
         awaited = lead_s is not None and self._lockstep_wait_s is not None
-        sub = self.inputs.subscribe(JointState, topic, depth, raw=True,
+        sub = self.inputs.subscribe(JointState, topic, depth, qos=qos, raw=True,
                                     stamp_of=reader.stamp_s if awaited or stamped else None)
         if awaited:
             self._awaited.append((sub, float(lead_s)))  # type: ignore[arg-type]

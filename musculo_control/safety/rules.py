@@ -158,12 +158,14 @@ _RULES: tuple[Rule, ...] = (
          "or lost link; the modules are healthy)", "`tracking_samples` tendon samples", _MIN,
          _HOLD + " (the readings follow the commands again: the link is back)"),
     Rule("goal_invalid", WARNING, False, "supervisor (goal gate)",
-         "a goal with a non-finite value, a wrong shape or a rotation that is not one",
+         "a goal with a non-finite value, a wrong shape or a rotation that is not one; a "
+         "joint goal for a controller that takes hand goals",
          "the control tick it arrives at",
          "goal rejected, the last accepted goal held (the arm keeps its posture; going limp on "
          "a bad request would drop it)", "immediate, at the next valid goal"),
     Rule("goal_outside_workspace", WARNING, False, "supervisor (goal gate)",
-         "a goal beyond the reach sphere or the box of controller.yaml `workspace`",
+         "a hand goal beyond the reach sphere or the box of controller.yaml `workspace`; a "
+         "joint goal outside the model's joint limits",
          "the control tick it arrives at", "goal rejected, the last accepted goal held",
          "immediate, at the next valid goal"),
     Rule("no_goal", WARNING, False, "supervisor (goal gate)",

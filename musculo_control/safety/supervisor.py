@@ -229,6 +229,38 @@ class Supervisor:
             return False
         return True
 
+    def offer_joint_goal(self, q_rad: npt.ArrayLike, controller: Controller) -> bool:
+        """A joint goal for ``controller`` (paper: the baselines of eq. 16-17 take "goal input as
+        joint pose"); whether it was accepted and handed to it. Refused, reported at the next
+        tick as a hand goal is (rules ``goal_invalid``, ``goal_outside_workspace``), when it
+        is not ``n`` finite angles, lies outside the model's joint limits, the controller takes
+        hand goals, or the operator stop is set."""
+        if self.stop.refuse("goal"):
+            return False
+        finding = self._joint_goal_refusal(q_rad, controller)
+        if finding is not None:
+            self._pending[finding.rule] = finding
+            return False
+        controller.set_joint_target(np.asarray(q_rad, dtype=float))  # type: ignore[attr-defined]
+        return True
+
+    def _joint_goal_refusal(self, q_rad: npt.ArrayLike, controller: Controller) -> Finding | None:
+        arm = self.robot.arm
+        q = np.asarray(q_rad, dtype=float)
+        if not hasattr(controller, "set_joint_target"):
+            return Finding("goal_invalid", f"a joint goal for controller '{controller.name}', "
+                                           f"which takes hand goals: ignored")
+        if q.shape != (arm.n_joints,) or not finite(q):
+            return Finding("goal_invalid", f"joint goal {np.round(q, 4).tolist()}: expected "
+                                           f"{arm.n_joints} finite angles [rad]")
+        outside = [f"{name} {v:.3f} not in [{lo:.3f}, {hi:.3f}]" for name, v, lo, hi
+                   in zip(arm.joint_names, q, arm.lower_rad, arm.upper_rad)
+                   if not lo <= v <= hi]
+        if outside:
+            return Finding("goal_outside_workspace",
+                           "joint goal outside the joint limits [rad]: " + ", ".join(outside))
+        return None
+
     def tendon_sample(self, state: TendonState, track: bool = True) -> None:
         """Run the tendon monitor on one tendon state (a faulted sample is skipped; ``track``
         false: the driver's outputs up to it are not known, no tracking check)."""
@@ -248,6 +280,35 @@ class Supervisor:
             self._conditions[name] = Finding(name, message)
         else:
             self._conditions.pop(name, None)
+
+    @property
+    def resuming(self) -> bool:
+        """Control is ramping the goal back from where a stop left the hand."""
+        return self._ramp is not None
+
+    @property
+    def tension_in_force_n(self) -> FloatArray:
+        """The tensions in force: the last command sent (a copy) [N]."""
+        return self._in_force.copy()
+
+    def switch_refusal(self) -> str:
+        """Why a controller may not be switched in now ('' when it may): only while the
+        controller's own commands go out, not during a stop or the resume after one."""
+        if self.state != SupervisorState.RUNNING:
+            summary = self.report.summary() if self.report is not None else ""
+            return f"the supervisor is {self.state.value}" + (f": {summary}" if summary else "")
+        if self.resuming:
+            return "control is resuming after a stop (the goal is on its ramp back)"
+        return ""
+
+    def hold_hand_at(self, t_s: float, q_rad: npt.ArrayLike) -> HandGoal:
+        """From ``t_s`` [s] the goal in force is to hold the hand where the joints ``q_rad``
+        put it (a controller switched in starts from where the arm is)."""
+        q = np.asarray(q_rad, dtype=float)
+        hand = self._hand.hand_state(q, np.zeros_like(q))
+        goal = HandGoal.hold(hand.position_m, hand.rotation)
+        self.goals.hold(goal, t_s)
+        return goal
 
     def acknowledge(self) -> tuple[Finding, ...]:
         """An operator clears the latched faults (they latch again if their condition stands);

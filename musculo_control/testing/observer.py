@@ -31,6 +31,7 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PointStamped, PoseStamped
 from musculo_control_msgs.msg import ControllerState, DynamicsSnapshot
+from rcl_interfaces.srv import SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -174,12 +175,14 @@ class GraphObserver:
                                          reliability=ReliabilityPolicy.RELIABLE,
                                          durability=DurabilityPolicy.VOLATILE))
         self._goal_pub = n.create_publisher(PoseStamped, "hand_goal", QOS_GOAL)
+        self._joint_goal_pub = n.create_publisher(JointState, "joint_goal", QOS_GOAL)
         self._trajectory_pub = n.create_publisher(MultiDOFJointTrajectory,
                                                   "hand_goal/trajectory", QOS_GOAL)
         self._gauge_pub = n.create_publisher(PoseStamped, "mock/gauge", 10)
         # a second writer of muscle_commands is a fault of the tendon driver: made when used
         self._commands_pub: Any = None
         self._stop_pub = n.create_publisher(Bool, STOP_TOPIC, QOS_STOP)
+        self._param_clients: dict[str, Any] = {}  # node -> its set_parameters client
         self._foreign: list[Any] = []  # nodes made by foreign_node()
         self._acknowledge: Any = n.create_client(Trigger, "controller/acknowledge")
         self._clear_gauge: Any = n.create_client(Trigger, "mock/clear_gauge")
@@ -419,6 +422,11 @@ class GraphObserver:
         self._commands_pub.publish(writer.write(self._stamp() if stamp is None else stamp,
                                                 effort=np.asarray(tension_n, dtype=float)))
 
+    def send_joint_goal(self, q_rad: npt.ArrayLike) -> None:
+        """A joint goal for the baselines (``joint_goal``), in the arm's joint order."""
+        self._joint_goal_pub.publish(messages.joint_state_msg(
+            MSGS, self._stamp(), self.robot.arm.joint_names, position=q_rad))
+
     def send_stop(self, on: bool) -> None:
         """``true`` (stop) or ``false`` (release) on the operator stop topic."""
         self._stop_pub.publish(Bool(data=bool(on)))
@@ -442,16 +450,37 @@ class GraphObserver:
                                                     q / np.linalg.norm(q)))
 
     def call(self, client: Any, timeout_s: float = 5.0) -> tuple[bool, str]:
+        result = self._request(client, Trigger.Request(), timeout_s)
+        if isinstance(result, str):
+            return False, result
+        return bool(result.success), str(result.message)
+
+    @staticmethod
+    def _request(client: Any, request: Any, timeout_s: float) -> Any:
+        """The service's answer to ``request``, or why there is none (a str)."""
         if not client.wait_for_service(timeout_sec=timeout_s):
-            return False, "service not available"
-        future = client.call_async(Trigger.Request())
+            return "service not available"
+        future = client.call_async(request)
         end = time.monotonic() + timeout_s
         while not future.done() and time.monotonic() < end:
             time.sleep(0.01)
-        if not future.done():
-            return False, "no answer"
-        result = future.result()
-        return bool(result.success), str(result.message)
+        return future.result() if future.done() else "no answer"
+
+    def set_parameter(self, node: str, name: str, value: Any,
+                      timeout_s: float = 5.0) -> tuple[bool, str]:
+        """Set the parameter ``name`` of ``node`` as ``ros2 param set`` does: (successful,
+        the node's reason)."""
+        client = self._param_clients.get(node)
+        if client is None:
+            client = self._param_clients[node] = self.between_spins(
+                lambda: self.node.create_client(SetParameters, f"/{node}/set_parameters"))
+        request = SetParameters.Request(
+            parameters=[Parameter(name, value=value).to_parameter_msg()])
+        result = self._request(client, request, timeout_s)
+        if isinstance(result, str):
+            return False, result
+        answer = result.results[0]
+        return bool(answer.successful), str(answer.reason)
 
     def acknowledge(self, timeout_s: float = 5.0) -> tuple[bool, str]:
         """Call ``controller/acknowledge``: (success, message)."""
