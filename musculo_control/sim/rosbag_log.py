@@ -18,13 +18,17 @@ plus ``/mock/elbow`` and ``/mock/tendon_tensions``, which only the simulation ha
 stamp and log time is ``origin + t_sim``, ``origin`` being the Unix time at which the run
 started (so tools show a real date, not 1970). The bag's ``metadata.yaml`` ``custom_data``
 says so and carries ``origin`` in nanoseconds (run.yaml too); ``t_sim = stamp - origin``.
+It may also say which run the bag holds (:class:`BagRun`: experiment, controller, start pose,
+the experiment's settings), which ``musculo score`` reads.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +50,36 @@ STAMPS_TEXT = ("simulated time shifted to the wall clock at the run's start: "
                "stamp = origin + t_sim")
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
+
+
+@dataclass(frozen=True)
+class BagRun:
+    """Which run a bag holds, in its ``metadata.yaml`` ``custom_data``: the experiment, the
+    controller, the start pose (a trajectory run's; '' otherwise) and the experiment's settings
+    as it ran (``experiments.yaml`` dotted keys -> values, e.g. ``disturbance.settle_s``)."""
+
+    experiment: str
+    controller: str = ""
+    start_pose: str = ""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    PREFIX = "musculo_control/run/"
+
+    def custom_data(self) -> dict[str, str]:
+        """The ``custom_data`` entries (strings: rosbag2 keeps only strings there)."""
+        p = self.PREFIX
+        return {f"{p}experiment": self.experiment, f"{p}controller": self.controller,
+                f"{p}start_pose": self.start_pose,
+                f"{p}settings": json.dumps(dict(self.settings), sort_keys=True)}
+
+    @classmethod
+    def from_custom_data(cls, data: Mapping[str, str]) -> BagRun | None:
+        """The run of a bag's ``custom_data``; None when it does not say."""
+        p = cls.PREFIX
+        if f"{p}experiment" not in data:
+            return None
+        return cls(data[f"{p}experiment"], data.get(f"{p}controller", ""),
+                   data.get(f"{p}start_pose", ""), json.loads(data.get(f"{p}settings", "{}")))
 
 
 class RosbagsMessages:
@@ -139,8 +173,9 @@ POINT_TOPICS = (("/mock/hand", "hand_m"), ("/mock/elbow", "elbow_m"))
 
 
 def write_bag(folder: Path, recorder: Recorder, *, frame_id: str, origin_ns: int,
-              state_layout: RecordLayout | None = None) -> Path:
+              state_layout: RecordLayout | None = None, run: BagRun | None = None) -> Path:
     """Write ``recorder``'s samples as a rosbag2 folder (MCAP storage); returns the folder.
+    ``run``: which run it is, in the metadata (:class:`BagRun`).
 
     A folder left by an earlier bag (it holds a ``metadata.yaml``) is replaced; any other
     existing path is refused.
@@ -188,8 +223,10 @@ def write_bag(folder: Path, recorder: Recorder, *, frame_id: str, origin_ns: int
     # zstd chunks inside the MCAP file, as `ros2 bag record -s mcap` writes with its zstd presets
     writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
     with writer:
-        writer.set_custom_data(STAMPS_KEY, STAMPS_TEXT)
-        writer.set_custom_data(ORIGIN_KEY, str(int(origin_ns)))
+        custom = {STAMPS_KEY: STAMPS_TEXT, ORIGIN_KEY: str(int(origin_ns)),
+                  **(run.custom_data() if run is not None else {})}
+        for key, value in custom.items():
+            writer.set_custom_data(key, value)
         conns = [(writer.add_connection(topic, kind, typestore=types.typestore), kind, build)
                  for topic, kind, build in topics]
         for i, stamp in enumerate(stamps):
