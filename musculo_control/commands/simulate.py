@@ -13,7 +13,7 @@ from musculo_control.commands.reliability import run_faults
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import MusculoError
 from musculo_control.loop.state_record import controller_state_layout
-from musculo_control.sim.experiments import RunResult, metrics_json, run_experiment
+from musculo_control.sim.experiments import RunResult, metrics_json, run_experiment, run_label
 from musculo_control.sim.plots import plot_disturbance, plot_nullspace, plot_trajectory
 from musculo_control.sim.results import dumps
 from musculo_control.sim.rosbag_log import write_bag
@@ -66,7 +66,8 @@ def save_runs(runs: list[RunResult], folder: Path, setup: Setup) -> None:
             else folder / run.experiment / run.controller
         run.recorder.save(sub, run.run_info)
         write_bag(sub / "bag", run.recorder, frame_id=frame, state_layout=layout,
-                  origin_ns=int(run.run_info["log"]["stamp_origin_unix_ns"]))
+                  origin_ns=int(run.run_info["log"]["stamp_origin_unix_ns"]),
+                  run=run_label(setup, run))
 
 
 def plot_runs(experiment: str, runs: list[RunResult], setup: Setup, path: Path) -> Path:

@@ -213,27 +213,10 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
     bench = Bench(setup, controller, ctrl_cfg)
     q0 = start_pose(setup.robot, pose_name)
     x0, R0 = setup.robot.arm.hand_pose(q0)
-    start, end = np.asarray(cfg.start_m), np.asarray(cfg.end_m)
-    _check_trajectory_start(setup, pose_name, x0, start)
-    t_move = cfg.settle_s
-
-    held: dict[bool, HandGoal] = {}  # before (False) and after (True) the move: one goal each
-
-    def goal_at(t: float) -> HandGoal:
-        s = t - t_move
-        if s < 0.0 or s > cfg.move_s:  # the move's start or end (minimum_jerk clamps)
-            goal = held.get(s > 0.0)
-            if goal is None:
-                goal = held[s > 0.0] = HandGoal(*minimum_jerk(start, end, cfg.move_s, s), R0)
-            return goal
-        pos, vel, acc = minimum_jerk(start, end, cfg.move_s, s)
-        return HandGoal(pos, vel, acc, R0)
-
+    _check_trajectory_start(setup, pose_name, x0, np.asarray(cfg.start_m))
+    goal_at = trajectory_goal_at(cfg, R0)
     if hasattr(bench.controller, "set_joint_target"):
-        named = setup.robot.poses.named(pose_name) if setup.robot.poses is not None else None
-        bench.joint_target_at = joint_path(setup.robot, q0, start, end, cfg.move_s, t_move,
-                                           hold_elbow=named is not None
-                                           and named.elbow_z_m is not None)
+        bench.joint_target_at = trajectory_joint_path(setup, pose_name)
     bench.reset(q0, goal_at(0.0))
     duration = cfg.settle_s + cfg.move_s + cfg.hold_s
     started = time.time_ns()
@@ -320,6 +303,39 @@ def tick_times(t_s: npt.ArrayLike) -> FloatArray:
     recorder and from its bag sees the same times, so a tick on a window's edge falls on the
     same side of it in both [s]."""
     return np.round(np.asarray(t_s, dtype=float) * NS_PER_S) / NS_PER_S
+
+
+def trajectory_goal_at(cfg: TrajectoryConfig,
+                       rotation: FloatArray | None) -> Callable[[float], HandGoal]:
+    """Experiment B's hand goal at each time from the run's start: held at ``start_m`` for
+    ``settle_s``, the minimum-jerk move to ``end_m`` with its feed-forward, held there (the
+    held goals one object each, as a goal at rest is sent once)."""
+    start, end = np.asarray(cfg.start_m), np.asarray(cfg.end_m)
+    held: dict[bool, HandGoal] = {}  # before (False) and after (True) the move: one goal each
+
+    def goal_at(t: float) -> HandGoal:
+        s = t - cfg.settle_s
+        if s < 0.0 or s > cfg.move_s:  # the move's start or end (minimum_jerk clamps)
+            goal = held.get(s > 0.0)
+            if goal is None:
+                goal = held[s > 0.0] = HandGoal(*minimum_jerk(start, end, cfg.move_s, s),
+                                                rotation)
+            return goal
+        pos, vel, acc = minimum_jerk(start, end, cfg.move_s, s)
+        return HandGoal(pos, vel, acc, rotation)
+
+    return goal_at
+
+
+def trajectory_joint_path(setup: Setup, pose_name: str) -> Callable[[float], FloatArray]:
+    """Experiment B's joint targets for the joint-space baselines from ``pose_name``
+    (:func:`joint_path`), at each time from the run's start."""
+    cfg: TrajectoryConfig = experiment_config(setup, "trajectory")
+    robot = setup.robot
+    named = robot.poses.named(pose_name) if robot.poses is not None else None
+    return joint_path(robot, start_pose(robot, pose_name), np.asarray(cfg.start_m),
+                      np.asarray(cfg.end_m), cfg.move_s, cfg.settle_s,
+                      hold_elbow=named is not None and named.elbow_z_m is not None)
 
 
 def gauge_axis(cfg: DisturbanceConfig) -> FloatArray:
@@ -447,11 +463,19 @@ def run_label(setup: Setup, result: RunResult) -> BagRun:
     """What a run's bag says of it (:class:`~musculo_control.sim.rosbag_log.BagRun`): the
     experiment, controller, start pose and the settings it ran with, so that ``musculo score``
     scores the bag without the run's command line."""
-    section = dataclasses.asdict(experiment_config(setup, result.experiment))
-    settings = {f"{result.experiment}.{k}": v for k, v in section.items()}
+    return BagRun(result.experiment, result.controller, result.variant,
+                  run_settings(setup, result.experiment))
+
+
+def run_settings(setup: Setup, experiment: str) -> dict[str, Any]:
+    """The settings ``experiment`` runs with, as ``experiments.yaml`` dotted keys -> values
+    (its section and ``start_hold``), for a bag's :class:`~musculo_control.sim.rosbag_log.
+    BagRun`."""
+    section = dataclasses.asdict(experiment_config(setup, experiment))
+    settings = {f"{experiment}.{k}": v for k, v in section.items()}
     settings.update({f"start_hold.{k}": v
                      for k, v in dataclasses.asdict(setup.experiments.start_hold).items()})
-    return BagRun(result.experiment, result.controller, result.variant, settings)
+    return settings
 
 
 def run_experiment(setup: Setup, experiment: str, controller: str,

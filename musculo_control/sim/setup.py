@@ -85,6 +85,22 @@ class StartHoldConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class GraphRunConfig:
+    """How ``musculo experiment --graph`` brings the arm to a start pose over the node graph:
+    a minimum-jerk joint path under eq. 16 (joint-stiffness), then a hold until it is there."""
+
+    move_speed_rad_s: float = spec(0.4, gt=0.0, doc="peak joint speed of the move to a start "
+                                                    "pose [rad/s]")
+    move_min_s: float = spec(2.0, gt=0.0, doc="the move to a start pose lasts at least this [s]")
+    reach_tolerance_rad: float = spec(0.05, gt=0.0, doc="the start pose is reached when every "
+                                                        "joint is within this of it [rad]")
+    reach_speed_rad_s: float = spec(0.05, gt=0.0, doc="... and moves slower than this [rad/s]")
+    reach_timeout_s: float = spec(10.0, gt=0.0, doc="longest hold after the move for that [s]")
+    goal_rate_hz: float = spec(50.0, gt=0.0, doc="goals and gauge poses are sent at this rate "
+                                                 "while they change [Hz]")
+
+
+@dataclass(frozen=True, kw_only=True)
 class ExperimentsConfig:
     """``experiments.yaml``."""
 
@@ -98,6 +114,8 @@ class ExperimentsConfig:
     trajectory: TrajectoryConfig | None = spec(None, doc="experiment B; absent: not run")
     nullspace: NullspaceConfig | None = spec(
         None, doc="experiment C; absent: not run (it needs fewer task rows than joints)")
+    graph: GraphRunConfig = spec(GraphRunConfig(), doc="musculo experiment --graph: the move "
+                                                       "to a start pose over the node graph")
     targets: tuple[Target, ...] = spec((), doc="what the results are judged against")
     studies: tuple[StudyConfig, ...] = spec((), doc="named studies of `musculo study`")
 
