@@ -265,3 +265,26 @@ def test_stop_ticks_count_and_take_the_hand_from_the_joints(robot, tmp_path):
     np.testing.assert_allclose(signals.array("elbow_m"), np.tile(elbow, (6, 1)), atol=1e-12)
     assert "forward kinematics" in signals.sources["hand_m"]
     assert "the goal in force" in signals.sources["hand_goal_m"]
+
+
+def test_a_joint_state_serialized_by_the_live_graph_reads():
+    """rmw_fastrtps (Fast CDR) sends a JointState with empty arrays (a command: efforts only)
+    with bytes past its last field, more than rosbags allows: a bag recorded from the live
+    graph must still read, and read right."""
+    from rclpy.serialization import serialize_message
+    from rosbags.serde import SerdeError
+    from sensor_msgs.msg import JointState
+
+    from musculo_control.sim.bag_signals import deserialize_cdr
+    from musculo_control.sim.rosbag_log import RosbagsMessages
+
+    store = RosbagsMessages().typestore
+    data = bytes(serialize_message(JointState(name=["a", "b"], effort=[1.0, 2.0])))
+    try:
+        store.deserialize_cdr(data, "sensor_msgs/msg/JointState")
+    except SerdeError:
+        pass  # rosbags alone refuses it (where its check is strict)
+    msg = deserialize_cdr(store, data, "sensor_msgs/msg/JointState")
+    assert list(msg.name) == ["a", "b"] and list(msg.effort) == [1.0, 2.0]
+    with pytest.raises(SerdeError):
+        deserialize_cdr(store, data + bytes(64), "sensor_msgs/msg/JointState")

@@ -141,6 +141,28 @@ class BagSignals:
         return self.arrays[name].copy()
 
 
+def deserialize_cdr(typestore: Any, data: bytes, type_name: str) -> Any:
+    """A CDR message read by rosbags' ``typestore``, a few bytes left after its last field
+    allowed: Fast CDR (ROS 2 Kilted's rmw_fastrtps) sizes a message as if each empty float64[]
+    (a JointState without efforts) were padded to 8 bytes and sends that many, the last ones
+    unused; rosbags allows 3 bytes at the end, so a bag recorded from the live graph would not
+    read. Allowed: 4 bytes per field of the message, and 3."""
+    from rosbags.serde import SerdeError
+
+    try:
+        return typestore.deserialize_cdr(data, type_name)
+    except SerdeError as exc:
+        if "size mismatch" not in str(exc):
+            raise
+    msgdef = typestore.get_msgdef(type_name)
+    read = msgdef.deserialize_cdr_le if data[1] else msgdef.deserialize_cdr_be
+    message, used = read(data[4:], 0, msgdef.cls, typestore)
+    if len(data) - (used + 4) > 4 * len(msgdef.fields) + 3:  # not this message's padding
+        raise SerdeError(f"CDR message size mismatch for {type_name!r}: {len(data)} bytes, "
+                         f"{used + 4} read")
+    return message
+
+
 class _Bag:
     """An open bag's topics (name -> message type), its metadata and its reading."""
 
@@ -181,7 +203,7 @@ class _Bag:
                                  f"a message type among {sorted(wanted[c.topic])}", c.msgtype)
         raw: dict[str, tuple[list[int], list[int], list[FloatArray], set[str]]] = {}
         for conn, log_ns, data in reader.messages(connections=conns):
-            msg = reader.deserialize(data, conn.msgtype)
+            msg = deserialize_cdr(reader.typestore, data, conn.msgtype)
             stamps, logs, values, frames = raw.setdefault(conn.topic, ([], [], [], set()))
             header = getattr(msg, "header", None)
             stamps.append(messages.stamp_of(msg).nanoseconds if header is not None else -1)
