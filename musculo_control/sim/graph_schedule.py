@@ -49,10 +49,22 @@ class StartMove:
         self.config = config
         far = float(np.abs(self.q_to - self.q_from).max())
         self.duration_s = max(config.move_min_s, 1.875 * far / config.move_speed_rad_s)
+        self._shift = np.zeros_like(self.q_to)  # the holding goal's shift [rad]
 
     def joint_goal(self, t_s: float) -> FloatArray:
         """The joint goal ``t_s`` [s] after the move began (the pose itself after it)."""
         return minimum_jerk(self.q_from, self.q_to, self.duration_s, t_s)[0]
+
+    def holding_goal(self, q_rad: npt.ArrayLike, dt_s: float) -> FloatArray:
+        """The joint goal while holding the pose, given the joints ``q_rad`` measured ``dt_s``
+        [s] after the last call: the pose shifted by the integral of its error
+        (``reach_gain_per_s``, at most ``reach_correction_rad`` per joint), so that eq. 16's
+        sag under gravity and the model's error is taken out."""
+        cfg = self.config
+        self._shift = np.clip(self._shift + cfg.reach_gain_per_s * dt_s
+                              * (self.q_to - np.asarray(q_rad)),
+                              -cfg.reach_correction_rad, cfg.reach_correction_rad)
+        return self.q_to + self._shift
 
     def reached(self, q_rad: npt.ArrayLike, qd_rad_s: npt.ArrayLike) -> bool:
         """Every joint within ``reach_tolerance_rad`` of the pose and slower than

@@ -96,6 +96,12 @@ class GraphRunConfig:
                                                         "joint is within this of it [rad]")
     reach_speed_rad_s: float = spec(0.05, gt=0.0, doc="... and moves slower than this [rad/s]")
     reach_timeout_s: float = spec(10.0, gt=0.0, doc="longest hold after the move for that [s]")
+    reach_gain_per_s: float = spec(1.0, ge=0.0, doc="while holding, the joint goal moves by "
+                                                    "this times the joints' error per second: "
+                                                    "eq. 16's sag under a model error, taken "
+                                                    "out as an operator would [1/s]")
+    reach_correction_rad: float = spec(0.4, ge=0.0, doc="largest such shift of the joint goal "
+                                                        "from the pose [rad]")
     goal_rate_hz: float = spec(50.0, gt=0.0, doc="goals and gauge poses are sent at this rate "
                                                  "while they change [Hz]")
 
