@@ -24,6 +24,7 @@ COMMANDS = (
     "musculo_control.commands.bench",
     "musculo_control.commands.simulate",
     "musculo_control.commands.score",
+    "musculo_control.commands.experiment",
     "musculo_control.commands.report",
     "musculo_control.commands.publish",
     "musculo_control.commands.sweep",

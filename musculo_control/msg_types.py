@@ -14,6 +14,7 @@ A record field ``stamp`` of shape (2,) (seconds, nanoseconds) is the message's
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -163,6 +164,18 @@ def write_definitions(folder: str | Path) -> list[Path]:
         path.write_text(t.text())
         out.append(path)
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def bag_typestore() -> Any:
+    """rosbags' typestore of the ROS 2 Humble types and this package's (registered from the
+    definitions above): what the bags are written and read with. Built once."""
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS2_HUMBLE)
+    for t in TYPES.values():
+        store.register(get_types_from_msg(t.text(), t.type_name))
+    return store
 
 
 def _stamp_values(stamp: npt.ArrayLike) -> tuple[int, int]:

@@ -249,18 +249,6 @@ def test_what_is_published_is_recorded_and_both_readers_decode_it(context, tmp_p
         assert (profile["reliability"], profile["durability"]) == (1, 2), profile
 
 
-def test_the_recorders_types_are_the_run_bags(context):
-    """The recorder builds its typestore as sim/rosbag_log.py builds the run bags' (a node may
-    not import the simulation): every recorded type has the same definition hash in both."""
-    from musculo_control.msg_types import TYPES
-    from musculo_control.nodes.bag_recorder import bag_typestore
-    from musculo_control.sim.rosbag_log import RosbagsMessages
-
-    runs = RosbagsMessages().typestore
-    for name in [*TOPICS.values(), *(t.type_name for t in TYPES.values())]:
-        assert bag_typestore().hash_rihs01(name) == runs.hash_rihs01(name), name
-
-
 @pytest.mark.parametrize("executor", EXECUTORS)
 def test_the_readers_follow_the_publishers_qos_and_late_publishers_are_recorded(context,
                                                                                  tmp_path,

@@ -36,7 +36,11 @@ def test_importing_every_logic_module_leaves_rclpy_unloaded():
 #: mock arm's file, inside a branch taken only when the graph runs the mock.
 SIMULATION_NODES = {("mock_hardware_node.py", "musculo_control.sim.mock_arm"),
                     ("mock_hardware_node.py", "musculo_control.sim.mock_stage"),
-                    ("graph.py", "musculo_control.sim.setup")}
+                    ("graph.py", "musculo_control.sim.setup"),
+                    # a lab's client running the experiments, not a node of the robot: it
+                    # sends what the experiments' definitions say (sim/graph_schedule.py)
+                    ("experiment_client.py", "musculo_control.sim.graph_schedule"),
+                    ("experiment_client.py", "musculo_control.sim.setup")}
 
 
 def test_no_module_of_nodes_imports_the_simulation_or_the_test_side():

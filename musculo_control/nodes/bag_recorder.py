@@ -100,15 +100,8 @@ DEDUPE_WINDOW = 8
 CLOSE_WAIT_S = 2.0
 
 
-@functools.lru_cache(maxsize=1)
-def bag_typestore() -> Any:
-    """rosbags' ROS 2 Humble types and this project's (:mod:`musculo_control.msg_types`)."""
-    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-
-    store = get_typestore(Stores.ROS2_HUMBLE)
-    for t in msg_types.TYPES.values():
-        store.register(get_types_from_msg(t.text(), t.type_name))
-    return store
+#: rosbags' typestore of every type a bag may hold (:func:`msg_types.bag_typestore`)
+bag_typestore = msg_types.bag_typestore
 
 
 def requested_qos(offers: Sequence[QoSProfile]) -> QoSProfile:
@@ -321,6 +314,14 @@ class BagRecorder:
             self._node.get_logger().error(f"bag {self.folder}: writing stopped: {exc!r}")
 
     # -- the caller's side ----------------------------------------------------------------------
+    def set_custom_data(self, key: str, value: str) -> None:
+        """One more ``metadata.yaml`` ``custom_data`` entry, written when the bag is closed
+        (a value known only once recording runs: the run's t = 0)."""
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InputError("custom_data", "str keys and values (rosbag2 keeps strings)",
+                             {key: value})
+        self._writer.set_custom_data(key, value)
+
     def stats(self) -> dict[str, int]:
         """Messages recorded so far, per topic."""
         return {name: topic.received for name, topic in self._topics.items()}

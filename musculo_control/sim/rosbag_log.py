@@ -24,7 +24,6 @@ the experiment's settings), which ``musculo score`` reads.
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 from collections.abc import Callable, Mapping
@@ -141,15 +140,9 @@ class RosbagsMessages:
         return self.typestore.deserialize_cdr(self.serialize(msg, type_name), type_name)
 
 
-@functools.lru_cache(maxsize=1)
 def _humble_typestore() -> Any:
-    """rosbags' ROS 2 Humble types, and this project's own (:mod:`musculo_control.msg_types`)."""
-    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-
-    store = get_typestore(Stores.ROS2_HUMBLE)
-    for t in msg_types.TYPES.values():
-        store.register(get_types_from_msg(t.text(), t.type_name))
-    return store
+    """rosbags' ROS 2 Humble types, and this project's (:func:`msg_types.bag_typestore`)."""
+    return msg_types.bag_typestore()
 
 
 _NUMPY = {"bool": np.bool_, "byte": np.uint8, "char": np.uint8, "int8": np.int8,

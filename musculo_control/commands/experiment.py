@@ -1,0 +1,213 @@
+"""``musculo experiment EXP --graph``: one of the paper's experiments over the node graph, as a
+lab runs it on the robot, recorded and scored like ``musculo simulate``.
+
+For each controller (and for ``trajectory`` each start pose): the arm is brought to the start
+pose through the controller (a minimum-jerk joint path under eq. 16, ``experiments.yaml``
+``graph``), the QP node is switched to the controller (bumpless), and the run's goals are sent
+(:mod:`musculo_control.nodes.experiment_client`) while a rosbag2 bag (MCAP) records the topics
+the score reads; the bag is then scored by ``musculo score``'s code, the runner's own scoring.
+Without ``--robot`` the command starts the mock graph itself (at wall clock, or ``--sim-time``)
+and stops it at the end; with ``--robot`` it drives the running graph of ``arm.launch.py``
+(no gauge: experiment A's push is the operator's, its force "not measured" unless
+``--force-topic`` names a force sensor's topic).
+
+    musculo experiment {disturbance,trajectory,nullspace} --graph [--controller C ...]
+                       [--pose NAME ...] [--robot] [--sim-time] [--out DIR] [--config DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from musculo_control.commands.checks import writable_dir
+from musculo_control.commands.options import add_common, override_items
+from musculo_control.control.controller_names import CONTROLLER_NAMES
+from musculo_control.paths import default_config_dir
+from musculo_control.sim.results import dumps
+from musculo_control.sim.setup import (
+    EXPERIMENT_NAMES,
+    Overrides,
+    Setup,
+    experiment_config,
+    load_setup,
+)
+
+#: what each run's bag records: topic -> type (the score's inputs, and the mock's truth)
+RECORDED = {
+    "/controller/state": "musculo_control_msgs/msg/ControllerState",
+    "/controller/goal": "geometry_msgs/msg/PoseStamped",
+    "/muscle_commands": "sensor_msgs/msg/JointState",
+    "/joint_states": "sensor_msgs/msg/JointState",
+}
+MOCK_TRUTH = {
+    "/mock/hand": "geometry_msgs/msg/PointStamped",
+    "/mock/elbow": "geometry_msgs/msg/PointStamped",
+    "/mock/gauge_force": "std_msgs/msg/Float64",
+}
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("experiment", help="run an experiment over the node graph, record and "
+                                          "score it",
+                       description=__doc__.split("\n\n")[1])
+    p.add_argument("experiment", choices=EXPERIMENT_NAMES)
+    p.add_argument("--graph", action="store_true", required=True,
+                   help="over the ROS 2 node graph (the ROS-free runs are musculo simulate)")
+    p.add_argument("--controller", action="append", choices=CONTROLLER_NAMES, default=None,
+                   help="a controller to run (repeat for several; default osc, and for "
+                        "nullspace osc and osc-no-nullspace: eq. 11 and eq. 10)")
+    p.add_argument("--pose", action="append", default=None, metavar="NAME",
+                   help="a start pose of trajectory (repeat; default: every start pose)")
+    p.add_argument("--robot", action="store_true",
+                   help="drive the running graph of arm.launch.py (no mock, no gauge)")
+    p.add_argument("--sim-time", action="store_true",
+                   help="the mock graph on simulated time (lockstepped) instead of wall clock")
+    p.add_argument("--hand-topic", default=None, metavar="TOPIC",
+                   help="the hand's ground truth to record and score by (a motion-capture "
+                        "PointStamped or PoseStamped; on the mock: /mock/hand)")
+    p.add_argument("--force-topic", default=None, metavar="TOPIC",
+                   help="the gauge's force topic to record (std_msgs/Float64 or "
+                        "WrenchStamped; on the mock: /mock/gauge_force)")
+    p.add_argument("--out", type=Path, default=Path("out/experiment"),
+                   help="folder for the bags, metrics.json and the logs")
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def _controllers(args: argparse.Namespace) -> list[str]:
+    if args.controller:
+        return list(dict.fromkeys(args.controller))
+    return ["osc", "osc-no-nullspace"] if args.experiment == "nullspace" else ["osc"]
+
+
+def _poses(args: argparse.Namespace, setup: Setup) -> list[str | None]:
+    if args.experiment != "trajectory":
+        return [None]
+    configured = list(experiment_config(setup, "trajectory").start_poses)
+    poses = args.pose or configured
+    unknown = [p for p in poses if p not in configured and p != "home"]
+    if unknown:
+        raise SystemExit(f"--pose {unknown}: trajectory's start poses are {configured} "
+                         f"(experiments.yaml trajectory.start_poses)")
+    return list(poses)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from musculo_control.nodes.experiment_client import ExperimentClient  # noqa: F401
+    except ImportError as exc:
+        raise SystemExit(f"musculo experiment --graph needs rclpy and musculo_control_msgs "
+                         f"({exc}); install with: make install") from exc
+    writable_dir(args.out, "--out")
+    folder = args.config or default_config_dir()
+    setup = load_setup(folder, Overrides.parse(override_items(args)))
+    experiment_config(setup, args.experiment)
+    runs = [(c, p) for c in _controllers(args) for p in _poses(args, setup)]
+    if args.robot:
+        return _report(args, _run_all(args, setup, runs))
+    return _report(args, _with_mock_graph(args, setup, folder, runs))
+
+
+def _with_mock_graph(args: argparse.Namespace, setup: Setup, folder: Path,
+                     runs: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
+    """The runs on a mock graph this command starts and stops."""
+    from musculo_control.nodes.graph import GraphOptions
+    from musculo_control.nodes.launcher import GraphProcesses
+
+    options = GraphOptions(folder, mock=True, controller="osc", use_sim_time=args.sim_time,
+                           lockstep=args.sim_time, goal_mode="none")
+    logs = args.out / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    graph = GraphProcesses(options, logs)
+    graph.start()
+    clock = "simulated time" if args.sim_time else "wall clock"
+    print(f"mock graph: {len(graph.nodes)} nodes ({clock}); logs in {logs}", flush=True)
+    try:
+        return _run_all(args, setup, runs, graph)
+    finally:
+        graph.stop()
+
+
+def _run_all(args: argparse.Namespace, setup: Setup, runs: list[tuple[str, str | None]],
+             graph: Any = None) -> list[dict[str, Any]]:
+    from musculo_control.nodes.bag_recorder import BagRecorder
+    from musculo_control.nodes.experiment_client import ExperimentClient
+    from musculo_control.sim.experiments import run_settings
+    from musculo_control.sim.graph_schedule import RunSchedule
+    from musculo_control.sim.rosbag_log import BagRun
+
+    topics = dict(RECORDED)
+    if not args.robot:
+        topics.update(MOCK_TRUTH)
+    for option, kind in ((args.hand_topic, "geometry_msgs/msg/PointStamped"),
+                         (args.force_topic, "std_msgs/msg/Float64")):
+        if option:
+            topics.setdefault(option, kind)
+    results = []
+    with ExperimentClient(setup, use_sim_time=args.sim_time and not args.robot,
+                          mock=not args.robot) as client:
+        for controller, pose in runs:
+            schedule = RunSchedule(setup, args.experiment, controller, pose)
+            label = f"{args.experiment}/{controller}" + (f"/{pose}" if pose else "")
+            reached, what = client.bring_to(schedule.q_start, schedule.pose)
+            print(f"{label}: {what}", flush=True)
+            if not reached:
+                results.append({"run": label, "error": what})
+                continue
+            bag = args.out / label.replace("/", "_") / "bag"
+            run = BagRun(args.experiment, controller, schedule.pose,
+                         run_settings(setup, args.experiment))
+            counts = _recorded(client, schedule, BagRecorder(client.node, bag, topics,
+                                                             custom_data=run.custom_data()))
+            print(f"{label}: recorded {sum(counts.values())} messages in {bag}", flush=True)
+            results.append(_score(args, setup, schedule, bag, label))
+    return results
+
+
+def _recorded(client: Any, schedule: Any, recorder: Any) -> dict[str, int]:
+    """Run ``schedule`` with ``client`` while ``recorder`` records; the bag's t = 0 (custom
+    data ``ORIGIN_KEY``) is the run's start on the graph's clock. The messages per topic."""
+    from musculo_control.sim.rosbag_log import ORIGIN_KEY
+
+    def started(t0_s: float) -> None:
+        recorder.set_custom_data(ORIGIN_KEY, str(round(t0_s * 1e9)))
+
+    try:
+        client.run(schedule, on_start=started)
+    finally:
+        counts: dict[str, int] = recorder.close()
+    return counts
+
+
+def _score(args: argparse.Namespace, setup: Setup, schedule: Any, bag: Path,
+           label: str) -> dict[str, Any]:
+    """The bag's metrics (``musculo score``'s reading and the runner's scoring)."""
+    from musculo_control.commands.score import print_score
+    from musculo_control.sim.bag_signals import read_bag_signals
+    from musculo_control.sim.experiments import SCORED_SIGNALS, actuator_limit_n, score_signals
+
+    experiment = args.experiment
+    signals = read_bag_signals(bag, setup.robot, SCORED_SIGNALS[experiment],
+                               hand_topic=args.hand_topic, force_topic=args.force_topic)
+    limit = (actuator_limit_n(setup, mock=signals.mock) if experiment == "trajectory"
+             else math.nan)
+    metrics = score_signals(setup, experiment, signals, unsafe_ticks=signals.unsafe_ticks,
+                            tension_limit_n=limit).metrics
+    print_score(f"{label} (bag {bag})", experiment, signals, metrics)
+    return {"run": label, "controller": schedule.controller, "start_pose": schedule.pose,
+            "bag": str(bag), "signals": dict(signals.sources), "metrics": metrics}
+
+
+def _report(args: argparse.Namespace, results: list[dict[str, Any]]) -> int:
+    path = args.out / "metrics.json"
+    path.write_text(dumps({"experiment": args.experiment, "runs": results}))
+    print(f"wrote {path}")
+    failed = [r["run"] for r in results if "error" in r]
+    if failed:
+        print(f"not run: {failed}", file=sys.stderr)
+    return 1 if failed else 0
+
