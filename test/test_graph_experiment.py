@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 from graph_harness import domain_id
@@ -23,13 +24,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 #: starts from the pose reached over the graph (within graph.reach_tolerance_rad, 0.05 rad, where
 #: the runner places the arm exactly), after eq. 16 held it and the switch ramped the tensions
 #: in, at wall clock (each hop a few hundred microseconds, the 20 Hz snapshot up to 50 ms old):
-#: measured differences were 0.4 cm of elbow drop, 6-10 % of ||a||, 1 mm of hand motion and 7 %
-#: of the gauge's peak force; the bounds are about twice those.
+#: measured differences were 0.4 cm of elbow drop, 6-10 % of ||a||, 7 % of the gauge's peak
+#: force and 1-4 mm of the pushed hand's largest deviation (one sample's extreme); the bounds
+#: are about twice those, the hand's 1.5 times.
 TOLERANCES = {
     "nullspace": {"activation_norm_start": (0.0, 0.25), "activation_norm_end": (0.0, 0.25),
                   "elbow_drop_m": (0.015, 0.0), "hand_drift_m": (0.01, 0.0)},
     "disturbance": {"elbow_displacement_m": (0.005, 0.0), "peak_push_force_N": (0.0, 0.25),
-                    "max_hand_deviation_m": (0.004, 0.0)},
+                    "max_hand_deviation_m": (0.006, 0.0)},
 }
 SETTINGS = {
     "nullspace": ["experiments.nullspace.duration_s=2.5"],
@@ -37,26 +39,27 @@ SETTINGS = {
 }
 
 
-def _graph_metrics(experiment: str, tmp_path) -> dict:
+def _graph_run(experiment: str, tmp_path, domain: int) -> dict:
+    """The command's one run of ``experiment`` (osc): its metrics.json entry."""
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "musculo_control.cli", "experiment", experiment, "--graph",
            "--controller", "osc", "--out", str(out)]
     for item in SETTINGS[experiment]:
         cmd += ["--set", item]
-    env = {**os.environ, "ROS_DOMAIN_ID": str(domain_id())}
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     runs = json.loads((out / "metrics.json").read_text())["runs"]
     assert len(runs) == 1 and "error" not in runs[0], runs
     assert (out / f"{experiment}_osc" / "bag" / "metadata.yaml").exists()
-    return runs[0]["metrics"]
+    return runs[0]
 
 
 @pytest.mark.parametrize("experiment", ["nullspace", "disturbance"])
 def test_an_experiment_over_the_graph_scores_as_the_runner_does(experiment, tmp_path):
     setup = load_setup(default_config_dir(), Overrides.parse(SETTINGS[experiment]))
     runner = (run_nullspace if experiment == "nullspace" else run_disturbance)(setup, "osc")
-    graph = _graph_metrics(experiment, tmp_path)
+    graph = _graph_run(experiment, tmp_path, domain_id())["metrics"]
     assert graph["unsafe_ticks"] == 0 and runner.metrics["unsafe_ticks"] == 0
     if experiment == "disturbance":
         assert graph["start_held"] and graph["contact_held_final"], graph
@@ -66,3 +69,46 @@ def test_an_experiment_over_the_graph_scores_as_the_runner_does(experiment, tmp_
         if abs(ours - theirs) > absolute + relative * abs(theirs):
             off[name] = (ours, theirs)
     assert not off, f"graph vs runner beyond the tolerances: {off}"
+
+
+def test_a_bag_recorded_by_a_plain_subscriber_scores_as_the_commands_own(tmp_path):
+    """While the command runs, this process records the same topics with a recorder of its
+    own (a plain rclpy subscriber, as `ros2 bag record` is); `musculo score` of that bag, told
+    the run's t = 0, gives the command's numbers (the two recorders may each miss a sample at
+    the edges of the run: a tenth of a percent of ||a|| and 0.1 mm)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    from musculo_control.commands.experiment import MOCK_TRUTH, RECORDED
+    from musculo_control.nodes.bag_recorder import BagRecorder
+
+    domain = domain_id()
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=domain)
+    node = rclpy.create_node("independent_recorder", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+    bag = tmp_path / "independent"
+    recorder = BagRecorder(node, bag, {**RECORDED, **MOCK_TRUTH})
+    try:
+        run = _graph_run("nullspace", tmp_path, domain)
+    finally:
+        recorder.close()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+    out = tmp_path / "independent.json"
+    done = subprocess.run([sys.executable, "-m", "musculo_control.cli", "score", str(bag),
+                           "--experiment", "nullspace", "--controller", "osc",
+                           "--t0", repr(run["t0_s"]), "--json", str(out),
+                           *[a for item in SETTINGS["nullspace"] for a in ("--set", item)]],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    theirs = json.loads(out.read_text())["metrics"]
+    ours = run["metrics"]
+    for name in ("activation_norm_start", "activation_norm_end", "elbow_drop_m",
+                 "hand_drift_m", "drift_joint_change_rad"):
+        assert abs(theirs[name] - ours[name]) <= 1e-4 + 2e-3 * abs(ours[name]), \
+            (name, theirs[name], ours[name])

@@ -39,6 +39,7 @@ def test_a_switch_through_the_parameter_moves_the_hand_less_than_5_mm(parts, tmp
             assert len(hands) > 10
             moved = float(np.linalg.norm(hands - hands[0], axis=1).max())
             assert moved < MOVED_M, (name, moved)
+            assert obs.wait_for(1.0, 180.0), logs(graph)  # settled before the next switch
         states = obs.snapshot(obs.controller_state).since(t0)
         assert states.values and all(v["supervisor_state"] == 0.0 for v in states.values)
 

@@ -123,6 +123,14 @@ def test_the_ramp_blends_smoothly_from_the_tensions_in_force(robot):
     got = [ramp.tick(None, q, q * 0, None, t).tension_n[0] for t in (2.0, 2.125, 2.25, 2.5, 3.0)]
     np.testing.assert_allclose(got, [10.0, 10.0 + 100 * 0.15625, 60.0, 110.0, 110.0])
     assert ramp.done(2.5) and not ramp.done(2.49)
+    # the old controller, ticked live, is what the ramp starts from; where it cannot answer,
+    # the tensions in force at the switch
+    live = TensionRamp(_Fixed(robot, end), start, 2.0, 0.5, previous=_Fixed(robot, start + 40))
+    assert live.tick(None, q, q * 0, None, 2.0).tension_n[0] == 50.0
+    np.testing.assert_allclose(live.tick(None, q, q * 0, None, 2.25).tension_n[0], 80.0)
+    dead = TensionRamp(_Fixed(robot, end), start, 2.0, 0.5,
+                       previous=_Fixed(robot, start + 40, ok=False))
+    assert dead.tick(None, q, q * 0, None, 2.0).tension_n[0] == 10.0
     # a tick the new controller cannot answer goes on unblended: the supervisor stops
     failing = TensionRamp(_Fixed(robot, np.full(m, robot.hill.f_min_n), ok=False), start, 2.0, 0.5)
     assert not failing.tick(None, q, q * 0, None, 2.1).ok

@@ -147,40 +147,47 @@ def _run_all(args: argparse.Namespace, setup: Setup, runs: list[tuple[str, str |
                          (args.force_topic, "std_msgs/msg/Float64")):
         if option:
             topics.setdefault(option, kind)
-    results = []
+    results: list[dict[str, Any]] = []
     with ExperimentClient(setup, use_sim_time=args.sim_time and not args.robot,
                           mock=not args.robot) as client:
         for controller, pose in runs:
             schedule = RunSchedule(setup, args.experiment, controller, pose)
             label = f"{args.experiment}/{controller}" + (f"/{pose}" if pose else "")
-            reached, what = client.bring_to(schedule.q_start, schedule.pose)
-            print(f"{label}: {what}", flush=True)
-            if not reached:
-                results.append({"run": label, "error": what})
-                continue
             bag = args.out / label.replace("/", "_") / "bag"
             run = BagRun(args.experiment, controller, schedule.pose,
                          run_settings(setup, args.experiment))
-            counts = _recorded(client, schedule, BagRecorder(client.node, bag, topics,
-                                                             custom_data=run.custom_data()))
+            # recording from the move to the start pose on: a new reader takes a moment to
+            # hear its publishers, and the run's first samples must be in the bag (the score
+            # leaves out what comes before the run's t = 0)
+            recorder = BagRecorder(client.node, bag, topics, custom_data=run.custom_data())
+            reached, what = client.bring_to(schedule.q_start, schedule.pose)
+            print(f"{label}: {what}", flush=True)
+            if not reached:
+                recorder.close()
+                results.append({"run": label, "error": what, "bag": str(bag)})
+                continue
+            t0, counts = _recorded(client, schedule, recorder)
             print(f"{label}: recorded {sum(counts.values())} messages in {bag}", flush=True)
-            results.append(_score(args, setup, schedule, bag, label))
+            results.append({**_score(args, setup, schedule, bag, label), "t0_s": t0})
     return results
 
 
-def _recorded(client: Any, schedule: Any, recorder: Any) -> dict[str, int]:
+def _recorded(client: Any, schedule: Any, recorder: Any) -> tuple[float, dict[str, int]]:
     """Run ``schedule`` with ``client`` while ``recorder`` records; the bag's t = 0 (custom
-    data ``ORIGIN_KEY``) is the run's start on the graph's clock. The messages per topic."""
+    data ``ORIGIN_KEY``) is the run's start on the graph's clock. That start [s] and the
+    messages per topic."""
     from musculo_control.sim.rosbag_log import ORIGIN_KEY
 
     def started(t0_s: float) -> None:
         recorder.set_custom_data(ORIGIN_KEY, str(round(t0_s * 1e9)))
+        print(f"  the run's t = 0: {t0_s:.6f} s on the graph's clock (musculo score --t0)",
+              flush=True)
 
     try:
-        client.run(schedule, on_start=started)
+        t0 = client.run(schedule, on_start=started)
     finally:
         counts: dict[str, int] = recorder.close()
-    return counts
+    return t0, counts
 
 
 def _score(args: argparse.Namespace, setup: Setup, schedule: Any, bag: Path,
@@ -192,7 +199,8 @@ def _score(args: argparse.Namespace, setup: Setup, schedule: Any, bag: Path,
 
     experiment = args.experiment
     signals = read_bag_signals(bag, setup.robot, SCORED_SIGNALS[experiment],
-                               hand_topic=args.hand_topic, force_topic=args.force_topic)
+                               hand_topic=args.hand_topic, force_topic=args.force_topic,
+                               until_s=schedule.duration_s)
     limit = (actuator_limit_n(setup, mock=signals.mock) if experiment == "trajectory"
              else math.nan)
     metrics = score_signals(setup, experiment, signals, unsafe_ticks=signals.unsafe_ticks,

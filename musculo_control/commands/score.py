@@ -22,7 +22,12 @@ from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import InputError
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.bag_signals import BagSignals, read_bag_signals, recorded_run
-from musculo_control.sim.experiments import SCORED_SIGNALS, actuator_limit_n, score_signals
+from musculo_control.sim.experiments import (
+    SCORED_SIGNALS,
+    actuator_limit_n,
+    experiment_duration_s,
+    score_signals,
+)
 from musculo_control.sim.results import dumps
 from musculo_control.sim.rosbag_log import BagRun
 from musculo_control.sim.scoring import judge, problems
@@ -55,6 +60,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--force-topic", default=None, metavar="TOPIC",
                    help="the gauge force, std_msgs/Float64 or WrenchStamped (default: "
                         "/mock/gauge_force; without it the force is not measured)")
+    p.add_argument("--t0", type=float, default=None, metavar="SECONDS",
+                   help="the run's t = 0 on the bag's clock [s] (a recording that began before "
+                        "the run: musculo experiment prints it and writes it to metrics.json); "
+                        "default: the bag's metadata, else its first control tick")
     p.add_argument("--json", type=Path, default=None, help="write the metrics here")
     add_common(p)
     p.set_defaults(func=run)
@@ -99,7 +108,9 @@ def run(args: argparse.Namespace) -> int:
     experiment = _experiment(args, recorded)
     setup = _setup(args, recorded)
     signals = read_bag_signals(args.bag, setup.robot, SCORED_SIGNALS[experiment],
-                               hand_topic=args.hand_topic, force_topic=args.force_topic)
+                               hand_topic=args.hand_topic, force_topic=args.force_topic,
+                               origin_ns=None if args.t0 is None else round(args.t0 * 1e9),
+                               until_s=experiment_duration_s(setup, experiment))
     limit = (actuator_limit_n(setup, mock=signals.mock) if experiment == "trajectory"
              else math.nan)
     metrics = score_signals(setup, experiment, signals, unsafe_ticks=signals.unsafe_ticks,

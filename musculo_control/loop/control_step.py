@@ -223,8 +223,8 @@ class ControlStep:
         if start_from is not None:
             start_from(joints.q_rad, in_force)
         self.supervisor.hold_hand_at(now_s, joints.q_rad)
-        self.controller = controller
-        self._ramp = TensionRamp(controller, in_force, now_s, ramp_s)
+        previous, self.controller = self.controller, controller
+        self._ramp = TensionRamp(controller, in_force, now_s, ramp_s, previous)
         return ""
 
     def _ticked(self, now_s: float) -> Controller:

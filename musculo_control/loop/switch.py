@@ -1,17 +1,20 @@
 """A controller switched in while the arm runs, without a jump (a bumpless transfer).
 
-The new controller's first commands would differ from the tensions in force by whatever the
-two control laws disagree on (eq. 11 against eq. 10, or a joint-space baseline against the
+The new controller's first commands would differ from the old one's by whatever the two
+control laws disagree on (eq. 11 against eq. 10, or a joint-space baseline against the
 task-space controller): on a gravity-loaded arm a step of tension is a swing. So for
-``controller.yaml`` ``loop.switch_ramp_s`` after the switch, :class:`TensionRamp` sends
+``controller.yaml`` ``loop.switch_ramp_s`` after the switch, :class:`TensionRamp` ticks both
+and sends
 
-    f = f_0 + w(s) (f_new - f_0),   s = (t - t_switch) / switch_ramp_s,   w = 3 s^2 - 2 s^3
+    f = f_old + w(s) (f_new - f_old),   s = (t - t_switch) / switch_ramp_s,   w = 3 s^2 - 2 s^3
 
-from the tensions in force at the switch ``f_0`` to the new controller's own ``f_new``, computed
-at every tick on the live state. Both ends are commands the supervisor accepts (at least the
-minimum tension, at most the actuators' limit), so every blend of them is too, and the
-supervisor checks the blended command as any other. A tick the new controller cannot answer
-passes its failure on unblended: the supervisor's stop takes over, as it would without the ramp.
+both computed at every tick on the live state, so the arm stays under feedback throughout
+(a blend from tensions frozen at the switch would leave it open-loop at first). Both are
+commands the supervisor accepts (at least the minimum tension, at most the actuators' limit),
+so every blend of them is too, and the supervisor checks the blended command as any other.
+A tick the new controller cannot answer passes its failure on unblended (the supervisor's stop
+takes over, as it would without the ramp); one the old cannot answer blends from the tensions
+in force at the switch.
 """
 
 from __future__ import annotations
@@ -30,12 +33,14 @@ FloatArray = npt.NDArray[np.float64]
 
 
 class TensionRamp:
-    """``controller`` with its commands ramped in from ``from_tension_n`` [N], starting at
+    """``controller`` with its commands ramped in from those of ``previous`` (or, where that
+    has none, ``from_tension_n`` [N], the tensions in force at the switch), starting at
     ``t0_s`` [s] and lasting ``ramp_s`` [s] (see the module docstring)."""
 
     def __init__(self, controller: Controller, from_tension_n: npt.ArrayLike, t0_s: float,
-                 ramp_s: float) -> None:
+                 ramp_s: float, previous: Controller | None = None) -> None:
         self.controller = controller
+        self.previous = previous
         self.name = controller.name
         self.from_tension_n = np.array(from_tension_n, dtype=float)
         self.t0_s = t0_s
@@ -54,9 +59,15 @@ class TensionRamp:
         out = self.controller.tick(snapshot, q_rad, qd_rad_s, goal, t_s)
         if not out.ok:
             return out
+        start = self.from_tension_n
+        if self.previous is not None:
+            old = self.previous.tick(snapshot, q_rad, qd_rad_s, goal, t_s)
+            if old.ok:
+                start = old.tension_n
         w = self.weight(t_s)
-        tension = self.from_tension_n + w * (out.tension_n - self.from_tension_n)
-        return dataclasses.replace(out, tension_n=tension)
+        return dataclasses.replace(out, tension_n=start + w * (out.tension_n - start))
 
     def reset(self) -> None:
         self.controller.reset()
+        if self.previous is not None:
+            self.previous.reset()

@@ -41,8 +41,8 @@ FloatArray = npt.NDArray[np.float64]
 
 #: the QP node whose controller parameter the client sets
 QP_NODE = "activation_qp_node"
-#: how long a refused switch is retried while control resumes after a stop [s]
-SWITCH_RETRY_S = 5.0
+#: how long a refused switch is retried while a fault passes and control recovers [s]
+SWITCH_RETRY_S = 15.0
 
 
 class ExperimentClient:
@@ -120,8 +120,8 @@ class ExperimentClient:
     # -- what goes out ----------------------------------------------------------------------------
     def set_controller(self, name: str, timeout_s: float = 5.0) -> str:
         """Switch the QP node's controller; '' when done, else the node's reason (a switch
-        refused while control recovers from a passing fault, holding or resuming, is retried
-        for ``SWITCH_RETRY_S``)."""
+        refused during a fault that passes, or while control recovers or resumes after one, is
+        retried for ``SWITCH_RETRY_S``; one refused for a latched fault is not)."""
         if not self._params.wait_for_service(timeout_sec=timeout_s):
             return f"/{QP_NODE}/set_parameters: no such service (is the graph running?)"
         end = time.monotonic() + SWITCH_RETRY_S
@@ -135,7 +135,9 @@ class ExperimentClient:
             answer = result.results[0]
             if answer.successful:
                 return ""
-            passing = "resuming" in answer.reason or "is holding" in answer.reason
+            # a fault that passes (not a latched one: an operator acknowledges that) is
+            # waited out, as control recovers from it
+            passing = "is latched" not in answer.reason and "refused" in answer.reason
             if not passing or time.monotonic() > end:
                 return str(answer.reason)
             time.sleep(0.1)

@@ -117,7 +117,8 @@ INTERFACES: dict[str, NodeInterface] = {n.node: n for n in (
                   serves=(("controller/acknowledge", ""),),
                   inputs=(("joint_states", ""), ("muscle_states", ""),
                           ("hw/tendon_commands", ""), ("dynamics", ""), ("hand_goal", ""),
-                          ("hand_goal/trajectory", ""), ("operator_stop", ""))),
+                          ("hand_goal/trajectory", ""), ("joint_goal", ""),
+                          ("operator_stop", ""))),
     NodeInterface(GOAL_NODE,
                   publishes=(("hand_goal", ""), ("hand_goal/trajectory", ""), _DIAG,
                              ("hand_goal/update", MARKERS)),
@@ -135,7 +136,8 @@ INTERFACES: dict[str, NodeInterface] = {n.node: n for n in (
 #: acknowledge, read the diagnostics. Not a node of the suite: no profile of
 #: :data:`INTERFACES`, an enclave of its own.
 OPERATOR = NodeInterface("operator",
-                         publishes=(("operator_stop", ""), ("hand_goal", "")),
+                         publishes=(("operator_stop", ""), ("hand_goal", ""),
+                                    ("joint_goal", "")),
                          subscribes=(("diagnostics", ""), ("controller/goal", "")),
                          calls=(("controller/acknowledge", ""),))
 

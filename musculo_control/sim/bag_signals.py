@@ -178,6 +178,8 @@ class _Bag:
         self.custom = _custom_data(self.path)
         self.types: dict[str, str] = {}  # topic -> message type, once open
         self.t0 = ""  # what t = 0 is, once read
+        #: what t = 0 is when the metadata (or the caller) gives it
+        self.origin_said = f"the run's t = 0 (custom_data {ORIGIN_KEY})"
 
     def __enter__(self) -> _Bag:
         self.reader.__enter__()
@@ -218,7 +220,7 @@ class _Bag:
             raise self.missing(STATE, "the control ticks, the goal, ||a|| and the ticks at "
                                       "minimum tension", list(STATE_TYPES))
         origin = int(self.custom.get(ORIGIN_KEY, raw[STATE][0][0]))
-        self.t0 = (f"the run's t = 0 (custom_data {ORIGIN_KEY})" if ORIGIN_KEY in self.custom
+        self.t0 = (self.origin_said if ORIGIN_KEY in self.custom
                    else f"the first {STATE} tick")
         state_log = _seconds(np.array(raw[STATE][1]), origin)
         state_t = _seconds(np.array(raw[STATE][0]), origin)
@@ -383,14 +385,19 @@ def _sources(hand_topic: str, force_topic: str) -> dict[str, tuple[str, ...]]:
 
 
 def read_bag_signals(bag: Path, robot: Robot, names: Sequence[str], *,
-                     hand_topic: str | None = None,
-                     force_topic: str | None = None) -> BagSignals:
+                     hand_topic: str | None = None, force_topic: str | None = None,
+                     origin_ns: int | None = None,
+                     until_s: float | None = None) -> BagSignals:
     """The signals ``names`` of ``bag`` at its control ticks (see the module docstring).
 
     ``hand_topic``: the hand's ground truth (PointStamped or PoseStamped in the robot's base
     frame; default ``/mock/hand``, FK when absent); ``force_topic``: the gauge force (Float64
     or WrenchStamped; default ``/mock/gauge_force``, NaN when absent). A topic given here that
     the bag lacks is an error, as is a signal none of whose topics is in the bag.
+    ``origin_ns``: the run's t = 0 on the bag's clock [ns], instead of its metadata's. With a
+    t = 0 known, the ticks before it (the move to the start pose) are not the run's and are
+    left out; ``until_s``: the run's length [s], the ticks after it (a recording that went on)
+    left out too.
     """
     hand, force = hand_topic or TRUE_HAND, force_topic or TRUE_FORCE
     sources = _sources(hand, force)
@@ -403,6 +410,9 @@ def read_bag_signals(bag: Path, robot: Robot, names: Sequence[str], *,
                 TRUE_JOINTS: _joint_types(TRUE_JOINTS, robot.arm.joint_names, "position"),
                 COMMANDS: _joint_types(COMMANDS, robot.muscle_names, "effort")}
     with _Bag(bag) as b:
+        if origin_ns is not None:
+            b.custom = {**b.custom, ORIGIN_KEY: str(int(origin_ns))}
+            b.origin_said = f"the run's t = 0 given, {origin_ns * 1e-9:.6f} s on the bag's clock"
         for topic, types in ((hand_topic, POSITION_TYPES), (force_topic, FORCE_TYPES)):
             if topic is not None and topic not in b.types:
                 raise b.missing(topic, "the option that names it", list(types))
@@ -412,8 +422,14 @@ def read_bag_signals(bag: Path, robot: Robot, names: Sequence[str], *,
     arrays, said = {}, {"time_s": b.t0}
     for name in names:
         arrays[name], said[name] = getattr(ticks, name)()
-    return BagSignals(b.path, ticks.t, arrays, said, int(np.count_nonzero(~ticks.ok)),
-                      _episodes(ticks.t, ticks.state[:, 1]), BagRun.from_custom_data(b.custom),
+    # the run's own ticks: from its t = 0 when the bag (or the caller) says where that is
+    run = ticks.t >= -1e-9 if ORIGIN_KEY in b.custom else np.ones(len(ticks.t), dtype=bool)
+    if until_s is not None:
+        run &= ticks.t <= until_s + 1e-9
+    arrays = {name: values[run] for name, values in arrays.items()}
+    t, ok, state = ticks.t[run], ticks.ok[run], ticks.state[run]
+    return BagSignals(b.path, t, arrays, said, int(np.count_nonzero(~ok)),
+                      _episodes(t, state[:, 1]), BagRun.from_custom_data(b.custom),
                       any(t.startswith("/mock/") for t in b.types))
 
 

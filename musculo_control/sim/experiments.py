@@ -437,6 +437,16 @@ def score_nullspace(setup: Setup, signals: Signals, *, unsafe_ticks: int) -> Run
     return RunScore(scored, nullspace_metrics(scored, unsafe_ticks=unsafe_ticks))
 
 
+def experiment_duration_s(setup: Setup, experiment: str) -> float:
+    """How long a run of ``experiment`` lasts from its t = 0 [s], as the runner runs it."""
+    cfg = experiment_config(setup, experiment)
+    if experiment == "disturbance":
+        return float(cfg.settle_s + cfg.push_s + cfg.hold_s)
+    if experiment == "trajectory":
+        return float(cfg.settle_s + cfg.move_s + cfg.hold_s)
+    return float(cfg.duration_s)
+
+
 def score_signals(setup: Setup, experiment: str, signals: Signals, *, unsafe_ticks: int,
                   tension_limit_n: float) -> RunScore:
     """The score of ``experiment`` from one run's signals (a bag's: ``musculo score``)."""
