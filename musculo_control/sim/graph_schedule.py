@@ -23,6 +23,7 @@ import numpy.typing as npt
 from musculo_control.control.goal import HandGoal
 from musculo_control.control.minimum_jerk import minimum_jerk
 from musculo_control.sim.experiments import (
+    experiment_duration_s,
     gauge_axis,
     gauge_tip_progress,
     trajectory_goal_at,
@@ -94,16 +95,14 @@ class RunSchedule:
         self._joint_path: Callable[[float], FloatArray] | None = None
         self.gauge_axis: FloatArray | None = None
         if experiment == "disturbance":
-            self.duration_s = cfg.settle_s + cfg.push_s + cfg.hold_s
             self.gauge_axis = gauge_axis(cfg)
             self.contact_radius_m = setup.mock_config.gauge.contact_radius_m
         elif experiment == "trajectory":
-            self.duration_s = cfg.settle_s + cfg.move_s + cfg.hold_s
             self._goal_at = trajectory_goal_at(cfg, self.rotation0)
             if baseline:
                 self._joint_path = trajectory_joint_path(setup, self.pose)
-        else:
-            self.duration_s = cfg.duration_s
+        #: the run's length from its t = 0 [s], as the runner runs it
+        self.duration_s = experiment_duration_s(setup, experiment)
         self._held = HandGoal.hold(self.x0, self.rotation0)
         self._baseline = baseline
 
