@@ -269,7 +269,9 @@ def test_a_snapped_tendon_latches_until_acknowledged_then_control_resumes(parts,
         states = obs.snapshot(obs.controller_state)
         latched = [v for t, v in zip(states.t, states.values) if t > inject_at + lasts + 0.2]
         assert latched and all(v["supervisor_state"] == 3.0 for v in latched[-10:]), \
-            [v["supervisor_state"] for v in latched[-10:]]
+            "\n".join([str([v["supervisor_state"] for v in latched[-10:]]),
+                       *(f"{d.t:.3f} {d.level} {d.message[:300]}" for d in obs.diagnostics_of(
+                           "activation_qp_node") if d.t >= inject_at + lasts)][-12:])
         assert minimum_tension(commands.values[-1], f_min), commands.values[-1]
         ok, message = obs.acknowledge()
         assert ok and "tendon_runaway" in message, message

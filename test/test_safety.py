@@ -476,6 +476,29 @@ def test_consistency_follows_slow_model_error_and_catches_a_jump(robot, safety_c
     assert mon.update(t + 3 * DT, model + bias, model, np.zeros(m)) is None
 
 
+def test_consistency_holds_the_baseline_of_a_snapped_tendon(robot, safety_cfg):
+    """A snapped tendon's free winch reads nothing of the path: its baseline must not follow
+    the reading (while the check is quiet, as when the arm's motion widens the allowance), or
+    the reading of the mended tendon disagrees with it."""
+    cfg = safety_cfg.consistency
+    m = robot.n_muscles
+    model = np.full(m, 0.3)
+    travel = np.full(m, 1.0)  # the arm moving: a wide allowance [m/s]
+    held = np.zeros(m, dtype=bool)
+    held[5] = True
+    mons = {}
+    for hold in (False, True):
+        mon = mons[hold] = ConsistencyMonitor(robot.muscle_names, cfg)
+        mon.update(0.0, model, model, np.zeros(m))
+        wound = model.copy()
+        for k in range(1, 200):
+            wound[5] -= 0.5 * cfg.tolerance_m  # winding in, within the allowance
+            assert mon.update(k * DT, wound, model, travel,
+                              hold_baseline=held if hold else None) is None
+    assert mons[True]._baseline[5] == 0.0
+    assert mons[False]._baseline[5] < -10 * cfg.tolerance_m  # it followed the free winch
+
+
 def test_consistency_tolerance_grows_with_recent_travel(robot, safety_cfg):
     cfg = safety_cfg.consistency
     mon = ConsistencyMonitor(robot.muscle_names, cfg)
@@ -502,10 +525,10 @@ def test_consistency_counts_each_joints_share_of_a_muscles_travel(robot, safety_
     seen, turns = [], []
     real = sup.consistency.update
 
-    def spy(t, meas, mod, rate, turn):
+    def spy(t, meas, mod, rate, turn, **kw):
         seen.append(rate.copy())
         turns.append(turn.copy())
-        return real(t, meas, mod, rate, turn)
+        return real(t, meas, mod, rate, turn, **kw)
 
     monkeypatch.setattr(sup.consistency, "update", spy)
     qd = np.array([0.3, -0.2, 0.4, 0.5, -1.2, 0.6, -0.4])
@@ -1169,3 +1192,42 @@ def test_supervisor_states_read_as_their_names_in_text_and_json():
     report = SafetyReport(1.0, SupervisorState.HOLDING, (), (), (), stop="hold")
     assert report.summary() == "holding (hold)" and type(report.summary()) is str
     assert report.level == 1 and not report.ok
+
+
+def test_a_snapped_tendon_stands_while_it_reads_slack_and_clears_once_mended(
+        robot, safety_cfg, ctrl_cfg, drivers, home):
+    """The free winch of a snapped tendon winds in past its path: tendon_snapped. The arm's
+    motion in the stop then widens the consistency check's allowance until the deviation fits
+    in it again (a graph run resumed control on a snapped tendon that way); the finding must
+    stand as long as the tendon reads slack, and clear when it carries tension again."""
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    slack_n = 0.5 * safety_cfg.tendons.slack_tension_n
+    i = 6
+    t = TICK
+    assert tick(sup, world, ctrl, t, goal).output.ok
+
+    def tendons_at(t, wound_m, tension_i):
+        lengths = world.lengths.copy()
+        lengths[i] -= wound_m
+        state = world.tendons(t - 0.001, lengths=lengths)
+        state.tension_n[i] = tension_i
+        return state
+
+    t += TICK
+    wound = 10 * safety_cfg.consistency.tolerance_m
+    _, report = tick(sup, world, ctrl, t, goal, tendons=tendons_at(t, wound, slack_n))
+    assert "tendon_snapped" in report.rules and "consistency" in report.rules
+    # the winch's travel now fits the check's allowance (here: its baseline forgotten, as after
+    # an acknowledge, which is the extreme case): the tendon still reads slack
+    sup.consistency.reset()
+    for _ in range(3):
+        t += TICK
+        _, report = tick(sup, world, ctrl, t, goal, tendons=tendons_at(t, 0.0, slack_n))
+        assert "tendon_snapped" in report.rules and report.state == SupervisorState.FAULT, \
+            report
+    # mended: it carries tension again, and the stop ends after its recovery hold
+    t += TICK
+    _, report = tick(sup, world, ctrl, t, goal, tendons=tendons_at(t, 0.0, 20.0))
+    assert "tendon_snapped" not in report.rules

@@ -84,11 +84,14 @@ class ConsistencyMonitor:
 
     def update(self, stamp_s: float, measured_m: FloatArray, model_m: FloatArray,
                rate_m_s: FloatArray,
-               angle_rate_rad_s: FloatArray | None = None) -> Finding | None:
+               angle_rate_rad_s: FloatArray | None = None,
+               hold_baseline: npt.NDArray[np.bool_] | None = None) -> Finding | None:
         """Compare one pair of samples taken at ``stamp_s`` [s], with each muscle's rate of
         travel ``rate_m_s`` [m/s] (>= 0; the supervisor's joint-by-joint ``sum_j |Jm_ij qd_j|``)
         and the rotation rate of the joints it spans ``angle_rate_rad_s`` [rad/s] (>= 0;
-        ``None``: no absolute allowance); ``None`` when they agree."""
+        ``None``: no absolute allowance); ``None`` when they agree. The baseline of the muscles
+        ``hold_baseline`` does not follow (a snapped tendon's reading says nothing of the
+        path)."""
         r = measured_m - model_m
         if not (finite(r, rate_m_s) and math.isfinite(stamp_s)):
             return None  # non-finite inputs are other rules' business
@@ -123,6 +126,7 @@ class ConsistencyMonitor:
                                        f"{tol[i] * 1e3:.1f} mm)" for i in worst)
                            + "; stuck or slipped sensor?")
         if dt > 0.0:
-            self._baseline += (1.0 - decay) * dev
+            self._baseline += (1.0 - decay) * (dev if hold_baseline is None else
+                                               np.where(hold_baseline, 0.0, dev))
             self._t = stamp_s
         return None

@@ -200,6 +200,8 @@ class Supervisor:
         #: the findings of the last comparison of tendon lengths with the joints' (consistency,
         #: tendon_snapped): they stand at the ticks that bring no new pair to compare
         self._compared: tuple[Finding, ...] = ()
+        #: (m,) tendons found snapped and reading slack since (rule tendon_snapped)
+        self._snapped = np.zeros(self.m, dtype=bool)
         #: control ticks at which each input was late (on with the newest sample), per rule
         self.late_ticks: dict[str, int] = {}
         self.monitor.reset(stamp_s, self.tension_min_n if tension_n is None else tension_n)
@@ -471,7 +473,8 @@ class Supervisor:
         np.greater(self._abs_jm, _SPANS_M, out=self._spans, casting="unsafe")
         np.matmul(self._spans, self._abs_qd, out=self._turn_rate)
         finding = self.consistency.update(paired.stamp_s, tendons.length_m, kin.length_m,
-                                          self._joint_rate, self._turn_rate)
+                                          self._joint_rate, self._turn_rate,
+                                          hold_baseline=self._snapped)
         if finding is not None:
             found.append(finding)
         self._check_snapped(tendons, found.append)
@@ -482,17 +485,23 @@ class Supervisor:
     def _check_snapped(self, tendons: TendonState, add: Any) -> None:
         """Rule ``tendon_snapped``: a tendon that reads slack (below
         ``tendons.slack_tension_n``) and whose winch has wound in past its path (the
-        consistency check's deviation)."""
+        consistency check's deviation). Found once, it stands while the tendon reads slack:
+        the arm's motion in the stop widens the consistency check's allowance, and a snapped
+        tendon is no less snapped for it."""
         # a snapped tendon reads slack: the winch test only for those that do
-        snapped = tendons.tension_n < self.config.tendons.slack_tension_n
-        if any_true(snapped):
-            snapped &= self.consistency.unwound()
+        slack = tendons.tension_n < self.config.tendons.slack_tension_n
+        self._snapped &= slack  # mended: it carries tension again
+        if not any_true(slack):
+            return
         deviation = self.consistency.deviation_m
-        if any_true(snapped) and deviation is not None:
+        new = slack & self.consistency.unwound() & ~self._snapped
+        self._snapped |= new
+        if any_true(self._snapped):
             add(Finding("tendon_snapped", "tendon snapped: " + ", ".join(
                 f"{self.robot.muscle_names[i]} reads {tendons.tension_n[i]:.1f} N and its "
-                f"winch has wound {-1e3 * float(deviation[i]):.1f} mm past its path"
-                for i in np.flatnonzero(snapped))))
+                + (f"winch has wound {-1e3 * float(deviation[i]):.1f} mm past its path"
+                   if new[i] and deviation is not None else "winch wound past its path before")
+                for i in np.flatnonzero(self._snapped))))
 
     def _control(self, t: float, controller: Controller, snapshot: DynamicsSnapshot | None,
                  joints: PotentiometerReading, goal: HandGoal, clear: bool, resume: bool,
