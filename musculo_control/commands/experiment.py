@@ -9,7 +9,9 @@ the score reads; the bag is then scored by ``musculo score``'s code, the runner'
 Without ``--robot`` the command starts the mock graph itself (at wall clock, or ``--sim-time``)
 and stops it at the end; with ``--robot`` it drives the running graph of ``arm.launch.py``
 (no gauge: experiment A's push is the operator's, its force "not measured" unless
-``--force-topic`` names a force sensor's topic).
+``--force-topic`` names a force sensor's topic). Ctrl-C stops with the arm held (the goal in
+force at rest where it is), closes the bag recorded so far and writes the finished runs'
+metrics; exit status 130.
 
     musculo experiment {disturbance,trajectory,nullspace} --graph [--controller C ...]
                        [--pose NAME ...] [--robot] [--sim-time] [--out DIR] [--config DIR]
@@ -107,13 +109,22 @@ def run(args: argparse.Namespace) -> int:
     setup = load_setup(folder, Overrides.parse(override_items(args)))
     experiment_config(setup, args.experiment)
     runs = [(c, p) for c in _controllers(args) for p in _poses(args, setup)]
-    if args.robot:
-        return _report(args, _run_all(args, setup, runs))
-    return _report(args, _with_mock_graph(args, setup, folder, runs))
+    results: list[dict[str, Any]] = []
+    try:
+        if args.robot:
+            _run_all(args, setup, runs, results)
+        else:
+            _with_mock_graph(args, setup, folder, runs, results)
+    except KeyboardInterrupt:
+        _report(args, results)
+        print("interrupted: the arm is held (the goal in force at rest where it is); the "
+              "runs finished before are in metrics.json", file=sys.stderr)
+        return 130
+    return _report(args, results)
 
 
 def _with_mock_graph(args: argparse.Namespace, setup: Setup, folder: Path,
-                     runs: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
+                     runs: list[tuple[str, str | None]], results: list[dict[str, Any]]) -> None:
     """The runs on a mock graph this command starts and stops."""
     from musculo_control.nodes.graph import GraphOptions
     from musculo_control.nodes.launcher import GraphProcesses
@@ -127,13 +138,15 @@ def _with_mock_graph(args: argparse.Namespace, setup: Setup, folder: Path,
     clock = "simulated time" if args.sim_time else "wall clock"
     print(f"mock graph: {len(graph.nodes)} nodes ({clock}); logs in {logs}", flush=True)
     try:
-        return _run_all(args, setup, runs, graph)
+        _run_all(args, setup, runs, results)
     finally:
         graph.stop()
 
 
 def _run_all(args: argparse.Namespace, setup: Setup, runs: list[tuple[str, str | None]],
-             graph: Any = None) -> list[dict[str, Any]]:
+             results: list[dict[str, Any]]) -> None:
+    """Each run in turn, its result appended to ``results`` (Ctrl-C: the arm held, the bag
+    closed, KeyboardInterrupt raised on)."""
     from musculo_control.nodes.bag_recorder import BagRecorder
     from musculo_control.nodes.experiment_client import ExperimentClient
     from musculo_control.sim.experiments import run_settings
@@ -147,7 +160,6 @@ def _run_all(args: argparse.Namespace, setup: Setup, runs: list[tuple[str, str |
                          (args.force_topic, "std_msgs/msg/Float64")):
         if option:
             topics.setdefault(option, kind)
-    results: list[dict[str, Any]] = []
     with ExperimentClient(setup, use_sim_time=args.sim_time and not args.robot,
                           mock=not args.robot) as client:
         for controller, pose in runs:
@@ -160,16 +172,21 @@ def _run_all(args: argparse.Namespace, setup: Setup, runs: list[tuple[str, str |
             # hear its publishers, and the run's first samples must be in the bag (the score
             # leaves out what comes before the run's t = 0)
             recorder = BagRecorder(client.node, bag, topics, custom_data=run.custom_data())
-            reached, what = client.bring_to(schedule.q_start, schedule.pose)
-            print(f"{label}: {what}", flush=True)
-            if not reached:
+            try:
+                reached, what = client.bring_to(schedule.q_start, schedule.pose)
+                print(f"{label}: {what}", flush=True)
+                if not reached:
+                    recorder.close()
+                    results.append({"run": label, "error": what, "bag": str(bag)})
+                    continue
+                t0, counts = _recorded(client, schedule, recorder)
+            except KeyboardInterrupt:
+                held = client.hold()
                 recorder.close()
-                results.append({"run": label, "error": what, "bag": str(bag)})
-                continue
-            t0, counts = _recorded(client, schedule, recorder)
+                print(f"\n{label}: interrupted; {held}; the bag so far in {bag}", flush=True)
+                raise
             print(f"{label}: recorded {sum(counts.values())} messages in {bag}", flush=True)
             results.append({**_score(args, setup, schedule, bag, label), "t0_s": t0})
-    return results
 
 
 def _recorded(client: Any, schedule: Any, recorder: Any) -> tuple[float, dict[str, int]]:
@@ -186,7 +203,7 @@ def _recorded(client: Any, schedule: Any, recorder: Any) -> tuple[float, dict[st
     try:
         t0 = client.run(schedule, on_start=started)
     finally:
-        counts: dict[str, int] = recorder.close()
+        counts: dict[str, int] = recorder.close()  # idempotent
     return t0, counts
 
 

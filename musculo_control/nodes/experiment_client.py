@@ -6,8 +6,10 @@ under eq. 16 (``joint_goal``), switches the QP node's ``controller`` parameter t
 experiment's controller (bumpless), then sends the run's hand goals (``hand_goal``, B's move on
 ``hand_goal/trajectory`` with its feed-forward), a baseline's joint goals, and on the mock A's
 gauge (``mock/gauge``). What it does is printed as it goes. Ctrl-C (KeyboardInterrupt) stops
-sending: the QP node keeps the goal in force, so the arm is held, not dropped, and the mock's
-gauge is withdrawn.
+the run with the arm held, not dropped: the goal in force becomes one at rest where it is (a
+joint goal at the measured pose during the move to the start pose or under a baseline, the hand
+goal's point otherwise), which the QP node keeps, and the mock's gauge is withdrawn. The
+client's own context takes no ROS signal handler, so it can still say so after the signal.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from musculo_control_msgs.msg import ControllerState
 from rcl_interfaces.srv import SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import MultiDOFJointTrajectory
@@ -56,7 +59,9 @@ class ExperimentClient:
         self.frame_id = setup.robot.arm.base_frame
         self._own_context = not rclpy.ok()
         if self._own_context:
-            rclpy.init(domain_id=domain_id)
+            # no ROS handler: Ctrl-C is Python's KeyboardInterrupt, and the context stays up
+            # to send the goal that holds the arm (:meth:`hold`)
+            rclpy.init(domain_id=domain_id, signal_handler_options=SignalHandlerOptions.NO)
         self.node = rclpy.create_node("experiment_client", parameter_overrides=[
             Parameter("use_sim_time", Parameter.Type.BOOL, use_sim_time)])
         n = self.node
@@ -76,6 +81,8 @@ class ExperimentClient:
         self._gauge = n.create_publisher(PoseStamped, "mock/gauge", 10)
         self._params: Any = n.create_client(SetParameters, f"/{QP_NODE}/set_parameters")
         self._clear_gauge: Any = n.create_client(Trigger, "mock/clear_gauge")
+        #: the goal last sent: a hand goal, or a joint goal (None: none yet)
+        self._last_goal: HandGoal | FloatArray | None = None
         self._executor = SingleThreadedExecutor(context=n.context)
         self._executor.add_node(n)
         self._spin = threading.Thread(target=self._executor.spin, daemon=True)
@@ -143,12 +150,14 @@ class ExperimentClient:
             time.sleep(0.1)
 
     def send_joint_goal(self, q_rad: npt.ArrayLike) -> None:
+        self._last_goal = np.array(q_rad, dtype=float)
         self._joint_goal.publish(messages.joint_state_msg(
             MSGS, self._stamp(), self.setup.robot.arm.joint_names, position=q_rad))
 
     def send_hand_goal(self, goal: HandGoal, moving: bool) -> None:
         """A goal at rest on ``hand_goal``; a point of a move (with its velocity and
         acceleration) on ``hand_goal/trajectory``."""
+        self._last_goal = goal
         quat = (messages.quaternion_from_rotation(goal.rotation) if goal.rotation is not None
                 else np.array([0.0, 0.0, 0.0, 1.0]))
         if moving:
@@ -174,6 +183,19 @@ class ExperimentClient:
         if self.mock and self._clear_gauge.wait_for_service(timeout_sec=1.0):
             future = self._clear_gauge.call_async(Trigger.Request())
             self.wait_until(future.done, 2.0)
+
+    def hold(self) -> str:
+        """The goal in force becomes one at rest where it is (Ctrl-C): a joint goal at the
+        measured pose, or the hand goal's point; what was sent."""
+        last, joints = self._last_goal, self.joints()
+        if isinstance(last, HandGoal):
+            self.send_hand_goal(HandGoal.hold(last.position_m, last.rotation), False)
+            self.withdraw_gauge()
+            return f"hand goal at rest at {np.round(last.position_m, 3).tolist()} m"
+        if last is not None and joints is not None:
+            self.send_joint_goal(joints[0])
+            return "joint goal at rest at the measured pose"
+        return "no goal sent yet: the controller's goal stands"
 
     # -- the phases -------------------------------------------------------------------------------
     def bring_to(self, q_start: FloatArray, label: str) -> tuple[bool, str]:
