@@ -54,6 +54,7 @@ def _graph_run(experiment: str, tmp_path, domain: int) -> dict:
     runs = json.loads((out / "metrics.json").read_text())["runs"]
     assert len(runs) == 1 and "error" not in runs[0], runs
     assert (out / f"{experiment}_osc" / "bag" / "metadata.yaml").exists()
+    assert (out / f"{experiment}.png").stat().st_size > 10_000  # musculo simulate's figure
     return runs[0]
 
 

@@ -5,7 +5,8 @@ For each controller (and for ``trajectory`` each start pose): the arm is brought
 pose through the controller (a minimum-jerk joint path under eq. 16, ``experiments.yaml``
 ``graph``), the QP node is switched to the controller (bumpless), and the run's goals are sent
 (:mod:`musculo_control.nodes.experiment_client`) while a rosbag2 bag (MCAP) records the topics
-the score reads; the bag is then scored by ``musculo score``'s code, the runner's own scoring.
+the score reads; the bag is then scored by ``musculo score``'s code, the runner's own scoring,
+and the runs are drawn in ``musculo simulate``'s figure (``EXP.png`` in ``--out``).
 Without ``--robot`` the command starts the mock graph itself (at wall clock, or ``--sim-time``)
 and stops it at the end; with ``--robot`` it drives the running graph of ``arm.launch.py``
 (no gauge: experiment A's push is the operator's, its force "not measured" unless
@@ -20,6 +21,7 @@ metrics; exit status 130.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -116,11 +118,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             _with_mock_graph(args, setup, folder, runs, results)
     except KeyboardInterrupt:
-        _report(args, results)
+        _report(args, setup, results)
         print("interrupted: the arm is held (the goal in force at rest where it is); the "
               "runs finished before are in metrics.json", file=sys.stderr)
         return 130
-    return _report(args, results)
+    return _report(args, setup, results)
 
 
 def _with_mock_graph(args: argparse.Namespace, setup: Setup, folder: Path,
@@ -220,17 +222,44 @@ def _score(args: argparse.Namespace, setup: Setup, schedule: Any, bag: Path,
                                until_s=schedule.duration_s)
     limit = (actuator_limit_n(setup, mock=signals.mock) if experiment == "trajectory"
              else math.nan)
-    metrics = score_signals(setup, experiment, signals, unsafe_ticks=signals.unsafe_ticks,
-                            tension_limit_n=limit).metrics
+    scored, metrics = score_signals(setup, experiment, signals,
+                                    unsafe_ticks=signals.unsafe_ticks, tension_limit_n=limit)
+    run_info = {"parameters": {"experiments": {
+        experiment: dataclasses.asdict(experiment_config(setup, experiment))}}}
     print_score(f"{label} (bag {bag})", experiment, signals, metrics)
     return {"run": label, "controller": schedule.controller, "start_pose": schedule.pose,
-            "bag": str(bag), "signals": dict(signals.sources), "metrics": metrics}
+            "bag": str(bag), "signals": dict(signals.sources), "metrics": metrics,
+            "_plotted": BagScoredRun(schedule.controller, schedule.pose or "", metrics, scored,
+                                     run_info)}
 
 
-def _report(args: argparse.Namespace, results: list[dict[str, Any]]) -> int:
+@dataclasses.dataclass(frozen=True)
+class BagScoredRun:
+    """A run scored from its bag, as the figures read it
+    (:class:`~musculo_control.sim.plots.PlottedRun`)."""
+
+    controller: str
+    variant: str
+    metrics: dict[str, Any]
+    scored: Any
+    run_info: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        return f"{self.controller} {self.variant}".strip()
+
+
+def _report(args: argparse.Namespace, setup: Setup, results: list[dict[str, Any]]) -> int:
+    """metrics.json and the figure of the runs scored (runs not run: exit status 1)."""
+    from musculo_control.commands.simulate import plot_runs
+
+    plotted = [r.pop("_plotted") for r in results if "_plotted" in r]
     path = args.out / "metrics.json"
     path.write_text(dumps({"experiment": args.experiment, "runs": results}))
     print(f"wrote {path}")
+    if plotted:
+        png = plot_runs(args.experiment, plotted, setup, args.out / f"{args.experiment}.png")
+        print(f"wrote {png}")
     failed = [r["run"] for r in results if "error" in r]
     if failed:
         print(f"not run: {failed}", file=sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,12 @@ from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import MusculoError
 from musculo_control.loop.state_record import controller_state_layout
 from musculo_control.sim.experiments import RunResult, metrics_json, run_experiment, run_label
-from musculo_control.sim.plots import plot_disturbance, plot_nullspace, plot_trajectory
+from musculo_control.sim.plots import (
+    PlottedRun,
+    plot_disturbance,
+    plot_nullspace,
+    plot_trajectory,
+)
 from musculo_control.sim.results import dumps
 from musculo_control.sim.rosbag_log import write_bag
 from musculo_control.sim.scoring import judge, problems
@@ -70,7 +76,7 @@ def save_runs(runs: list[RunResult], folder: Path, setup: Setup) -> None:
                   run=run_label(setup, run))
 
 
-def plot_runs(experiment: str, runs: list[RunResult], setup: Setup, path: Path) -> Path:
+def plot_runs(experiment: str, runs: Sequence[PlottedRun], setup: Setup, path: Path) -> Path:
     """The experiment's figure of ``runs`` written to ``path``."""
     targets = setup.experiments.targets
     if experiment == "disturbance":

@@ -12,12 +12,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from musculo_control.sim.experiments import RunResult
-from musculo_control.sim.scoring import Target
+from musculo_control.sim.scoring import Scored, Target
+
+
+class PlottedRun(Protocol):
+    """What a figure reads of a run: a runner's
+    :class:`~musculo_control.sim.experiments.RunResult`, or a bag's scored run
+    (``musculo experiment --graph``)."""
+
+    @property
+    def controller(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def metrics(self) -> dict[str, Any]: ...
+    @property
+    def scored(self) -> Scored: ...
+    @property
+    def run_info(self) -> dict[str, Any]: ...
 
 _COLOURS = {"osc": "tab:blue", "osc-no-nullspace": "tab:orange", "joint-stiffness": "tab:green",
             "muscle-stiffness": "tab:red"}
@@ -58,7 +74,7 @@ def _zoom(ax: Any, factor: float = 3.0) -> None:
                     transform=ax.transAxes, ha="right", fontsize=7, color="0.4")
 
 
-def _section(runs: list[RunResult], experiment: str) -> dict:
+def _section(runs: Sequence[PlottedRun], experiment: str) -> dict:
     """The experiment's parameters of the first run (empty when unknown)."""
     if not runs:
         return {}
@@ -76,7 +92,8 @@ def _axis_words(axis: Sequence[float]) -> str:
     return str(np.round(a, 2).tolist())
 
 
-def plot_disturbance(runs: list[RunResult], path: Path, targets: Sequence[Target] = ()) -> Path:
+def plot_disturbance(runs: Sequence[PlottedRun], path: Path,
+                     targets: Sequence[Target] = ()) -> Path:
     """Hand deviation, gauge force, elbow and gauge tip along the push axis (paper exp. A)."""
     plt = _pyplot()
     fig, axes = plt.subplots(3, 1, figsize=(7.5, 9), sharex=True)
@@ -114,7 +131,8 @@ def plot_disturbance(runs: list[RunResult], path: Path, targets: Sequence[Target
     return _save(fig, path)
 
 
-def plot_trajectory(runs: list[RunResult], path: Path, targets: Sequence[Target] = ()) -> Path:
+def plot_trajectory(runs: Sequence[PlottedRun], path: Path,
+                    targets: Sequence[Target] = ()) -> Path:
     """Hand path against the goal, tracking error and elbow height, per start pose (exp. B)."""
     plt = _pyplot()
     fig, axes = plt.subplots(3, 1, figsize=(7.5, 10))
@@ -148,7 +166,7 @@ def plot_trajectory(runs: list[RunResult], path: Path, targets: Sequence[Target]
     return _save(fig, path)
 
 
-def plot_nullspace(runs: list[RunResult], path: Path, joint_name: str,
+def plot_nullspace(runs: Sequence[PlottedRun], path: Path, joint_name: str,
                    targets: Sequence[Target] = ()) -> Path:
     """||a||, the drifting joint, elbow height and hand drift against time (paper exp. C)."""
     plt = _pyplot()
