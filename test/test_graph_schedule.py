@@ -8,7 +8,7 @@ import pytest
 
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.graph_schedule import RunSchedule, StartMove
-from musculo_control.sim.setup import Overrides, load_setup, start_pose
+from musculo_control.sim.setup import Overrides, experiment_config, load_setup, start_pose
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +79,18 @@ def test_the_nullspace_run_holds_the_hand_at_its_start_pose(setup):
     np.testing.assert_allclose(run.hand_goal(5.0).position_m,
                                setup.robot.arm.hand_pose(start_pose(setup.robot,
                                                                     cfg.start_pose))[0])
+
+
+def test_trajectory_runs_without_orientation_stiffness_as_the_runner_does():
+    """B runs with experiments.yaml trajectory.orientation_gain_s2 (0: off): over the graph the
+    goal's orientation is dropped instead, which leaves the same reference (the orientation
+    damping alone); a gain the graph cannot set is refused with the field named."""
+    config_dir = default_config_dir()
+    setup = load_setup(config_dir, Overrides.parse([]))
+    assert experiment_config(setup, "trajectory").orientation_gain_s2 == 0.0
+    assert not RunSchedule(setup, "trajectory", "osc", "trajectory_b").track_orientation
+    assert RunSchedule(setup, "nullspace", "osc").track_orientation
+    assert RunSchedule(setup, "disturbance", "osc").track_orientation
+    odd = load_setup(config_dir, Overrides.parse(["experiments.trajectory.orientation_gain_s2=7"]))
+    with pytest.raises(ValueError, match="orientation_gain_s2 is 7"):
+        RunSchedule(odd, "trajectory", "osc", "trajectory_b")

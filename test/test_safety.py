@@ -1231,3 +1231,27 @@ def test_a_snapped_tendon_stands_while_it_reads_slack_and_clears_once_mended(
     t += TICK
     _, report = tick(sup, world, ctrl, t, goal, tendons=tendons_at(t, 0.0, 20.0))
     assert "tendon_snapped" not in report.rules
+
+
+def test_the_goals_orientation_switched_off_while_running_leaves_the_goal_in_force_without_it(
+        robot, safety_cfg, ctrl_cfg, drivers, home):
+    """use_goal_orientation set while the node runs: turned off, the goal in force drops its
+    orientation at once (no orientation stiffness, as kr = 0); turned on, only the next goal
+    brings one."""
+    snap, goal = home
+    sup = make_supervisor(robot, safety_cfg, ctrl_cfg, drivers)
+    world, ctrl = World(robot, snap), FakeController(robot)
+    assert goal.rotation is not None
+    tick(sup, world, ctrl, TICK, goal)
+    assert ctrl.goals[-1].rotation is not None
+    sup.goals.set_orientation(False)
+    tick(sup, world, ctrl, 2 * TICK, None)
+    assert ctrl.goals[-1].rotation is None
+    np.testing.assert_array_equal(ctrl.goals[-1].position_m, goal.position_m)
+    tick(sup, world, ctrl, 3 * TICK, goal)
+    assert ctrl.goals[-1].rotation is None
+    sup.goals.set_orientation(True)
+    tick(sup, world, ctrl, 4 * TICK, None)
+    assert ctrl.goals[-1].rotation is None
+    tick(sup, world, ctrl, 5 * TICK, goal)
+    assert ctrl.goals[-1].rotation is not None

@@ -142,6 +142,11 @@ class ControlStep:
             return
         self.supervisor.driver_sent(stamp_s, tension_n)
 
+    def set_goal_orientation(self, use: bool) -> None:
+        """Track the goals' orientation or not from now on
+        (:meth:`~musculo_control.safety.goal_gate.GoalGate.set_orientation`)."""
+        self.supervisor.goals.set_orientation(use)
+
     def _feed_monitor(self, now_s: float) -> None:
         """Tendon samples to the tendon monitor, oldest first, each once the driver's outputs
         have reached its instant (a sample at T needs every output that may have taken effect

@@ -260,9 +260,14 @@ class ActivationQPNode(StageNode[ActivationQPNodeParams]):
 
     def _on_set_parameters(self, params: list[Parameter]) -> SetParametersResult:
         """``controller`` set while running: switched without a jump, or refused with the
-        reason (the parameter then keeps its value). It runs between two ticks, on the tick
-        loop's thread."""
+        reason (the parameter then keeps its value); ``use_goal_orientation``: the goal gate's
+        (:meth:`~musculo_control.safety.goal_gate.GoalGate.set_orientation`). It runs between
+        two ticks, on the tick loop's thread."""
         for param in params:
+            if param.name == "use_goal_orientation":
+                self.step.set_goal_orientation(bool(param.value))
+                self.get_logger().info(f"use_goal_orientation: {bool(param.value)}")
+                continue
             if param.name != "controller":
                 continue
             name = param.value

@@ -24,7 +24,8 @@ import numpy.typing as npt
 import rclpy
 from geometry_msgs.msg import PointStamped, PoseStamped
 from musculo_control_msgs.msg import ControllerState
-from rcl_interfaces.srv import SetParameters
+from rcl_interfaces.msg import Parameter as ParameterMsg
+from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
@@ -80,6 +81,7 @@ class ExperimentClient:
                                               QOS_GOAL)
         self._gauge = n.create_publisher(PoseStamped, "mock/gauge", 10)
         self._params: Any = n.create_client(SetParameters, f"/{QP_NODE}/set_parameters")
+        self._get_params: Any = n.create_client(GetParameters, f"/{QP_NODE}/get_parameters")
         self._clear_gauge: Any = n.create_client(Trigger, "mock/clear_gauge")
         #: the goal last sent: a hand goal, or a joint goal (None: none yet)
         self._last_goal: HandGoal | FloatArray | None = None
@@ -125,6 +127,29 @@ class ExperimentClient:
         return True
 
     # -- what goes out ----------------------------------------------------------------------------
+    def set_parameter(self, name: str, value: Any, timeout_s: float = 5.0) -> str:
+        """Set a parameter of the QP node; '' when done, else the reason."""
+        if not self._params.wait_for_service(timeout_sec=timeout_s):
+            return f"/{QP_NODE}/set_parameters: no such service (is the graph running?)"
+        future = self._params.call_async(SetParameters.Request(
+            parameters=[Parameter(name, value=value).to_parameter_msg()]))
+        if not self.wait_until(future.done, timeout_s):
+            return f"/{QP_NODE}/set_parameters: no answer"
+        answer = future.result().results[0]  # type: ignore[union-attr]
+        return "" if answer.successful else str(answer.reason)
+
+    def get_parameter(self, name: str, timeout_s: float = 5.0) -> Any:
+        """A parameter's value on the QP node (None: no answer)."""
+        if not self._get_params.wait_for_service(timeout_sec=timeout_s):
+            return None
+        future = self._get_params.call_async(GetParameters.Request(names=[name]))
+        if not self.wait_until(future.done, timeout_s):
+            return None
+        values = future.result().values  # type: ignore[union-attr]
+        if not values:
+            return None
+        return Parameter.from_parameter_msg(ParameterMsg(name=name, value=values[0])).value
+
     def set_controller(self, name: str, timeout_s: float = 5.0) -> str:
         """Switch the QP node's controller; '' when done, else the node's reason (a switch
         refused during a fault that passes, or while control recovers or resumes after one, is
@@ -232,6 +257,18 @@ class ExperimentClient:
     def run(self, schedule: RunSchedule, on_start: Callable[[float], None] | None = None) -> float:
         """Switch to the schedule's controller and run it; returns the run's start on the
         graph's clock [s]. ``on_start``: called with that time (a recorder's t = 0)."""
+        orientation = self.get_parameter("use_goal_orientation")
+        reason = self.set_parameter("use_goal_orientation",
+                                    bool(orientation) and schedule.track_orientation)
+        if reason:
+            raise RuntimeError(f"use_goal_orientation: {reason}")
+        try:
+            return self._run(schedule, on_start)
+        finally:
+            if orientation is not None:  # as it was before the run
+                self.set_parameter("use_goal_orientation", bool(orientation))
+
+    def _run(self, schedule: RunSchedule, on_start: Callable[[float], None] | None) -> float:
         reason = self.set_controller(schedule.controller)
         if reason:
             raise RuntimeError(f"switch to {schedule.controller}: {reason}")

@@ -144,14 +144,15 @@ class ActivationQPNodeParams(LockstepParams, CommonNodeParams):
     supervisor (rate: controller.yaml ``loop.control_rate_hz``; limits: safety.yaml)."""
 
     #: parameters that may change while the node runs (the rest are read-only)
-    DYNAMIC: ClassVar[tuple[str, ...]] = ("controller",)
+    DYNAMIC: ClassVar[tuple[str, ...]] = ("controller", "use_goal_orientation")
 
     controller: str = spec("osc", choices=CONTROLLER_NAMES,
                            doc="controller to run; set while running, it switches without a "
                                "jump (controller.yaml loop.switch_ramp_s), refused with the "
                                "reason during a stop or the resume after one")
     use_goal_orientation: bool = spec(True, doc="track the goal's orientation (rows wy, wz); "
-                                                "false: position only")
+                                                "false: position only (with the orientation "
+                                                "damping); may be set while running")
     timing_report_period_s: float = spec(1.0, gt=0.0, doc="controller/timing period [s]")
     tendon_queue: int = spec(50, ge=1, doc="muscle_states samples and hw/tendon_commands "
                                            "outputs kept between two ticks (each goes through "

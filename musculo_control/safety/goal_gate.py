@@ -126,6 +126,15 @@ class GoalGate:
         self.accepted_stamp_s = float(stamp_s) if stamp_s != 0.0 else float(now_s)
         return None
 
+    def set_orientation(self, use: bool) -> None:
+        """Track the goals' orientation or not from now on; turned off, the goal in force
+        loses its orientation at once (turned on, the next goal brings one: the hand is not
+        pulled to an orientation it was not told)."""
+        self.use_orientation = bool(use)
+        goal = self.accepted
+        if not self.use_orientation and goal is not None and goal.rotation is not None:
+            self.accepted = HandGoal(goal.position_m, goal.velocity_m_s, goal.acceleration_m_s2)
+
     def hold(self, goal: HandGoal, now_s: float) -> None:
         """Accept ``goal`` as made here (the hand where it is, before any goal came)."""
         if not self.use_orientation and goal.rotation is not None:

@@ -103,6 +103,19 @@ class RunSchedule:
                 self._joint_path = trajectory_joint_path(setup, self.pose)
         #: the run's length from its t = 0 [s], as the runner runs it
         self.duration_s = experiment_duration_s(setup, experiment)
+        #: whether the controller tracks the goals' orientation: B runs with its orientation
+        #: stiffness off (``orientation_gain_s2``: 0), which the QP node does by dropping the
+        #: goal's orientation (its ``use_goal_orientation``), the orientation damping kept as
+        #: in the runner's; another gain than controller.yaml's cannot be set over the graph
+        self.track_orientation = True
+        if experiment == "trajectory":
+            kr = float(cfg.orientation_gain_s2)
+            self.track_orientation = kr != 0.0
+            if kr not in (0.0, float(setup.controller_config.gains.kr_s2)):
+                raise ValueError(
+                    f"experiments.yaml trajectory.orientation_gain_s2 is {kr:g}: over the node "
+                    f"graph it can be 0 (orientation feedback off) or controller.yaml's "
+                    f"gains.kr_s2 ({setup.controller_config.gains.kr_s2:g})")
         self._held = HandGoal.hold(self.x0, self.rotation0)
         self._baseline = baseline
 
