@@ -180,3 +180,16 @@ def test_model_report_json_under_a_file(capsys, a_file):
 
 def test_publish_without_a_report(capsys, tmp_path):
     _fails(capsys, ["publish", str(tmp_path / "nothing")], "results.json")
+
+
+def test_experiment_refuses_bag_folders_that_exist_and_unknown_poses_before_any_graph(
+        capsys, tmp_path, monkeypatch):
+    def tripwire(*args, **kwargs):
+        raise AssertionError("a graph started before the input was checked")
+
+    monkeypatch.setattr("musculo_control.commands.experiment._with_mock_graph", tripwire)
+    (tmp_path / "nullspace_osc" / "bag").mkdir(parents=True)
+    _fails(capsys, ["experiment", "nullspace", "--graph", "--out", str(tmp_path)], "--out",
+           "nullspace_osc")
+    _fails(capsys, ["experiment", "trajectory", "--graph", "--pose", "B", "--out",
+                    str(tmp_path)], "--pose", "trajectory_b")

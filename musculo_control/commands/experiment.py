@@ -30,6 +30,7 @@ from typing import Any
 from musculo_control.commands.checks import writable_dir
 from musculo_control.commands.options import add_common, override_items
 from musculo_control.control.controller_names import CONTROLLER_NAMES
+from musculo_control.errors import InputError
 from musculo_control.paths import default_config_dir
 from musculo_control.sim.results import dumps
 from musculo_control.sim.setup import (
@@ -95,8 +96,8 @@ def _poses(args: argparse.Namespace, setup: Setup) -> list[str | None]:
     poses = args.pose or configured
     unknown = [p for p in poses if p not in configured and p != "home"]
     if unknown:
-        raise SystemExit(f"--pose {unknown}: trajectory's start poses are {configured} "
-                         f"(experiments.yaml trajectory.start_poses)")
+        raise InputError("--pose", f"one of trajectory's start poses {configured} "
+                                   f"(experiments.yaml trajectory.start_poses)", unknown)
     return list(poses)
 
 
@@ -111,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
     setup = load_setup(folder, Overrides.parse(override_items(args)))
     experiment_config(setup, args.experiment)
     runs = [(c, p) for c in _controllers(args) for p in _poses(args, setup)]
+    taken = [str(b) for b in (_bag_folder(args, c, p) for c, p in runs) if b.exists()]
+    if taken:
+        raise InputError("--out", "a folder whose runs' bag folders do not exist yet (choose "
+                                  "another --out, or remove them)", taken)
     results: list[dict[str, Any]] = []
     try:
         if args.robot:
@@ -123,6 +128,14 @@ def run(args: argparse.Namespace) -> int:
               "runs finished before are in metrics.json", file=sys.stderr)
         return 130
     return _report(args, setup, results)
+
+
+def _label(args: argparse.Namespace, controller: str, pose: str | None) -> str:
+    return f"{args.experiment}/{controller}" + (f"/{pose}" if pose else "")
+
+
+def _bag_folder(args: argparse.Namespace, controller: str, pose: str | None) -> Path:
+    return args.out / _label(args, controller, pose).replace("/", "_") / "bag"
 
 
 def _with_mock_graph(args: argparse.Namespace, setup: Setup, folder: Path,
@@ -166,8 +179,8 @@ def _run_all(args: argparse.Namespace, setup: Setup, runs: list[tuple[str, str |
                           mock=not args.robot) as client:
         for controller, pose in runs:
             schedule = RunSchedule(setup, args.experiment, controller, pose)
-            label = f"{args.experiment}/{controller}" + (f"/{pose}" if pose else "")
-            bag = args.out / label.replace("/", "_") / "bag"
+            label = _label(args, controller, pose)
+            bag = _bag_folder(args, controller, pose)
             run = BagRun(args.experiment, controller, schedule.pose,
                          run_settings(setup, args.experiment))
             # recording from the move to the start pose on: a new reader takes a moment to
