@@ -37,6 +37,7 @@ COMMANDS = (
     "musculo_control.commands.learn_mapping",
     "musculo_control.commands.mapping_from_bag",
     "musculo_control.commands.mapping_accuracy",
+    "musculo_control.commands.identify",
 )
 
 

@@ -1,0 +1,102 @@
+"""How well a mock predicts a recording it was not fitted on: the error over horizons.
+
+From windows of the longest horizon started every ``stride_s`` in the held-out recordings, each
+mock predicts from the recorded state driven by the recorded commands (:mod:`.windows`); at each
+horizon ``h`` the error is the root mean square, over the windows and the joints (muscles), of
+the predicted minus the recorded joint angles (tensions) at the sample ``h`` after the window's
+start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from musculo_control.sim.identify.recording import Recording
+from musculo_control.sim.identify.windows import Window, make_windows, predict
+from musculo_control.sim.mock_arm import MockArm
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class HorizonErrors:
+    """RMS prediction errors of one mock at each horizon."""
+
+    horizons_s: tuple[float, ...]
+    joint_angle_rad: tuple[float, ...]
+    tension_n: tuple[float, ...]
+    windows: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {"horizons_s": list(self.horizons_s), "joint_angle_rad": list(self.joint_angle_rad),
+                "tension_n": list(self.tension_n), "windows": self.windows}
+
+
+def horizon_windows(recordings: Sequence[Recording], horizons_s: Sequence[float],
+                    stride_s: float, skip_start_s: float) -> list[Window]:
+    """Windows as long as the longest horizon, every ``stride_s``."""
+    return make_windows(recordings, max(horizons_s), stride_s, skip_start_s)
+
+
+def horizon_errors(mock: MockArm, recordings: Sequence[Recording], windows: Sequence[Window],
+                   horizons_s: Sequence[float], *, delay_s: float,
+                   rate_half_width_s: float) -> HorizonErrors:
+    """The errors of ``mock`` (module docstring)."""
+    got = predict(mock, recordings, windows, delay_s=delay_s, rate_half_width_s=rate_half_width_s)
+    q_err: dict[float, list[FloatArray]] = {h: [] for h in horizons_s}
+    f_err: dict[float, list[FloatArray]] = {h: [] for h in horizons_s}
+    for win, (q, f) in zip(windows, got):
+        rec = recordings[win.rec]
+        t = rec.t_s[win.start + 1:win.stop] - rec.t_s[win.start]
+        for h in horizons_s:
+            i = int(np.argmin(np.abs(t - h)))
+            q_err[h].append(q[i] - rec.q_rad[win.start + 1 + i])
+            f_err[h].append(f[i] - rec.tension_n[win.start + 1 + i])
+
+    def rms(values: list[FloatArray]) -> float:
+        return float(np.sqrt(np.mean(np.square(values)))) if values else float("nan")
+
+    return HorizonErrors(tuple(horizons_s), tuple(rms(q_err[h]) for h in horizons_s),
+                         tuple(rms(f_err[h]) for h in horizons_s), len(windows))
+
+
+def plot_horizons(errors: Mapping[str, HorizonErrors], path: Path) -> Path:
+    """Joint-angle and tension errors against the horizon, one line per mock; a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    for label, e in errors.items():
+        axes[0].plot(e.horizons_s, np.degrees(e.joint_angle_rad), marker="o", label=label)
+        axes[1].plot(e.horizons_s, e.tension_n, marker="o", label=label)
+    axes[0].set_ylabel("joint angle error, RMS [deg]")
+    axes[1].set_ylabel("tension error, RMS [N]")
+    for ax in axes:
+        ax.set_xlabel("prediction horizon [s]")
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.suptitle("held-out recording: the mock predicting from the recorded state and commands")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def table(errors: Mapping[str, HorizonErrors]) -> str:
+    """The errors side by side, as text."""
+    first = next(iter(errors.values()))
+    lines = [f"{'horizon [s]':<14}" + "".join(
+        f"{label + ' angle [deg]':>26}{label + ' tension [N]':>24}" for label in errors)]
+    for i, h in enumerate(first.horizons_s):
+        lines.append(f"{h:<14.2f}" + "".join(
+            f"{np.degrees(e.joint_angle_rad[i]):>26.3f}{e.tension_n[i]:>24.2f}"
+            for e in errors.values()))
+    return "\n".join(lines)

@@ -1,0 +1,184 @@
+"""The mock arm as a predictor: a parameter vector, started from a recorded state and driven by
+the recorded commands over short windows.
+
+:class:`MockFamily` builds the mock for a parameter vector (``identify.yaml`` parameters on top
+of ``mock_arm.yaml``). :func:`simulate_window` resets it to the recorded joint angles, joint
+rates and measured tensions at a window's first sample, feeds the recorded commands as an
+actuator module takes them (the newest command at least ``command_delay_s`` old, in driver
+units) and returns the true joint angles and tensions it reaches at the window's samples: a
+short-horizon prediction, which stays meaningful on a gravity-loaded arm that open-loop
+commands alone would let fall over longer spans.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+import numpy.typing as npt
+
+from musculo_control.errors import InputError
+from musculo_control.hardware.calibration import Calibration
+from musculo_control.model.robot import Robot
+from musculo_control.sim.identify.config import PARAMETER_KEYS, ParameterConfig
+from musculo_control.sim.identify.recording import Recording, joint_rates
+from musculo_control.sim.mock_arm import MockArm, MockArmConfig
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def configured_value(config: MockArmConfig, key: str) -> float | tuple[float, ...]:
+    """The value ``mock_arm.yaml`` gives ``key`` (``link_mass_scale``: 1)."""
+    if key == "link_mass_scale":
+        return 1.0
+    section, name = key.split(".")
+    return getattr(getattr(config, section), name)  # type: ignore[no-any-return]
+
+
+class MockFamily:
+    """The mocks of one robot that differ in the fitted parameters only.
+
+    ``x`` holds one number per parameter: the value itself, or the factor on the configured
+    value (``scale``). ``nominal_geometry``: the model error off (the robot's nominal masses and
+    via-points) whatever ``mock_arm.yaml`` says.
+    """
+
+    def __init__(self, robot: Robot, calibration: Calibration, config: MockArmConfig,
+                 parameters: Sequence[ParameterConfig], *, nominal_geometry: bool,
+                 file: str = "mock_arm.yaml") -> None:
+        self.robot, self.calibration, self.file = robot, calibration, file
+        self.parameters = tuple(parameters)
+        for p in self.parameters:
+            if p.key not in PARAMETER_KEYS:
+                raise InputError("MockFamily parameters", f"keys among {sorted(PARAMETER_KEYS)}",
+                                 p.key)
+        if nominal_geometry:
+            config = dataclasses.replace(
+                config, model_error=dataclasses.replace(config.model_error, enabled=False))
+        # the predictor reads the true state: no sensor noise to draw
+        self.config = config
+        self.keys = tuple(p.key for p in self.parameters)
+        self.lower = np.array([p.lower for p in self.parameters])
+        self.upper = np.array([p.upper for p in self.parameters])
+
+    def configured(self) -> FloatArray:
+        """(p,) the parameters as ``mock_arm.yaml`` sets them (factors: 1)."""
+        return np.array([1.0 if p.scale else float(configured_value(self.config, p.key))  # type: ignore[arg-type]
+                         for p in self.parameters])
+
+    def config_for(self, x: npt.ArrayLike) -> tuple[MockArmConfig, float]:
+        """(the mock_arm.yaml of ``x``, the link mass factor)."""
+        x = np.asarray(x, dtype=float)
+        if x.shape != (len(self.parameters),) or not np.all(np.isfinite(x)):
+            raise InputError("MockFamily x", f"{len(self.parameters)} finite values", x)
+        cfg, mass = self.config, 1.0
+        for p, v in zip(self.parameters, x):
+            if p.key == "link_mass_scale":
+                mass = float(v)
+                continue
+            section, name = p.key.split(".")
+            old = getattr(getattr(cfg, section), name)
+            if p.scale:
+                new = tuple(float(v) * e for e in old) if isinstance(old, tuple) \
+                    else float(v) * float(old)
+            else:
+                new = float(v)
+            cfg = dataclasses.replace(
+                cfg, **{section: dataclasses.replace(getattr(cfg, section), **{name: new})})
+        return cfg, mass
+
+    def build(self, x: npt.ArrayLike) -> MockArm:
+        """The mock arm of ``x``."""
+        cfg, mass = self.config_for(x)
+        mock = MockArm(self.robot, self.calibration, cfg, file=self.file)
+        if mass != 1.0:
+            scale_link_masses(mock.model, mass)
+        return mock
+
+
+def scale_link_masses(model: mujoco.MjModel, factor: float) -> None:
+    """Every body's mass and rotational inertia times ``factor``, and the compiler's derived
+    constants for them (as the mock's model error scales them)."""
+    model.body_mass[1:] *= factor
+    model.body_inertia[1:] *= factor
+    data = mujoco.MjData(model)
+    mujoco.mj_setConst(model, data)
+    mujoco.mj_forward(model, data)
+    full = np.zeros((model.nv, model.nv))
+    mujoco.mj_fullM(model, data, full)
+    model.stat.meaninertia = float(np.trace(full)) / max(model.nv, 1)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Samples ``start`` .. ``stop - 1`` of recording ``rec`` (an index into a list)."""
+
+    rec: int
+    start: int
+    stop: int
+
+
+def make_windows(recordings: Sequence[Recording], length_s: float, stride_s: float,
+                 skip_start_s: float, max_windows: int | None = None) -> list[Window]:
+    """Windows of ``length_s`` every ``stride_s`` in each recording (not in its first
+    ``skip_start_s``), evenly subsampled to at most ``max_windows``."""
+    out: list[Window] = []
+    for r, rec in enumerate(recordings):
+        t = rec.t_s
+        start_t = t[0] + skip_start_s
+        while start_t + length_s <= t[-1] + 1e-9:
+            k0 = int(np.searchsorted(t, start_t - 1e-9))
+            k1 = int(np.searchsorted(t, t[k0] + length_s + 1e-9))
+            if k1 - k0 >= 2:
+                out.append(Window(r, k0, k1))
+            start_t += stride_s
+    if max_windows is not None and len(out) > max_windows:
+        pick = np.unique(np.round(np.linspace(0, len(out) - 1, max_windows)).astype(int))
+        out = [out[i] for i in pick]
+    return out
+
+
+def simulate_window(mock: MockArm, rec: Recording, window: Window, *, delay_s: float,
+                    rate_half_width_s: float | None) -> tuple[FloatArray, FloatArray]:
+    """(joint angles (k, n) [rad], tensions (k, m) [N]) the mock predicts at the window's
+    samples after its first (k = stop - start - 1), from the recorded state at its first; the
+    joint rates there from the angles (:func:`joint_rates`), or with ``rate_half_width_s``
+    None the recorded ones."""
+    k0, k1 = window.start, window.stop
+    t = rec.t_s
+    qd0 = rec.qd_rad_s[k0] if rate_half_width_s is None else joint_rates(
+        t, rec.q_rad, k0, rate_half_width_s)
+    lo, hi = mock.robot.arm.lower_rad, mock.robot.arm.upper_rad
+    mock.reset(np.clip(rec.q_rad[k0], lo, hi), rec.tension_n[k0], qd0)
+    dt = mock.dt_s
+    steps = np.rint((t[k0 + 1:k1] - t[k0]) / dt).astype(int)
+    n_steps = int(steps[-1])
+    # the command each step acts on: the newest at least delay_s old
+    when = t[k0] + np.arange(n_steps) * dt - delay_s
+    idx = np.searchsorted(rec.command_t_s, when + 1e-9, side="right") - 1
+    driver = mock.calibration.n_to_driver(rec.command_n)
+    q_out = np.empty((len(steps), mock.n))
+    f_out = np.empty((len(steps), mock.m))
+    j_out = 0
+    last = -2
+    for j in range(n_steps):
+        i = int(idx[j])
+        if i != last and i >= 0:
+            mock.set_command(driver[i])
+            last = i
+        mock.step()
+        while j_out < len(steps) and steps[j_out] == j + 1:
+            q_out[j_out] = mock.q_rad
+            f_out[j_out] = mock.tendon_tension_n
+            j_out += 1
+    return q_out, f_out
+
+
+def predict(mock: MockArm, recordings: Sequence[Recording], windows: Sequence[Window], *,
+            delay_s: float, rate_half_width_s: float) -> list[tuple[FloatArray, FloatArray]]:
+    """:func:`simulate_window` of each window."""
+    return [simulate_window(mock, recordings[w.rec], w, delay_s=delay_s,
+                            rate_half_width_s=rate_half_width_s) for w in windows]

@@ -1,0 +1,201 @@
+"""``musculo identify`` (issue 36): each part against an independent oracle, and the whole on a
+robot with secrets (a mock whose parameters the identification is not told)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from musculo_control import cli
+from musculo_control.errors import ConfigError
+from musculo_control.hardware.calibration import load_calibration
+from musculo_control.paths import config_root
+from musculo_control.sim.identify.config import (
+    IdentifyConfig,
+    ParameterConfig,
+    load_identify_config,
+)
+from musculo_control.sim.identify.fit import covariance, judge
+from musculo_control.sim.identify.recording import Recording, joint_rates, read_recording
+from musculo_control.sim.identify.windows import MockFamily, Window, simulate_window
+from musculo_control.sim.setup import Overrides, load_setup
+
+PLANAR = config_root() / "planar_arm"
+MUSASHI = config_root() / "musashi_left_arm"
+#: what the robot with secrets differs in from mock_arm.yaml (planar arm)
+SECRET = ["--seed", "5", "--set", "mock_arm.actuator.time_constant_s=0.035",
+          "--set", "mock_arm.physics.joint_damping_nm_s_rad=[0.45,0.3]",
+          "--set", "mock_arm.physics.joint_frictionloss_nm=[0.3,0.15]"]
+#: the true values of the fitted parameters (planar identify.yaml order; factors on the
+#: configured [0.3, 0.2] and [0.2, 0.1])
+TRUE_X = {"actuator.time_constant_s": 0.035, "physics.joint_damping_nm_s_rad": 1.5,
+          "physics.joint_frictionloss_nm": 1.5, "link_mass_scale": 1.0}
+
+
+@pytest.mark.parametrize("folder", [PLANAR, MUSASHI])
+def test_the_shipped_identify_files_load_and_name_existing_keys(folder):
+    cfg = load_identify_config(folder / "identify.yaml")
+    setup = load_setup(folder, Overrides.parse([]))
+    cal = load_calibration(setup.robot, folder / "hardware.yaml")
+    family = MockFamily(setup.robot, cal, setup.mock_config, cfg.parameters,
+                        nominal_geometry=True)
+    x = family.configured()
+    assert np.all(x >= family.lower) and np.all(x <= family.upper)
+    family.build(x)  # every key applies to this robot's mock
+
+
+def test_a_wrong_identify_file_names_its_field(tmp_path):
+    text = (PLANAR / "identify.yaml").read_text()
+    bad = tmp_path / "identify.yaml"
+    bad.write_text(text.replace("lower: 0.005", "lower: 0.5"))
+    with pytest.raises(ConfigError) as err:
+        load_identify_config(bad)
+    assert "parameters[0].upper" in str(err.value) and str(bad) in str(err.value)
+    bad.write_text(text.replace("key: link_mass_scale", "key: link_masses"))
+    with pytest.raises(ConfigError) as err:
+        load_identify_config(bad)
+    assert "parameters[3].key" in str(err.value)
+
+
+def test_joint_rates_are_the_slope_of_a_quadratic():
+    t = np.arange(0.0, 0.2, 0.008)
+    q = np.stack([0.3 + 1.5 * t - 4.0 * t ** 2, -0.2 * t + 2.0 * t ** 2], axis=1)
+    k = 12
+    expected = np.array([1.5 - 8.0 * t[k], -0.2 + 4.0 * t[k]])  # dq/dt, by hand
+    assert np.allclose(joint_rates(t, q, k, 0.024), expected, atol=1e-9)
+
+
+def _open_loop(family, x, seconds, seed):
+    """The mock of ``x`` run continuously from rest on random held commands (its own API):
+    the oracle of the windows, which restart it from the recorded states."""
+    mock = family.build(x)
+    rng = np.random.default_rng(seed)
+    q0 = family.robot.home_pose_rad
+    f0 = np.full(mock.m, 30.0)
+    mock.reset(q0, f0)
+    dt_tick = 0.008
+    n_ticks = int(round(seconds / dt_tick))
+    cmd = f0 + rng.uniform(-15.0, 15.0, size=(n_ticks, mock.m))
+    per = int(round(dt_tick / mock.dt_s))
+    t, q, qd, f = [0.0], [mock.q_rad], [mock.qd_rad_s], [mock.tendon_tension_n]
+    for i in range(n_ticks):
+        for _ in range(per):
+            mock.set_command(mock.calibration.n_to_driver(cmd[i]))
+            mock.step()
+        t.append((i + 1) * dt_tick)
+        q.append(mock.q_rad)
+        qd.append(mock.qd_rad_s)
+        f.append(mock.tendon_tension_n)
+    # the command of tick i is in force from t = i * dt_tick (stamped then, no delay)
+    return Recording("open-loop", np.array(t), np.array(q), np.array(qd), np.array(f),
+                     np.arange(n_ticks) * dt_tick - 1e-6, cmd)
+
+
+@pytest.fixture(scope="module")
+def planar_family():
+    cfg = load_identify_config(PLANAR / "identify.yaml")
+    setup = load_setup(PLANAR, Overrides.parse([]))
+    cal = load_calibration(setup.robot, PLANAR / "hardware.yaml")
+    return MockFamily(setup.robot, cal, setup.mock_config, cfg.parameters,
+                      nominal_geometry=True), cfg
+
+
+def test_a_window_started_from_the_true_state_follows_the_continuous_run(planar_family):
+    family, _ = planar_family
+    x = family.configured()
+    rec = _open_loop(family, x, 0.6, seed=1)
+    win = Window(0, 25, 63)  # 0.2 .. 0.5 s
+    q, f = simulate_window(family.build(x), rec, win, delay_s=0.0, rate_half_width_s=None)
+    # restarted from the true state (rates included), the same steps
+    assert np.max(np.abs(f - rec.tension_n[26:63])) < 1e-6
+    assert np.max(np.abs(q - rec.q_rad[26:63])) < 1e-6
+    # with the rates estimated from the angles (as from a bag): close, not exact
+    q1, _ = simulate_window(family.build(x), rec, win, delay_s=0.0, rate_half_width_s=0.024)
+    assert np.max(np.abs(q1 - rec.q_rad[26:63])) < 1e-2
+    # and another parameter vector does not: the windows see the parameters
+    other = x * np.array([2.0, 3.0, 1.0, 1.2])
+    q2, f2 = simulate_window(family.build(other), rec, win, delay_s=0.0,
+                             rate_half_width_s=0.024)
+    assert np.sqrt(np.mean((f2 - rec.tension_n[26:63]) ** 2)) > 1.0
+    assert np.max(np.abs(q2 - rec.q_rad[26:63])) > 1e-2
+
+
+def test_the_cluster_covariance_matches_the_scatter_of_repeated_fits():
+    """Oracle: a linear model fitted to many data sets whose noise is shared within clusters;
+    the standard deviation of the estimates over the data sets is what the covariance of one
+    fit must say (the textbook one, which takes every sample as independent, says too little)."""
+    rng = np.random.default_rng(3)
+    clusters, size = 40, 25
+    a = np.column_stack([np.ones(clusters * size), rng.normal(size=clusters * size)])
+    theta = np.array([1.0, -0.5])
+    estimates, predicted, naive = [], [], []
+    for _ in range(400):
+        noise = np.repeat(rng.normal(size=clusters), size) * 0.3 + rng.normal(
+            size=clusters * size) * 0.1
+        y = a @ theta + noise
+        est, *_ = np.linalg.lstsq(a, y, rcond=None)
+        r = a @ est - y
+        estimates.append(est)
+        predicted.append(covariance(a, r, [size] * clusters)[0])
+        naive.append(covariance(a, r)[0])
+    scatter = np.std(estimates, axis=0)
+    assert np.allclose(np.mean(predicted, axis=0), scatter, rtol=0.2)
+    assert np.mean(naive, axis=0)[0] < 0.5 * scatter[0]
+
+
+def test_an_unseen_parameter_and_two_that_trade_off_are_not_determined():
+    rng = np.random.default_rng(0)
+    col = rng.normal(size=200)
+    jac = np.column_stack([col, 2.0 * col + 1e-3 * rng.normal(size=200), np.zeros(200),
+                           rng.normal(size=200)])
+    r = 0.01 * rng.normal(size=200)
+    std, corr = covariance(jac, r, [10] * 20)
+    params = tuple(ParameterConfig(key=k, lower=0.0, upper=1.0) for k in
+                   ("actuator.time_constant_s", "tendon.friction_coefficient",
+                    "tendon.constant_friction_n", "physics.tendon_frictionloss_n"))
+    cfg = IdentifyConfig(parameters=params)
+    ok, why = judge([p.key for p in params], np.full(4, 0.5), std, corr, np.ones(4), cfg)
+    assert ok == (False, False, False, True)
+    assert "trades off with tendon.friction_coefficient" in why[0]
+    assert "too little excitation" in why[2]
+
+
+def _simulate(out: Path, *extra: str) -> Path:
+    assert cli.main(["simulate", "trajectory", "--config", str(PLANAR), "--out", str(out),
+                     *SECRET, *extra]) == 0
+    return out / "trajectory" / "osc" / "reach_start" / "bag"
+
+
+def test_a_recording_reads_the_graphs_topics_as_the_runner_wrote_them(tmp_path):
+    bag = _simulate(tmp_path, "--set", "experiments.trajectory.settle_s=0.2",
+                    "--set", "experiments.trajectory.hold_s=0.2")
+    setup = load_setup(PLANAR, Overrides.parse([]))
+    rec = read_recording(bag, setup.robot)
+    csv = np.genfromtxt(bag.parent / "signals.csv", delimiter=",", names=True)
+    # the runner's own log of the same run (signals.csv), an independent writer
+    assert np.allclose(rec.t_s, csv["t_s"], atol=1e-6)
+    assert np.allclose(rec.q_rad[:, 1], csv["q_measured_radelbow"], atol=1e-6)
+    assert rec.command_n.shape == (len(csv), 6)
+
+
+def test_identify_recovers_the_lag_and_damping_of_a_robot_without_model_error(tmp_path):
+    """The machinery alone: the robot differs from the mock in the fitted parameters only
+    (model error off), so the fit must find them."""
+    bag = _simulate(tmp_path / "run", "--set", "mock_arm.model_error.enabled=false")
+    cfg_text = (PLANAR / "identify.yaml").read_text().replace("max_windows: 40 ",
+                                                               "max_windows: 20 ")
+    cfg = tmp_path / "identify.yaml"
+    cfg.write_text(cfg_text)
+    out = tmp_path / "fit.yaml"
+    assert cli.main(["identify", str(bag), "--config", str(PLANAR), "--identify-config",
+                     str(cfg), "--out", str(out)]) == 0
+    doc = json.loads(out.with_suffix(".json").read_text())
+    got = {k: v["fitted"] for k, v in doc["parameters"].items()}
+    assert got["actuator.time_constant_s"] == pytest.approx(0.035, rel=0.1)
+    assert got["physics.joint_damping_nm_s_rad"] == pytest.approx(1.5, rel=0.1)
+    assert got["physics.joint_frictionloss_nm"] == pytest.approx(1.5, rel=0.2)
+    assert got["link_mass_scale"] == pytest.approx(1.0, abs=0.02)
+    assert "time_constant_s: 0.03" in out.read_text()
