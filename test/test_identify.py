@@ -199,3 +199,31 @@ def test_identify_recovers_the_lag_and_damping_of_a_robot_without_model_error(tm
     assert got["physics.joint_frictionloss_nm"] == pytest.approx(1.5, rel=0.2)
     assert got["link_mass_scale"] == pytest.approx(1.0, abs=0.02)
     assert "time_constant_s: 0.03" in out.read_text()
+
+
+@pytest.mark.slow
+def test_identify_on_a_robot_with_secrets_predicts_a_held_out_run_better(tmp_path):
+    """Issue 36 (4): a mock with another seed (its own mass and via-point errors), lag and
+    friction changed plays the robot; the fit is told none of it. Measured (doc/identify.md):
+    lag 0.0376 s for 0.035, damping x1.75 for x1.5, dry friction x2.13 for x1.5 (it trades off
+    with the mass scale, correlation -0.9); on a held-out move the joint-angle error at 0.5 s
+    falls 2.2x, at 1 s 1.99x: the issue's 2x at 1 s is not met with a global mass scale."""
+    bag = _simulate(tmp_path / "fit")
+    held = _simulate(tmp_path / "held", "--set", "experiments.trajectory.move_s=1.2",
+                     "--set", "experiments.trajectory.end_m=[0.30,0.0,-0.15]")
+    out = tmp_path / "fit.yaml"
+    assert cli.main(["identify", str(bag), "--config", str(PLANAR), "--out", str(out)]) == 0
+    doc = json.loads(out.with_suffix(".json").read_text())
+    got = {k: v["fitted"] for k, v in doc["parameters"].items()}
+    assert got["actuator.time_constant_s"] == pytest.approx(0.035, rel=0.15)
+    assert got["physics.joint_damping_nm_s_rad"] == pytest.approx(1.5, rel=0.25)
+    report = tmp_path / "report"
+    assert cli.main(["identify", "--report", "--overlay", str(out), str(held), "--config",
+                     str(PLANAR), "--out", str(report)]) == 0
+    rep = json.loads((report / "identify_report.json").read_text())
+    default, ident = rep["default mock"], rep["identified mock"]
+    assert rep["default mock"]["horizons_s"] == [0.1, 0.5, 1.0]
+    assert default["joint_angle_rad"][1] > 2.0 * ident["joint_angle_rad"][1]
+    assert default["joint_angle_rad"][2] > 1.8 * ident["joint_angle_rad"][2]
+    assert default["tension_n"][2] > 2.0 * ident["tension_n"][2]
+    assert (report / "identify_report.png").stat().st_size > 10_000
