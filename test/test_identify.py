@@ -1,4 +1,4 @@
-"""``musculo identify`` (issue 36): each part against an independent oracle, and the whole on a
+"""``musculo identify``: each part against an independent oracle, and the whole on a
 robot with secrets (a mock whose parameters the identification is not told)."""
 
 from __future__ import annotations
@@ -203,11 +203,11 @@ def test_identify_recovers_the_lag_and_damping_of_a_robot_without_model_error(tm
 
 @pytest.mark.slow
 def test_identify_on_a_robot_with_secrets_predicts_a_held_out_run_better(tmp_path):
-    """Issue 36 (4): a mock with another seed (its own mass and via-point errors), lag and
+    """A mock with another seed (its own mass and via-point errors), lag and
     friction changed plays the robot; the fit is told none of it. Measured (doc/identify.md):
     lag 0.0376 s for 0.035, damping x1.75 for x1.5, dry friction x2.13 for x1.5 (it trades off
     with the mass scale, correlation -0.9); on a held-out move the joint-angle error at 0.5 s
-    falls 2.2x, at 1 s 1.99x: the issue's 2x at 1 s is not met with a global mass scale."""
+    falls 2.2x, at 1 s 1.99x: twice as good at 1 s is not reached with a global mass scale."""
     bag = _simulate(tmp_path / "fit")
     held = _simulate(tmp_path / "held", "--set", "experiments.trajectory.move_s=1.2",
                      "--set", "experiments.trajectory.end_m=[0.30,0.0,-0.15]")

@@ -1,4 +1,4 @@
-"""``musculo identify``: the mock arm's unknowns fitted from the robot's own bags (issue 36).
+"""``musculo identify``: the mock arm's unknowns fitted from the robot's own bags.
 
 - :mod:`.config`: ``identify.yaml`` (which parameters, their physical bounds, the windows, the
   residual scales, the thresholds that call a parameter determined);
