@@ -50,11 +50,20 @@ SETTINGS = {
 POSE = "trajectory_b"
 
 
-def _graph_run(experiment: str, tmp_path, domain: int) -> dict:
+#: At wall clock (the graph as the command starts it: the real-time profile, as arm.launch.py
+#: runs the robot's), B from pose B, off the runner's mean / max / final tracking error:
+#: 0.6 / 0.2 / 0.3 mm on a quiet machine, full length (doc/results/graph.md); 0.0 / 0.4 / 0.4
+#: and 3.8 / 6.3 / 3.1 mm in two runs under a busy loop per core. The bounds are about twice
+#: the loaded figures.
+WALL_CLOCK_TOLERANCES = {"mean_tracking_error_m": (0.008, 0.0),
+                         "max_tracking_error_m": (0.015, 0.0), "final_error_m": (0.008, 0.0)}
+
+
+def _graph_run(experiment: str, tmp_path, domain: int, sim_time: bool = True) -> dict:
     """The command's one run of ``experiment`` (osc): its metrics.json entry."""
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "musculo_control.cli", "experiment", experiment, "--graph",
-           "--controller", "osc", "--sim-time", "--out", str(out)]
+           "--controller", "osc", "--out", str(out)] + (["--sim-time"] if sim_time else [])
     run_name = f"{experiment}_osc"
     if experiment == "trajectory":
         cmd += ["--pose", POSE]
@@ -82,13 +91,27 @@ def test_an_experiment_over_the_graph_scores_as_the_runner_does(experiment, tmp_
     assert graph["unsafe_ticks"] == 0 and runner.metrics["unsafe_ticks"] == 0
     if experiment == "disturbance":
         assert graph["start_held"] and graph["contact_held_final"], graph
+    _assert_within(experiment, graph, runner.metrics, TOLERANCES[experiment])
+
+
+def _assert_within(experiment: str, graph: dict, runner: dict, tolerances: dict) -> None:
     off = {}
-    for name, (absolute, relative) in TOLERANCES[experiment].items():
-        ours, theirs = float(graph[name]), float(runner.metrics[name])
+    for name, (absolute, relative) in tolerances.items():
+        ours, theirs = float(graph[name]), float(runner[name])
         if abs(ours - theirs) > absolute + relative * abs(theirs):
             off[name] = (ours, theirs)
         print(f"{experiment} {name}: graph {ours:.5g}, runner {theirs:.5g}")
     assert not off, f"graph vs runner beyond the tolerances: {off}"
+
+
+def test_at_wall_clock_the_trajectory_scores_as_the_runner_does_within_wider_bounds(tmp_path):
+    """The same comparison at wall clock, as a lab runs it: the graph's timing (each hop's
+    latency, the snapshot's age, the machine's other work) is part of what is measured."""
+    setup = load_setup(default_config_dir(), Overrides.parse([]))
+    runner = run_trajectory(setup, "osc", POSE)
+    graph = _graph_run("trajectory", tmp_path, domain_id(), sim_time=False)["metrics"]
+    assert graph["start_held"] and graph["unsafe_ticks"] == 0, graph
+    _assert_within("trajectory", graph, runner.metrics, WALL_CLOCK_TOLERANCES)
 
 
 def test_a_bag_recorded_by_a_plain_subscriber_scores_as_the_commands_own(tmp_path):

@@ -50,7 +50,9 @@ def _read_until(proc: subprocess.Popen, text: str, timeout_s: float) -> str:
 
 def test_ctrl_c_during_an_experiment_leaves_the_arm_held(parts, tmp_path):
     out = tmp_path / "out"
-    with running_graph(parts, tmp_path, sim=False) as (graph, obs):
+    # as arm.launch.py runs the robot's graph: the shared processes, the real-time profile
+    with running_graph(parts, tmp_path, sim=False, one_process=True, realtime=True) as (graph,
+                                                                                       obs):
         wait_running(graph, obs)
         cmd = [sys.executable, "-m", "musculo_control.cli", "experiment", "trajectory",
                "--graph", "--robot", "--controller", "osc", "--pose", "trajectory_b", "--out", str(out)]
@@ -59,8 +61,8 @@ def test_ctrl_c_during_an_experiment_leaves_the_arm_held(parts, tmp_path):
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, env=env)
         try:
-            said = _read_until(proc, "to the start pose", 180.0)
-            assert "to the start pose" in said, said + logs(graph)
+            said = _read_until(proc, "along a minimum-jerk joint path", 180.0)
+            assert "along a minimum-jerk joint path" in said, said + logs(graph)
             time.sleep(1.0)  # on its way
             proc.send_signal(signal.SIGINT)
             rest, _ = proc.communicate(timeout=120)
@@ -69,7 +71,7 @@ def test_ctrl_c_during_an_experiment_leaves_the_arm_held(parts, tmp_path):
                 proc.kill()
         printed = said + rest
         t_int = obs.now_s()
-        assert proc.returncode == 130, printed
+        assert proc.returncode == 130, printed + logs(graph)
         assert "interrupted; joint goal at rest at the measured pose" in printed, printed
         assert "Traceback" not in printed, printed
         assert obs.wait_for(2.5, 180.0), logs(graph)

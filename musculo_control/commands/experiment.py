@@ -144,8 +144,10 @@ def _with_mock_graph(args: argparse.Namespace, setup: Setup, folder: Path,
     from musculo_control.nodes.graph import GraphOptions
     from musculo_control.nodes.launcher import GraphProcesses
 
+    # at wall clock with the real-time profile, as arm.launch.py runs the robot's graph
     options = GraphOptions(folder, mock=True, controller="osc", use_sim_time=args.sim_time,
-                           lockstep=args.sim_time, goal_mode="none")
+                           lockstep=args.sim_time, goal_mode="none",
+                           realtime=not args.sim_time)
     logs = args.out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     graph = GraphProcesses(options, logs)

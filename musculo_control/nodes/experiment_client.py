@@ -320,6 +320,9 @@ class ExperimentClient:
 
     def close(self) -> None:
         self._executor.shutdown(timeout_sec=1.0)
+        # the spinning thread out of rclpy before the node and the context go (a thread still
+        # inside the executor at the interpreter's exit aborted the process)
+        self._spin.join(timeout=2.0)
         self.node.destroy_node()
         if self._own_context:
             rclpy.try_shutdown()

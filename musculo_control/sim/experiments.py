@@ -191,7 +191,7 @@ def run_disturbance(setup: Setup, controller: str, label: str = "") -> RunResult
             contact["elbow0"] = mock.elbow_position_m
         mock.set_gauge(contact["tip0"] + float(gauge_tip_progress(cfg, t)) * axis, axis)
 
-    duration = cfg.settle_s + cfg.push_s + cfg.hold_s
+    duration = experiment_duration_s(setup, "disturbance")
     started = time.time_ns()
     wall = bench.run(duration, lambda t: goal, hook=gauge, label=label)
     rec = bench.recorder
@@ -218,7 +218,7 @@ def run_trajectory(setup: Setup, controller: str, pose_name: str, label: str = "
     if hasattr(bench.controller, "set_joint_target"):
         bench.joint_target_at = trajectory_joint_path(setup, pose_name)
     bench.reset(q0, goal_at(0.0))
-    duration = cfg.settle_s + cfg.move_s + cfg.hold_s
+    duration = experiment_duration_s(setup, "trajectory")
     started = time.time_ns()
     wall = bench.run(duration, goal_at, label=label)
     rec = bench.recorder
@@ -252,7 +252,7 @@ def run_nullspace(setup: Setup, controller: str, label: str = "") -> RunResult:
     cfg: NullspaceConfig = experiment_config(setup, "nullspace")
     bench, q0, x0, goal = _start_holding(setup, controller, cfg.start_pose)
     started = time.time_ns()
-    wall = bench.run(cfg.duration_s, lambda t: goal, label=label)
+    wall = bench.run(experiment_duration_s(setup, "nullspace"), lambda t: goal, label=label)
     rec = bench.recorder
     scored, metrics = score_nullspace(setup, rec, unsafe_ticks=len(bench.loop.faults))
     metrics.update(episode_metrics(bench.loop.episodes))
@@ -366,7 +366,7 @@ def score_disturbance(setup: Setup, signals: Signals, *, unsafe_ticks: int,
         elbow_at_touch_m = (np.array([np.interp(cfg.settle_s, t, e) for e in elbow.T])
                             if t[-1] >= cfg.settle_s else elbow[0])
     force = signals.array("gauge_force_n")[:, 0]
-    duration = cfg.settle_s + cfg.push_s + cfg.hold_s
+    duration = experiment_duration_s(setup, "disturbance")
     scored = Scored(t, {
         "hand_deviation_m": np.linalg.norm(signals.array("hand_m")
                                            - signals.array("hand_goal_m"), axis=1),
