@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from musculo_control.config.parser import load
-from musculo_control.errors import InputError
+from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.calibration import load_calibration
 from musculo_control.hardware.drivers import load_drivers
 from musculo_control.hardware.potentiometer import (
@@ -22,11 +22,13 @@ from musculo_control.hardware.potentiometer import (
 )
 from musculo_control.sim.mock_arm import (
     MockArm,
+    MockArmConfig,
     TendonConfig,
     load_mock_arm,
     load_mock_config,
 )
 from musculo_control.sim.mujoco_arm import ModelErrorConfig, tendon_jacobian
+from musculo_control.sim.setup import Overrides, load_setup
 
 
 @pytest.fixture(scope="module")
@@ -470,3 +472,58 @@ def test_elastic_wire_tension_rises_no_faster_than_the_winch_winds(robot, cal, m
     np.testing.assert_allclose(np.diff(f), np.minimum(lag, rate_limit), rtol=1e-9, atol=1e-9)
     assert np.any(rate_limit < 0.8 * lag)  # the winch's speed did bind
     assert f[-1] == pytest.approx(1200.0, abs=1.0)
+
+
+def _gravity_torque(arm, q):
+    """Joint torques gravity puts on the arm at rest at ``q`` [Nm] (MuJoCo's bias force)."""
+    data = mujoco.MjData(arm.model)
+    arm.arm.set_joints(data, q, np.zeros(len(q)))
+    mujoco.mj_forward(arm.model, data)
+    return data.qfrc_bias[arm.arm.dof_adr].copy()
+
+
+def test_link_mass_scale_scales_each_link_on_top_of_the_model_error(robot, cal, mock_cfg):
+    links = robot.arm.link_names()
+    assert mock_cfg.physics.link_mass_scale == ()  # shipped: no change
+    factors = tuple(1.0 + 0.05 * (k + 1) for k in range(len(links)))
+    plain = MockArm(robot, cal, mock_cfg)
+    scaled = MockArm(robot, cal, replace(mock_cfg, physics=replace(
+        mock_cfg.physics, link_mass_scale=factors)))
+    for link, factor in zip(links, factors):
+        b = plain.arm.body_id[link]
+        # the drawn error (the same seed) times the configured factor
+        assert scaled.model.body_mass[b] == pytest.approx(plain.model.body_mass[b] * factor,
+                                                          rel=1e-12)
+        np.testing.assert_allclose(scaled.model.body_inertia[b],
+                                   plain.model.body_inertia[b] * factor, rtol=1e-12)
+    # derived constants follow: the world's subtree mass is the sum of the scaled masses
+    assert scaled.model.body_subtreemass[0] == pytest.approx(
+        sum(plain.model.body_mass[plain.arm.body_id[k]] * f for k, f in zip(links, factors)))
+    # one factor for every link: gravity's torques scale by it (they are linear in the masses)
+    same = MockArm(robot, cal, replace(mock_cfg, physics=replace(
+        mock_cfg.physics, link_mass_scale=(1.3,) * len(links))))
+    q = robot.home_pose_rad + 0.2
+    np.testing.assert_allclose(_gravity_torque(same, q), 1.3 * _gravity_torque(plain, q),
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_a_wrong_link_mass_scale_names_file_field_and_links(robot, config_dir, tmp_path):
+    text = (config_dir / "mock_arm.yaml").read_text()
+    bad = tmp_path / "mock_arm.yaml"
+    bad.write_text(text.replace("link_mass_scale: []", "link_mass_scale: [1.0, 1.1]"))
+    with pytest.raises(ConfigError) as err:
+        load_mock_config(robot, bad)
+    msg = str(err.value)
+    assert str(bad) in msg and "physics.link_mass_scale" in msg
+    assert f"{len(robot.arm.link_names())} factors" in msg and "upper_arm_link" in msg
+    bad.write_text(text.replace("link_mass_scale: []", "link_mass_scale: [1.0, -1.0]"))
+    with pytest.raises(ConfigError) as err:
+        load(MockArmConfig, bad)
+    assert "link_mass_scale" in str(err.value)
+
+
+def test_link_mass_scale_is_set_from_the_command_line(config_dir):
+    n = 9  # the stand-in arm's URDF links
+    setup = load_setup(config_dir, Overrides.parse(
+        [f"mock_arm.physics.link_mass_scale=[{', '.join(['1.2'] * n)}]"]))
+    assert setup.mock_config.physics.link_mass_scale == (1.2,) * n

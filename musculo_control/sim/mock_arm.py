@@ -596,6 +596,7 @@ def load_mock_config(robot: Robot, path: Path) -> MockArmConfig:
     """Parse ``mock_arm.yaml`` and check its per-joint lists against ``robot``."""
     cfg = load(MockArmConfig, path)
     cfg.physics.check_joints(robot.arm.n_joints, str(path), "physics")
+    cfg.physics.check_links(robot.arm.link_names(), str(path), "physics")
     return cfg
 
 

@@ -18,7 +18,8 @@ own compiler settings are kept; nothing here writes an angle.
 The model serves twice: as an independent oracle for the muscle Jacobian (MuJoCo's ``ten_J`` and
 ``ten_length`` against the via-point geometry) and as the physics of the mock arm, optionally
 with a model error (link masses scaled, via-points or MJCF sites moved, wrap surfaces' radii
-changed) so the controller never runs on its own model. Nothing here imports ROS.
+changed) so the controller never runs on its own model, and with configured link-mass factors
+(``physics.link_mass_scale``, what ``musculo identify`` fits) on top. Nothing here imports ROS.
 """
 
 from __future__ import annotations
@@ -87,6 +88,11 @@ class PhysicsConfig:
     tension_limit_n: float | None = spec(
         None, gt=0.0, doc="MuJoCo control range of each tension actuator [0, this] [N]; "
                           "absent = unclamped (the mock's envelope clamps first)")
+    link_mass_scale: tuple[float, ...] = spec(
+        (), gt=0.0, doc="factor on each link's mass and rotational inertia, one per link in the "
+                        "description's order (robot.arm.link_names(): URDF links, MJCF named "
+                        "bodies) [-], on top of the model error; a massless link ignores its "
+                        "factor; empty = every factor 1 (what `musculo identify` fits)")
 
     def check(self, file: str, key: str) -> None:
         if self.joint_limit_time_constant_s < 2.0 * self.timestep_s:
@@ -94,6 +100,13 @@ class PhysicsConfig:
                               "joint_limit_time_constant_s",
                               f"at least two physics steps ({2.0 * self.timestep_s} s)",
                               self.joint_limit_time_constant_s)
+
+    def check_links(self, links: list[str], file: str, key: str) -> None:
+        """``link_mass_scale``: one factor per link of ``links`` (or none)."""
+        if self.link_mass_scale and len(self.link_mass_scale) != len(links):
+            raise ConfigError(file, f"{key}.link_mass_scale" if key else "link_mass_scale",
+                              f"{len(links)} factors [-], one per link {links}, or an empty "
+                              f"list", f"{len(self.link_mass_scale)} values")
 
     def check_joints(self, n_joints: int, file: str, key: str) -> None:
         for name in ("joint_damping_nm_s_rad", "joint_frictionloss_nm", "joint_armature_kg_m2"):
@@ -333,6 +346,8 @@ def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
     error = error or ModelError()
     arm = robot.arm
     physics.check_joints(arm.n_joints, file, "physics")
+    links = arm.link_names()
+    physics.check_links(links, file, "physics")
     description = str(arm.description_path)
     sp = _mjcf_spec(robot, error) if arm.is_mjcf else _urdf_spec(robot, error)
     sp.option.timestep = physics.timestep_s
@@ -382,7 +397,13 @@ def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
         if bid > 0 and model.body_mass[bid] > 0.0:
             model.body_mass[bid] *= scale
             model.body_inertia[bid] *= scale
-    if error.mass_scale:
+    # the configured factors (physics.link_mass_scale) on top of the drawn error
+    for link, scale in zip(links, physics.link_mass_scale):
+        bid = _body_id(model, link)
+        if bid > 0 and model.body_mass[bid] > 0.0:
+            model.body_mass[bid] *= scale
+            model.body_inertia[bid] *= scale
+    if error.mass_scale or physics.link_mass_scale:
         # the compiler's derived constants, for the new masses: mj_setConst recomputes the
         # inverse weights and subtree masses; the mean inertia (the constraint solver's scale)
         # is the mean diagonal of M at qpos0, as the compiler computes it
