@@ -32,7 +32,7 @@ from musculo_control.sim.identify.report import (
     plot_horizons,
     table,
 )
-from musculo_control.sim.identify.windows import MockFamily, make_windows
+from musculo_control.sim.identify.windows import MockFamily, base_key, make_windows
 from musculo_control.sim.mock_arm import MockArm
 from musculo_control.sim.results import dumps
 from musculo_control.sim.setup import Setup
@@ -64,8 +64,12 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def identify_path(args: argparse.Namespace, setup: Setup) -> Path:
+    return Path(args.identify_config or setup.robot.config_dir / "identify.yaml")
+
+
 def identify_config(args: argparse.Namespace, setup: Setup) -> IdentifyConfig:
-    path = args.identify_config or setup.robot.config_dir / "identify.yaml"
+    path = identify_path(args, setup)
     if not path.is_file():
         raise ConfigError(str(path), "<file>", "identify.yaml: the parameters to fit and their "
                           "bounds (see config/planar_arm/identify.yaml and doc/identify.md)",
@@ -73,12 +77,12 @@ def identify_config(args: argparse.Namespace, setup: Setup) -> IdentifyConfig:
     return load_identify_config(path)
 
 
-def _family(setup: Setup, cfg: IdentifyConfig) -> MockFamily:
+def _family(setup: Setup, cfg: IdentifyConfig, identify_file: str) -> MockFamily:
     robot = setup.robot
     cal = load_calibration(robot, robot.config_dir / "hardware.yaml")
     return MockFamily(robot, cal, setup.mock_config, cfg.parameters,
                       nominal_geometry=cfg.nominal_geometry,
-                      file=str(robot.config_dir / "mock_arm.yaml"))
+                      file=str(robot.config_dir / "mock_arm.yaml"), identify_file=identify_file)
 
 
 def excitation(rec: Recording) -> dict[str, float]:
@@ -92,10 +96,11 @@ def excitation(rec: Recording) -> dict[str, float]:
 
 
 def print_fit(result: FitResult) -> None:
-    print(f"{'parameter':<34}{'start':>10}{'fitted':>11}{'std':>10}  determined")
+    width = max(34, *(len(k) + 2 for k in result.keys))
+    print(f"{'parameter':<{width}}{'start':>10}{'fitted':>11}{'std':>10}  determined")
     for key, a, b, s, ok, why in zip(result.keys, result.x0, result.x, result.std,
                                      result.determined, result.reasons):
-        print(f"{key:<34}{a:>10.4g}{b:>11.4g}{s:>10.2g}  {'yes' if ok else 'no: ' + why}")
+        print(f"{key:<{width}}{a:>10.4g}{b:>11.4g}{s:>10.2g}  {'yes' if ok else 'no: ' + why}")
     print(f"scaled residual rms {result.rms0:.3g} -> {result.rms:.3g} over {result.windows} "
           f"windows, {result.evaluations} evaluations, {result.wall_s:.1f} s")
 
@@ -104,7 +109,7 @@ def run_fit(args: argparse.Namespace) -> int:
     writable_file(args.out, "--out")
     setup = setup_from_args(args)
     cfg = identify_config(args, setup)
-    family = _family(setup, cfg)
+    family = _family(setup, cfg, str(identify_path(args, setup)))
     recs = [read_recording(b, setup.robot) for b in args.bags]
     w = cfg.windows
     windows = make_windows(recs, w.length_s, w.stride_s, w.skip_start_s, w.max_windows)
@@ -116,8 +121,8 @@ def run_fit(args: argparse.Namespace) -> int:
           f"{len(family.keys)} parameters")
     result = fit(family, recs, windows, cfg, progress=print)
     print_fit(result)
-    todo = [f"{k}: record {WHAT_TO_RECORD[k]}" for k, ok in zip(result.keys, result.determined)
-            if not ok]
+    todo = [f"{k}: record {WHAT_TO_RECORD[base_key(k)]}"
+            for k, ok in zip(result.keys, result.determined) if not ok]
     for line in todo:
         print(f"  to determine {line}")
     args.out.write_text(overlay_text(family, result, nominal_geometry=cfg.nominal_geometry,
@@ -166,7 +171,7 @@ def run_report(args: argparse.Namespace) -> int:
     writable_dir(args.out, "--out")
     setup = setup_from_args(args)
     cfg = identify_config(args, setup)
-    family = _family(setup, cfg)
+    family = _family(setup, cfg, str(identify_path(args, setup)))
     x = fitted_x(args.overlay, family)
     recs = [read_recording(b, setup.robot) for b in args.bags]
     t0 = time.perf_counter()

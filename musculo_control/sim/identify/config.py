@@ -1,9 +1,11 @@
 """``identify.yaml``: what ``musculo identify`` fits and how (doc/identify.md).
 
-Each parameter names a ``mock_arm.yaml`` key (or ``link_mass_scale``, which the mock's file
-has no key for: every link's mass and inertia scaled by one factor) and is fitted either as
-its value (``scale: false``, bounds in the key's units) or as a factor on the configured value
+Each parameter names a ``mock_arm.yaml`` key and is fitted either as its value
+(``scale: false``, bounds in the key's units) or as a factor on the configured value
 (``scale: true``, bounds as factors [-]; a per-joint list is scaled as a whole).
+``link_mass_scale`` (``mock_arm.yaml`` ``physics.link_mass_scale``) is one factor on every
+link's mass and inertia, or with ``per_link: true`` one factor per link (``links``, or every
+link with mass that a joint moves).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ PARAMETER_KEYS: dict[str, tuple[bool, str]] = {
     "physics.tendon_frictionloss_n": (False, "MuJoCo dry friction of every tendon [N]"),
     "physics.joint_damping_nm_s_rad": (True, "joint viscous damping, per joint [Nm s/rad]"),
     "physics.joint_frictionloss_nm": (True, "joint dry friction, per joint [Nm]"),
-    "link_mass_scale": (True, "every link's mass and inertia [-]"),
+    "link_mass_scale": (True, "link masses and inertias, physics.link_mass_scale [-]"),
 }
 
 
@@ -36,6 +38,12 @@ class ParameterConfig:
                                   "instead of the value itself (bounds in the key's units)")
     lower: float = spec(ge=0.0, doc="lower bound: the physical range's [key's units or -]")
     upper: float = spec(gt=0.0, doc="upper bound [key's units or -]")
+    per_link: bool = spec(False, doc="link_mass_scale only: one factor per link instead of "
+                                     "one for all links")
+    links: tuple[str, ...] = spec((), doc="link_mass_scale with per_link: the links fitted, "
+                                          "URDF links or MJCF bodies (the others keep their "
+                                          "configured mass); empty: every link with mass that "
+                                          "a joint moves")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,6 +125,14 @@ def load_identify_config(path: Path) -> IdentifyConfig:
         seen.add(p.key)
         if not p.lower < p.upper:
             raise ConfigError(str(path), f"{where}.upper", f"above lower ({p.lower})", p.upper)
+        if p.key != "link_mass_scale" and (p.per_link or p.links):
+            raise ConfigError(str(path), f"{where}.per_link" if p.per_link else f"{where}.links",
+                              "only with key link_mass_scale", p.key)
+        if p.links and not p.per_link:
+            raise ConfigError(str(path), f"{where}.per_link",
+                              "true: links are fitted one factor each", p.per_link)
+        if len(set(p.links)) != len(p.links):
+            raise ConfigError(str(path), f"{where}.links", "each link once", list(p.links))
         if PARAMETER_KEYS[p.key][0] and not p.scale:
             raise ConfigError(str(path), f"{where}.scale",
                               f"true: {p.key} is fitted as a factor", p.scale)

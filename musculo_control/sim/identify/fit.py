@@ -11,7 +11,7 @@ Uncertainty: the covariance at the solution with the windows as independent clus
 window are correlated (a model error persists over it), so the textbook ``s^2 B^-1``, which
 takes every sample as independent, would claim a precision the data do not have. ``B`` is
 inverted through an SVD so that a direction the data do not see gets a huge variance instead of
-a made-up one. What the model cannot represent (per-link mass errors, via-points) biases the
+a made-up one. What the model cannot represent (via-points, masses of links not fitted) biases the
 values beyond these deviations; the secret-robot test (doc/identify.md) states by how much.
 
 A parameter is *determined* when its standard deviation is at most

@@ -16,42 +16,58 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from musculo_control.errors import InputError
+from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.calibration import Calibration
 from musculo_control.model.robot import Robot
 from musculo_control.sim.identify.config import PARAMETER_KEYS, ParameterConfig
 from musculo_control.sim.identify.recording import Recording, joint_rates
 from musculo_control.sim.mock_arm import MockArm, MockArmConfig
+from musculo_control.sim.mujoco_arm import MujocoArm, build_mujoco_arm
 
 FloatArray = npt.NDArray[np.float64]
 
 
 def configured_value(config: MockArmConfig, key: str) -> float | tuple[float, ...]:
-    """The value ``mock_arm.yaml`` gives ``key`` (``link_mass_scale``: 1)."""
-    if key == "link_mass_scale":
-        return 1.0
-    section, name = key.split(".")
+    """The value ``mock_arm.yaml`` gives ``key``."""
+    section, name = PHYSICS_MASS.split(".") if key == "link_mass_scale" else key.split(".")
     return getattr(getattr(config, section), name)  # type: ignore[no-any-return]
+
+
+#: the mock_arm.yaml key ``link_mass_scale`` sets
+PHYSICS_MASS = "physics.link_mass_scale"
+
+
+def base_key(label: str) -> str:
+    """The identify.yaml key of a parameter's label (``link_mass_scale[forearm]``: the
+    ``link_mass_scale``)."""
+    return label.split("[", 1)[0]
+
+
+def moving_massive_links(arm: MujocoArm, links: Sequence[str]) -> list[str]:
+    """The links of ``links`` that have mass and hang on a joint (not welded to the world)."""
+    model = arm.model
+    return [link for link in links if link in arm.body_id
+            and model.body_mass[arm.body_id[link]] > 0.0
+            and model.body_weldid[arm.body_id[link]] != 0]
 
 
 class MockFamily:
     """The mocks of one robot that differ in the fitted parameters only.
 
-    ``x`` holds one number per parameter: the value itself, or the factor on the configured
-    value (``scale``). ``nominal_geometry``: the model error off (the robot's nominal masses and
-    via-points) whatever ``mock_arm.yaml`` says.
+    ``x`` holds one number per fitted value: the value itself, or the factor on the configured
+    value (``scale``). A per-link ``link_mass_scale`` is one value per link, labelled
+    ``link_mass_scale[<link>]`` in :attr:`keys`. ``nominal_geometry``: the model error off (the
+    robot's nominal masses and via-points) whatever ``mock_arm.yaml`` says.
     """
 
     def __init__(self, robot: Robot, calibration: Calibration, config: MockArmConfig,
                  parameters: Sequence[ParameterConfig], *, nominal_geometry: bool,
-                 file: str = "mock_arm.yaml") -> None:
+                 file: str = "mock_arm.yaml", identify_file: str = "identify.yaml") -> None:
         self.robot, self.calibration, self.file = robot, calibration, file
-        self.parameters = tuple(parameters)
-        for p in self.parameters:
+        for p in parameters:
             if p.key not in PARAMETER_KEYS:
                 raise InputError("MockFamily parameters", f"keys among {sorted(PARAMETER_KEYS)}",
                                  p.key)
@@ -60,7 +76,35 @@ class MockFamily:
                 config, model_error=dataclasses.replace(config.model_error, enabled=False))
         # the predictor reads the true state: no sensor noise to draw
         self.config = config
-        self.keys = tuple(p.key for p in self.parameters)
+        #: every link of the robot, in physics.link_mass_scale's order
+        self.link_names = tuple(robot.arm.link_names())
+        config.physics.check_links(list(self.link_names), file, "physics")
+        params: list[ParameterConfig] = []
+        labels: list[str] = []
+        links: list[str | None] = []  # the link of a per-link factor, else None
+        for i, p in enumerate(parameters):
+            if not (p.key == "link_mass_scale" and p.per_link):
+                params.append(p)
+                labels.append(p.key)
+                links.append(None)
+                continue
+            for j, link in enumerate(p.links):
+                if link not in self.link_names:
+                    raise ConfigError(identify_file, f"parameters[{i}].links[{j}]",
+                                      f"a link of the robot {list(self.link_names)}", link)
+            arm = build_mujoco_arm(robot, config.physics, None, file)
+            massive = moving_massive_links(arm, self.link_names)
+            chosen = p.links or tuple(massive)
+            for j, link in enumerate(chosen):
+                if link not in massive:
+                    raise ConfigError(identify_file, f"parameters[{i}].links[{j}]",
+                                      f"a link with mass that a joint moves {massive}", link)
+                params.append(p)
+                labels.append(f"link_mass_scale[{link}]")
+                links.append(link)
+        self.parameters = tuple(params)
+        self.keys = tuple(labels)
+        self.links = tuple(links)
         self.lower = np.array([p.lower for p in self.parameters])
         self.upper = np.array([p.upper for p in self.parameters])
 
@@ -69,15 +113,23 @@ class MockFamily:
         return np.array([1.0 if p.scale else float(configured_value(self.config, p.key))  # type: ignore[arg-type]
                          for p in self.parameters])
 
-    def config_for(self, x: npt.ArrayLike) -> tuple[MockArmConfig, float]:
-        """(the mock_arm.yaml of ``x``, the link mass factor)."""
+    def config_for(self, x: npt.ArrayLike) -> MockArmConfig:
+        """The mock_arm.yaml of ``x`` (link-mass factors in ``physics.link_mass_scale``, times
+        those configured)."""
         x = np.asarray(x, dtype=float)
         if x.shape != (len(self.parameters),) or not np.all(np.isfinite(x)):
             raise InputError("MockFamily x", f"{len(self.parameters)} finite values", x)
-        cfg, mass = self.config, 1.0
-        for p, v in zip(self.parameters, x):
+        cfg = self.config
+        mass = np.array(cfg.physics.link_mass_scale or [1.0] * len(self.link_names))
+        mass_fitted = False
+        for p, link, v in zip(self.parameters, self.links, x):
             if p.key == "link_mass_scale":
-                mass = float(v)
+                mass_fitted = True
+                if link is None:
+                    mass = mass * float(v)
+                else:
+                    k = self.link_names.index(link)
+                    mass[k] = mass[k] * float(v)
                 continue
             section, name = p.key.split(".")
             old = getattr(getattr(cfg, section), name)
@@ -88,28 +140,14 @@ class MockFamily:
                 new = float(v)
             cfg = dataclasses.replace(
                 cfg, **{section: dataclasses.replace(getattr(cfg, section), **{name: new})})
-        return cfg, mass
+        if mass_fitted:
+            cfg = dataclasses.replace(cfg, physics=dataclasses.replace(
+                cfg.physics, link_mass_scale=tuple(float(m) for m in mass)))
+        return cfg
 
     def build(self, x: npt.ArrayLike) -> MockArm:
         """The mock arm of ``x``."""
-        cfg, mass = self.config_for(x)
-        mock = MockArm(self.robot, self.calibration, cfg, file=self.file)
-        if mass != 1.0:
-            scale_link_masses(mock.model, mass)
-        return mock
-
-
-def scale_link_masses(model: mujoco.MjModel, factor: float) -> None:
-    """Every body's mass and rotational inertia times ``factor``, and the compiler's derived
-    constants for them (as the mock's model error scales them)."""
-    model.body_mass[1:] *= factor
-    model.body_inertia[1:] *= factor
-    data = mujoco.MjData(model)
-    mujoco.mj_setConst(model, data)
-    mujoco.mj_forward(model, data)
-    full = np.zeros((model.nv, model.nv))
-    mujoco.mj_fullM(model, data, full)
-    model.stat.meaninertia = float(np.trace(full)) / max(model.nv, 1)
+        return MockArm(self.robot, self.calibration, self.config_for(x), file=self.file)
 
 
 @dataclass(frozen=True)
