@@ -104,6 +104,14 @@ class GraphRunConfig:
                                                         "from the pose [rad]")
     goal_rate_hz: float = spec(50.0, gt=0.0, doc="goals and gauge poses are sent at this rate "
                                                  "while they change [Hz]")
+    settle_tolerance_m: float = spec(0.003, gt=0.0, doc="after the switch to a hand-goal "
+                                                        "controller, the run starts once the "
+                                                        "hand (the controller's forward "
+                                                        "kinematics) is within this of the "
+                                                        "run's first goal and the joints move "
+                                                        "slower than reach_speed_rad_s [m]")
+    settle_timeout_s: float = spec(5.0, ge=0.0, doc="... or after this long, the score's start "
+                                                    "hold then judging the start [s]")
 
 
 @dataclass(frozen=True, kw_only=True)
