@@ -157,24 +157,16 @@ class ExperimentClient:
         """Switch the QP node's controller; '' when done, else the node's reason (a switch
         refused during a fault that passes, or while control recovers or resumes after one, is
         retried for ``SWITCH_RETRY_S``; one refused for a latched fault is not)."""
-        if not self._params.wait_for_service(timeout_sec=timeout_s):
-            return f"/{QP_NODE}/set_parameters: no such service (is the graph running?)"
         end = time.monotonic() + SWITCH_RETRY_S
         while True:
-            request = SetParameters.Request(
-                parameters=[Parameter("controller", value=name).to_parameter_msg()])
-            future = self._params.call_async(request)
-            if not self.wait_until(future.done, timeout_s):
-                return f"/{QP_NODE}/set_parameters: no answer"
-            result: Any = future.result()
-            answer = result.results[0]
-            if answer.successful:
+            reason = self.set_parameter("controller", name, timeout_s)
+            if not reason:
                 return ""
             # a fault that passes (not a latched one: an operator acknowledges that) is
-            # waited out, as control recovers from it
-            passing = "is latched" not in answer.reason and "refused" in answer.reason
+            # waited out, as control recovers from it; the service's own failures are not
+            passing = "is latched" not in reason and "refused" in reason
             if not passing or time.monotonic() > end:
-                return str(answer.reason)
+                return reason
             time.sleep(0.1)
 
     def send_joint_goal(self, q_rad: npt.ArrayLike) -> None:

@@ -60,6 +60,13 @@ def goal_from_request(request: GoalRequest) -> HandGoal:
         raise InputError("goal", "numeric fields", f"{type(exc).__name__}: {exc}") from exc
 
 
+def _without_rotation(goal: HandGoal) -> HandGoal:
+    """``goal`` with its orientation dropped (itself when it has none)."""
+    if goal.rotation is None:
+        return goal
+    return HandGoal(goal.position_m, goal.velocity_m_s, goal.acceleration_m_s2)
+
+
 class GoalGate:
     """Accepts or refuses each offered goal; gives the goal in force at any time."""
 
@@ -106,9 +113,8 @@ class GoalGate:
                 raise InputError("goal", "a HandGoal or a GoalRequest", type(goal).__name__)
         except InputError as exc:
             return Finding("goal_invalid", f"goal refused, holding the last one: {exc}")
-        if not self.use_orientation and candidate.rotation is not None:
-            candidate = HandGoal(candidate.position_m, candidate.velocity_m_s,
-                                 candidate.acceleration_m_s2)
+        if not self.use_orientation:
+            candidate = _without_rotation(candidate)
         # a goal is immutable (read-only arrays): one found inside the workspace, offered
         # again (a held goal, at every tick), is inside still
         inside = self._inside
@@ -131,9 +137,8 @@ class GoalGate:
         loses its orientation at once (turned on, the next goal brings one: the hand is not
         pulled to an orientation it was not told)."""
         self.use_orientation = bool(use)
-        goal = self.accepted
-        if not self.use_orientation and goal is not None and goal.rotation is not None:
-            self.accepted = HandGoal(goal.position_m, goal.velocity_m_s, goal.acceleration_m_s2)
+        if not self.use_orientation and self.accepted is not None:
+            self.accepted = _without_rotation(self.accepted)
 
     def hold(self, goal: HandGoal, now_s: float) -> None:
         """Accept ``goal`` as made here (the hand where it is, before any goal came)."""

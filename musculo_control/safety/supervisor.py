@@ -474,7 +474,8 @@ class Supervisor:
         np.matmul(self._spans, self._abs_qd, out=self._turn_rate)
         finding = self.consistency.update(paired.stamp_s, tendons.length_m, kin.length_m,
                                           self._joint_rate, self._turn_rate,
-                                          hold_baseline=self._snapped)
+                                          hold_baseline=self._snapped
+                                          if any_true(self._snapped) else None)
         if finding is not None:
             found.append(finding)
         self._check_snapped(tendons, found.append)
