@@ -81,6 +81,7 @@ def _graph_run(experiment: str, tmp_path, domain: int, sim_time: bool = True) ->
     assert len(runs) == 1 and "error" not in runs[0], runs
     assert (out / run_name / "bag" / "metadata.yaml").exists()
     assert (out / f"{experiment}.png").stat().st_size > 10_000  # musculo simulate's figure
+    print(done.stdout[-4000:])  # what the command said, shown when a test fails
     return runs[0]
 
 

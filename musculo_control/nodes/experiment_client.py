@@ -47,6 +47,8 @@ FloatArray = npt.NDArray[np.float64]
 QP_NODE = "activation_qp_node"
 #: how long a refused switch is retried while a fault passes and control recovers [s]
 SWITCH_RETRY_S = 15.0
+#: a wait on the graph's clock gives up after this many times as long on the wall's
+WALL_CAP = 10.0
 
 
 class ExperimentClient:
@@ -117,6 +119,13 @@ class ExperimentClient:
 
     def now_s(self) -> float:
         return float(self.node.get_clock().now().nanoseconds) * 1e-9
+
+    def _graph_timeout(self, seconds: float) -> Callable[[], bool]:
+        """Whether ``seconds`` have passed on the graph's clock since the call (simulated
+        time runs slower than the wall's on a busy computer), or :data:`WALL_CAP` times as
+        many on the wall's (a graph whose clock stopped)."""
+        end, wall_end = self.now_s() + seconds, time.monotonic() + WALL_CAP * seconds
+        return lambda: self.now_s() >= end or time.monotonic() >= wall_end
 
     def _stamp(self) -> Stamp:
         return Stamp.from_nanoseconds(self.node.get_clock().now().nanoseconds)
@@ -236,11 +245,17 @@ class ExperimentClient:
         while (t := self.now_s() - t0) <= move.duration_s:
             self.send_joint_goal(move.joint_goal(t))
             time.sleep(period)
-        held, end = False, time.monotonic() + move.config.reach_timeout_s
-        while not held and time.monotonic() < end:
+        held, before = False, self.now_s()
+        # on the graph's clock, as the move: under simulated time on a busy computer a wall
+        # second may be a tenth of one of the arm's, and the holding goal's integral would
+        # then run ten times too fast and shake the arm instead of settling it
+        timeout = self._graph_timeout(move.config.reach_timeout_s)
+        while not held and not timeout():
             q, qd = self.joints()  # type: ignore[misc]
             held = move.reached(q, qd)
-            self.send_joint_goal(move.holding_goal(q, period))
+            now = self.now_s()
+            self.send_joint_goal(move.holding_goal(q, now - before))
+            before = now
             time.sleep(period)
         q, _ = self.joints()  # type: ignore[misc]
         off = float(np.abs(q - q_start).max())
@@ -268,7 +283,7 @@ class ExperimentClient:
         if reason:
             raise RuntimeError(f"switch to {schedule.controller}: {reason}")
         period = 1.0 / self.setup.experiments.graph.goal_rate_hz
-        if schedule.joint_goal(0.0) is None:
+        if schedule.settles and schedule.joint_goal(0.0) is None:
             self._settle(schedule.hand_goal(0.0), period)
         t0 = self.now_s()
         if on_start is not None:
@@ -303,9 +318,9 @@ class ExperimentClient:
         ``graph.reach_tolerance_rad``) or ``graph.settle_timeout_s`` passes."""
         cfg = self.setup.experiments.graph
         self.send_hand_goal(HandGoal.hold(goal.position_m, goal.rotation), False)
-        end = time.monotonic() + cfg.settle_timeout_s
+        timeout = self._graph_timeout(cfg.settle_timeout_s)
         off = float("nan")
-        while time.monotonic() < end:
+        while not timeout():
             with self._lock:
                 hand, joints = self._hand, self._joints
             if hand is not None and joints is not None:

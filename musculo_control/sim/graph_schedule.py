@@ -116,6 +116,10 @@ class RunSchedule:
                     f"experiments.yaml trajectory.orientation_gain_s2 is {kr:g}: over the node "
                     f"graph it can be 0 (orientation feedback off) or controller.yaml's "
                     f"gains.kr_s2 ({setup.controller_config.gains.kr_s2:g})")
+        #: whether the run's t = 0 waits for the hand to be at its first goal and still
+        #: (``graph.settle_tolerance_m``): not for C, whose drift from the start pose is what
+        #: it scores (the runner starts it there at rest; the switch leaves the arm so)
+        self.settles = experiment != "nullspace"
         self._held = HandGoal.hold(self.x0, self.rotation0)
         self._baseline = baseline
 
