@@ -35,7 +35,7 @@ def test_ticks_at_minimum_tension_group_into_episodes_with_their_rules():
     assert second.rules == ("actuator_tracking",) and math.isnan(second.end_s)
     assert log.count == 2 and log.ticks == 12
     text = log.summary()
-    assert "12 ticks at minimum tension in 2 episodes" in text and "still at minimum" in text
+    assert "12 ticks in a stop in 2 episodes" in text and "still stopped" in text
     assert first.as_dict()["duration_s"] == round(8 * TICK, 4)
     # the recovery hold is named among the rules as plain text: the episode's dict dumps as
     # YAML (a str subclass would not) and JSON alike
@@ -52,4 +52,4 @@ def test_times_count_from_the_first_tick_where_the_clock_is_an_epoch():
     (e,) = log.all()
     assert math.isclose(e.start_s, 1.0) and "at 1.000 s" in e.describe()
     log.reset()
-    assert log.all() == [] and log.summary() == "never at minimum tension"
+    assert log.all() == [] and log.summary() == "never stopped"

@@ -215,7 +215,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--json", type=Path, default=None, help="write the figures here")
     p.add_argument("--graph", action="store_true",
                    help="on the ROS 2 node graph at wall clock instead (the duration in wall "
-                        "seconds; needs rclpy): latches, ticks at minimum tension, hand error, "
+                        "seconds; needs rclpy): latches, ticks in a stop, hand error, "
                         "each process's memory")
     p.add_argument("--busy-loops", type=int, default=1, metavar="N",
                    help="with --graph: N processes spinning for the whole soak (-1: one per "
@@ -262,7 +262,7 @@ def run_soak_command(args: argparse.Namespace) -> int:
           f"{100 * holds['error_to_goal_m']['max']:.1f} cm")
     print(f"  ticks: missed {ticks['missed']} (run {ticks['run']}); control ticks observed "
           f"{ticks['control_ticks_observed']}")
-    print(f"  safety: {safe['unsafe_ticks']} ticks at minimum tension, faults "
+    print(f"  safety: {safe['unsafe_ticks']} ticks in a stop, faults "
           f"{safe['faults_by_rule']}, warnings {safe['warnings_by_rule']}, max command "
           f"{safe['max_command_N']:.1f} N (limit {safe['limit_N']:.0f} N), non-finite "
           f"{safe['nonfinite_commands'] + safe['nonfinite_sent']}")
@@ -295,7 +295,7 @@ def _graph_soak(args: argparse.Namespace, setup: Setup, cfg: Any) -> int:
           f"loops, {doc['layout']}, real-time profile "
           f"{'on' if doc['realtime'] else 'off'}"
           + (f" (refused: {doc['realtime_refused'][0]})" if doc["realtime_refused"] else ""))
-    print(f"  {doc['ticks_at_minimum_tension']} of {doc['ticks']} QP ticks at minimum tension "
+    print(f"  {doc['ticks_at_minimum_tension']} of {doc['ticks']} QP ticks in a stop "
           f"({100 * doc['minimum_tension_fraction']:.3f} %); latched: "
           f"{len(doc['latched'])} ({doc['acknowledged']} acknowledged); {doc['episodes']}")
     print(f"  hand error at rest p50 {1e3 * rest['p50']:.1f} / p99 {1e3 * rest['p99']:.1f} / max "

@@ -1,6 +1,7 @@
-"""Minimum-tension episodes: which rules sent the arm to its safe state, when, for how long.
+"""Stop episodes: which rules stopped the arm (held, lowered or at minimum tension), when, for
+how long.
 
-A run's count of ticks at minimum tension says that something happened; a user needs to know
+A run's count of ticks in a stop says that something happened; a user needs to know
 what. :class:`EpisodeLog` follows the supervisor's reports tick by tick and groups the ticks
 that did not send the controller's command into episodes: from the first such tick to the
 first tick running again, with every rule that held the arm there (the faults, the latched
@@ -18,11 +19,11 @@ from musculo_control.safety.supervisor_state import SupervisorState
 
 
 class Episode(NamedTuple):
-    """One stretch of ticks at minimum tension."""
+    """One stretch of ticks in a stop (held, lowered or at minimum tension)."""
 
-    start_s: float  # the first tick at minimum tension [s]
+    start_s: float  # the first tick in the stop [s]
     end_s: float  # the first tick running again [s] (NaN: not over yet)
-    ticks: int  # ticks at minimum tension
+    ticks: int  # ticks in the stop
     rules: tuple[str, ...]  # every rule that held the arm there, in the order first seen
     first: str  # what the first tick's report said
 
@@ -31,7 +32,7 @@ class Episode(NamedTuple):
         return self.end_s - self.start_s
 
     def describe(self) -> str:
-        lasting = ("still at minimum tension" if math.isnan(self.end_s)
+        lasting = ("still stopped" if math.isnan(self.end_s)
                    else f"for {1e3 * self.duration_s:.0f} ms")
         return (f"{', '.join(self.rules)} at {self.start_s:.3f} s {lasting} ({self.ticks} "
                 f"ticks)")
@@ -56,7 +57,7 @@ class EpisodeLog:
         self.origin_s: float | None = None if self.from_first_tick else 0.0
         self.episodes: list[Episode] = []
         self.count = 0  # episodes begun, also those no longer kept
-        self.ticks = 0  # ticks at minimum tension, in every episode
+        self.ticks = 0  # ticks in a stop, in every episode
         self._open: dict[str, Any] | None = None
 
     def tick(self, t_s: float, report: SafetyReport) -> None:
@@ -99,7 +100,7 @@ class EpisodeLog:
         """One line: how many episodes, and the first ``most`` of them."""
         episodes = self.all()
         if not episodes:
-            return "never at minimum tension"
+            return "never stopped"
         shown = "; ".join(e.describe() for e in episodes[:most])
         more = f"; and {self.count - most} more" if self.count > most else ""
-        return f"{self.ticks} ticks at minimum tension in {self.count} episodes: {shown}{more}"
+        return f"{self.ticks} ticks in a stop in {self.count} episodes: {shown}{more}"

@@ -28,7 +28,7 @@ of the node graph's topics (doc/ros.md, Interface), MCAP or SQLite storage, read
 A topic sampled at other instants than the ticks is interpolated linearly between its two
 neighbours (commands: the latest at or before the tick), its first and last values held
 outside its span; a message without a header (Float64) is placed by its log time, mapped onto
-the stamps' clock through ``/controller/state``'s log times. The ticks at minimum tension
+the stamps' clock through ``/controller/state``'s log times. The ticks in a stop
 come from the state's ``ok``, their episodes from its ``supervisor_state`` (the rules' names
 are not in the bag).
 """
@@ -130,7 +130,7 @@ class BagSignals:
     time_s: FloatArray  # (K,) ticks from t = 0 [s]
     arrays: Mapping[str, FloatArray]  # name -> (K, components)
     sources: Mapping[str, str]  # name (and 'time_s') -> where it came from, in words
-    unsafe_ticks: int  # ticks whose state is not ok (at minimum tension)
+    unsafe_ticks: int  # ticks whose state is not running (in a stop)
     episodes: tuple[Episode, ...]
     run: BagRun | None  # what the bag's metadata says of its run
     mock: bool  # the bag holds the mock arm's truth (a /mock/ topic)

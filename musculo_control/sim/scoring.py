@@ -54,7 +54,7 @@ METRICS: dict[str, dict[str, str]] = {
                              "(<= 0: always in contact)",
         "contact_lost_s": "time the elbow was ahead of the tip by more than the tolerance [s]",
         "contact_held_final": "in contact throughout the final window",
-        "unsafe_ticks": "control ticks at minimum tension (a fault)",
+        "unsafe_ticks": "control ticks in a stop: held, lowered or at minimum tension (a fault)",
     },
     "trajectory": {
         "start_held": "the start pose was held until the move started",
@@ -71,7 +71,7 @@ METRICS: dict[str, dict[str, str]] = {
         "tension_limit_fraction": "share of the scored time with a muscle commanded at the "
                                "actuators' limit (hardware.yaml driver.max_tension_n, or the "
                                "mock motor's at rest if lower) [-]",
-        "unsafe_ticks": "control ticks at minimum tension (a fault)",
+        "unsafe_ticks": "control ticks in a stop: held, lowered or at minimum tension (a fault)",
     },
     "nullspace": {
         "activation_norm_start": "mean ||a|| over the start window [-]",
@@ -81,7 +81,7 @@ METRICS: dict[str, dict[str, str]] = {
         "elbow_drop_m": "elbow height at the start minus at the end [m]",
         "drift_joint_change_rad": "change of the drifting joint (experiments.yaml "
                                   "nullspace.drift_joint) over the run [rad]",
-        "unsafe_ticks": "control ticks at minimum tension (a fault)",
+        "unsafe_ticks": "control ticks in a stop: held, lowered or at minimum tension (a fault)",
     },
 }
 
@@ -240,7 +240,7 @@ def _per_run(metrics: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 def problems(experiment: str, metrics: Mapping[str, Any]) -> list[str]:
     """What makes a run not count, whatever its numbers: a start pose not held, a lost
-    contact, ticks at minimum tension."""
+    contact, ticks in a stop."""
     out: list[str] = []
     held = _per_run(metrics, "start_held")
     hand = _per_run(metrics, "settle_hand_deviation_m")
@@ -263,13 +263,13 @@ def problems(experiment: str, metrics: Mapping[str, Any]) -> list[str]:
     for run, n in _per_run(metrics, "unsafe_ticks").items():
         if n:
             why = episodes.get(run)
-            out.append(f"{run + ': ' if run else ''}{n} ticks at minimum tension"
-                       + (f" ({'; '.join(why)})" if why else ""))
+            out.append(f"{run + ': ' if run else ''}{n} ticks in a stop (held, lowered or "
+                       f"at minimum tension)" + (f" ({'; '.join(why)})" if why else ""))
     return out
 
 
 def episode_metrics(log: Any) -> dict[str, Any]:
-    """``unsafe_episodes``: each stretch at minimum tension with the rules that caused it,
+    """``unsafe_episodes``: each stretch in a stop with the rules that caused it,
     when, for how long (:class:`~musculo_control.safety.episodes.EpisodeLog`); none when the
     run never went there (so a nominal run's metrics stay what they were)."""
     episodes = log.all()
