@@ -77,6 +77,22 @@ class NullspaceConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ExcitationConfig:
+    """The tour of hand goals whose recording ``musculo identify`` needs (doc/identify.md):
+    from a start pose to each waypoint in turn and back, held at each, through the controller."""
+
+    start_pose: str = spec("home", doc="'home' or a named pose the tour starts and ends at")
+    waypoints_m: tuple[tuple[float, ...], ...] = spec(
+        min_length=1, doc="hand positions visited in turn, each [x, y, z] from the start pose's "
+                          "hand, base frame: poses of different gravity torques [m]")
+    move_s: tuple[float, ...] = spec(
+        min_length=1, doc="each move's duration, taken in turn (cycled): brisk ones for the lag "
+                          "and the damping, slow ones for the dry friction [s]")
+    hold_s: float = spec(1.0, ge=0.0, doc="hold at each waypoint (and at the end) [s]")
+    settle_s: float = spec(1.0, ge=0.0, doc="hold at the start before the first move [s]")
+
+
+@dataclass(frozen=True, kw_only=True)
 class StartHoldConfig:
     """Before the score starts, the arm must hold its start pose (see sim/scoring.py)."""
 
@@ -130,6 +146,8 @@ class ExperimentsConfig:
         None, doc="experiment C; absent: not run (it needs fewer task rows than joints)")
     graph: GraphRunConfig = spec(GraphRunConfig(), doc="musculo experiment --graph: the move "
                                                        "to a start pose over the node graph")
+    excitation: ExcitationConfig | None = spec(
+        None, doc="the tour recorded for `musculo identify`; absent: none set up")
     targets: tuple[Target, ...] = spec((), doc="what the results are judged against")
     studies: tuple[StudyConfig, ...] = spec((), doc="named studies of `musculo study`")
 
@@ -255,12 +273,37 @@ def _check_experiments(robot: Robot, ctrl: ControllerConfig | None, exp: Experim
                                   f"no section: the task has {rows} rows for {n} joints, so it "
                                   f"leaves no nullspace for the arm to drift in",
                                   "a nullspace section"))
+    if exp.excitation is not None:
+        _check_excitation(robot, exp.excitation, file, found)
     if exp.trajectory is not None:
         for i, name in enumerate(exp.trajectory.start_poses):
             with found.checking():
                 check_start_pose(robot, name, file, f"trajectory.start_poses[{i}]")
                 check_reachable(robot, start_pose(robot, name), exp.trajectory.start_m,
                                 exp.trajectory.end_m, file, "trajectory")
+
+
+def _check_excitation(robot: Robot, cfg: ExcitationConfig, file: str,
+                      found: ErrorCollector) -> None:
+    """experiments.yaml ``excitation``: its start pose, three numbers a waypoint, and each
+    move's straight path reachable from the start pose."""
+    with found.checking():
+        check_start_pose(robot, cfg.start_pose, file, "excitation.start_pose")
+    bad = [i for i, w in enumerate(cfg.waypoints_m) if len(w) != 3]
+    for i in bad:
+        found.add(ConfigError(file, f"excitation.waypoints_m[{i}]", "[x, y, z] [m]",
+                              list(cfg.waypoints_m[i])))
+    if bad or any(m <= 0.0 for m in cfg.move_s):
+        if any(m <= 0.0 for m in cfg.move_s):
+            found.add(ConfigError(file, "excitation.move_s", "durations above 0 [s]",
+                                  list(cfg.move_s)))
+        return
+    with found.checking():
+        q0 = start_pose(robot, cfg.start_pose)
+        x0 = robot.arm.hand_pose(q0)[0]
+        points = [x0, *(x0 + np.asarray(w) for w in cfg.waypoints_m), x0]
+        for i, (a, b) in enumerate(zip(points[:-1], points[1:])):
+            check_reachable(robot, q0, a, b, file, f"excitation.waypoints_m (move {i + 1})")
 
 
 def experiment_config(setup: Setup, experiment: str) -> Any:
