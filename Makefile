@@ -3,6 +3,7 @@
 #               then the example-run page's table (doc/results/example_run.md),
 #               doc/results.json and doc/figures/ regenerated
 #   make test   the test suite, then the documentation build (make docs)
+#   make quick  the tests not marked slow (a few minutes: the loop while changing the code)
 #   make docs   the documentation site (Sphinx + MyST, doc/) into doc/_build/html, warnings as
 #               errors
 #   make bench  the benchmarks (run with nothing else busy on the machine)
@@ -11,7 +12,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= out
 
-.PHONY: install run test docs bench lint clean
+.PHONY: install run test quick docs bench lint clean
 
 $(VENV)/.pip-installed: setup.py package.xml
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +56,9 @@ run: install
 test: install
 	$(PY) -m pytest -q -rs test
 	$(MAKE) docs
+
+quick: install
+	$(PY) -m pytest -q -rs -m "not slow" test
 
 # -W: a warning fails the build; --keep-going: every warning is reported before it fails
 docs: $(VENV)/.docs-installed
