@@ -14,6 +14,7 @@ before it reaches the robot.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -138,3 +139,10 @@ def rehearse(setup: Setup) -> Rehearsal:
     return Rehearsal(len(bench.loop.faults), float(rec.array("hand_error_m").max()), margin,
                      float(rec.array("tension_command_n").max()),
                      float(bench.rig.tension_limit_n))
+
+
+def tour_settings(setup: Setup) -> dict[str, object]:
+    """The tour's settings as ``experiments.yaml`` dotted keys -> values, for its bag's
+    :class:`~musculo_control.sim.rosbag_log.BagRun`."""
+    return {f"excitation.{k}": v
+            for k, v in dataclasses.asdict(excitation_config(setup)).items()}
