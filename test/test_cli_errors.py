@@ -193,3 +193,21 @@ def test_experiment_refuses_bag_folders_that_exist_and_unknown_poses_before_any_
            "nullspace_osc")
     _fails(capsys, ["experiment", "trajectory", "--graph", "--pose", "B", "--out",
                     str(tmp_path)], "--pose", "trajectory_b")
+
+
+def test_a_mock_overlay_missing_or_with_a_wrong_key_or_value_names_the_overlay(
+        capsys, no_simulation, tmp_path):
+    overlay = tmp_path / "fit.yaml"
+    _fails(capsys, ["simulate", "trajectory", "--out", str(tmp_path / "out"),
+                    "--mock-overlay", str(overlay)], "--mock-overlay", str(overlay),
+           "No such file")
+    # the loader's words for a key mock_arm.yaml does not know, and the overlay's line
+    overlay.write_text("actuator:\n  time_constant_s: 0.03\nphysics:\n  joint_dampng: 0.4\n")
+    _fails(capsys, ["simulate", "trajectory", "--out", str(tmp_path / "out"),
+                    "--mock-overlay", str(overlay)], str(overlay), "physics.joint_dampng",
+           "line 4", "known keys", "joint_damping_nm_s_rad")
+    overlay.write_text("actuator:\n  time_constant_s: -0.03\n")
+    err = _fails(capsys, ["simulate", "trajectory", "--out", str(tmp_path / "out"),
+                          "--mock-overlay", str(overlay)], str(overlay),
+                 "actuator.time_constant_s (line 2", "> 0")
+    assert "mock_arm.yaml" not in err and "command line" not in err

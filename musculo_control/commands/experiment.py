@@ -47,6 +47,8 @@ RECORDED = {
     "/controller/goal": "geometry_msgs/msg/PoseStamped",
     "/muscle_commands": "sensor_msgs/msg/JointState",
     "/joint_states": "sensor_msgs/msg/JointState",
+    # the load cells: with the joints and the commands, what `musculo identify` fits to
+    "/muscle_states": "sensor_msgs/msg/JointState",
 }
 MOCK_TRUTH = {
     "/mock/hand": "geometry_msgs/msg/PointStamped",

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from musculo_control.commands.checks import writable_dir, writable_file
-from musculo_control.commands.options import add_common, setup_from_args
+from musculo_control.commands.options import add_common, override_items
 from musculo_control.commands.reliability import run_faults
 from musculo_control.control.controller import CONTROLLER_NAMES
-from musculo_control.errors import MusculoError
+from musculo_control.errors import ConfigError, MusculoError
 from musculo_control.loop.state_record import controller_state_layout
+from musculo_control.paths import default_config_dir
 from musculo_control.sim.experiments import RunResult, metrics_json, run_experiment, run_label
+from musculo_control.sim.identify.overlay import from_overlay, overlay_overrides
 from musculo_control.sim.plots import (
     PlottedRun,
     plot_disturbance,
@@ -24,7 +27,7 @@ from musculo_control.sim.plots import (
 from musculo_control.sim.results import dumps
 from musculo_control.sim.rosbag_log import write_bag
 from musculo_control.sim.scoring import judge, problems
-from musculo_control.sim.setup import EXPERIMENT_NAMES, Setup
+from musculo_control.sim.setup import EXPERIMENT_NAMES, Overrides, Setup, load_setup
 
 
 def add_parser(sub: Any) -> None:
@@ -55,8 +58,34 @@ def add_parser(sub: Any) -> None:
                         "this documentation page's generated block: '<!-- faults:begin' ... "
                         "'<!-- faults:end -->' for the runner, 'faults-graph' with --graph, "
                         "'faults-wall-clock' with --graph --wall-clock")
+    p.add_argument("--mock-overlay", type=Path, default=None, metavar="FILE",
+                   help="a mock_arm.yaml overlay (as `musculo identify --out` writes it) "
+                        "merged over the config folder's mock_arm.yaml, key by key; --set "
+                        "mock_arm.KEY=V still applies on top")
     add_common(p)
     p.set_defaults(func=run)
+
+
+def setup_with_overlay(args: argparse.Namespace) -> Setup:
+    """The run's setup, ``--mock-overlay``'s leaves applied as ``--set mock_arm.*`` overrides
+    (the command line's own win); an error about one of them names the overlay."""
+    folder = args.config or default_config_dir()
+    overrides = Overrides.parse(override_items(args))
+    if args.mock_overlay is None:
+        return load_setup(folder, overrides)
+    leaves = overlay_overrides(args.mock_overlay)
+    merged = dataclasses.replace(overrides, mock_arm={**leaves, **overrides.mock_arm})
+    mock_file = Path(folder) / "mock_arm.yaml"
+    try:
+        setup = load_setup(folder, merged)
+        # the one check of mock_arm.yaml the setup leaves to the mock's build, made here so
+        # that a wrong count in the overlay is named in it
+        setup.mock_config.physics.check_links(setup.robot.arm.link_names(), str(mock_file),
+                                              "physics")
+        return setup
+    except ConfigError as exc:
+        raise from_overlay(exc, mock_file, args.mock_overlay,
+                           set(leaves) - set(overrides.mock_arm)) from None
 
 
 def save_runs(runs: list[RunResult], folder: Path, setup: Setup) -> None:
@@ -105,13 +134,16 @@ def print_runs(runs: list[RunResult]) -> None:
 def run(args: argparse.Namespace) -> int:
     """``musculo simulate``: one experiment with one controller (or the fault matrix)."""
     if args.experiment == "faults":
+        if args.mock_overlay is not None:
+            raise SystemExit("musculo simulate faults: --mock-overlay is for the experiments "
+                             f"{list(EXPERIMENT_NAMES)} only")
         return run_faults(args)
     if args.page is not None:
         raise SystemExit(f"musculo simulate {args.experiment}: --page is for the fault matrix "
                          "only ('musculo simulate faults --page PAGE')")
     writable_dir(args.out, "--out")
     writable_file(args.json, "--json")
-    setup = setup_from_args(args)
+    setup = setup_with_overlay(args)
     runs = run_experiment(setup, args.experiment, args.controller)
     print_runs(runs)
     save_runs(runs, args.out, setup)

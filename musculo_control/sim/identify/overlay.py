@@ -5,17 +5,26 @@ Values fitted as factors are written as what they scale (a per-joint list scaled
 the link-mass factors as ``physics.link_mass_scale``, one per link (a global factor repeated),
 with each fitted factor's deviation and verdict in the comment lines above it. With
 ``nominal_geometry`` the overlay switches the model error off: the fit ran on the nominal masses
-and via-points. Its keys are ``mock_arm.yaml``'s: copied into that file (or given as
-``--set mock_arm.<key>=<value>``) they make the identified mock.
+and via-points. Its keys are ``mock_arm.yaml``'s: ``musculo simulate --mock-overlay FILE``
+merges them over that file (:func:`overlay_overrides`, as ``--set mock_arm.<key>=<value>``
+items) to run the identified mock.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from musculo_control.sim.identify.fit import FitResult
-from musculo_control.sim.identify.windows import MockFamily
+from musculo_control.config.parser import located, unknown_keys, yaml_text
+from musculo_control.errors import ConfigError, ConfigErrors, InputError
+from musculo_control.sim.mock_arm import MockArmConfig
+
+if TYPE_CHECKING:  # `musculo simulate --mock-overlay` reads overlays without the fit's scipy
+    from musculo_control.sim.identify.fit import FitResult
+    from musculo_control.sim.identify.windows import MockFamily
 
 
 def _shown(value: Any) -> str:
@@ -50,8 +59,8 @@ def overlay_text(family: MockFamily, result: FitResult, *, nominal_geometry: boo
         sections.setdefault("model_error", []).append(
             "  enabled: false    # fitted on the nominal masses and via-points")
     lines = ["# mock_arm.yaml overlay written by `musculo identify` (doc/identify.md): its keys",
-             "# are mock_arm.yaml's; copy them into that file, or pass each as",
-             "# --set mock_arm.<section>.<key>=<value>, to run the identified mock",
+             "# are mock_arm.yaml's; run the identified mock with",
+             "# musculo simulate EXPERIMENT --mock-overlay <this file>",
              f"# from: {source}",
              f"# fit: {result.windows} windows, {result.evaluations} evaluations, "
              f"{result.wall_s:.0f} s; scaled residual rms {result.rms0:.3g} -> {result.rms:.3g}",
@@ -66,3 +75,70 @@ def overlay_text(family: MockFamily, result: FitResult, *, nominal_geometry: boo
 def json_path(overlay: Path) -> Path:
     """The JSON written beside an overlay."""
     return overlay.with_suffix(".json")
+
+
+def overlay_overrides(path: Path) -> dict[str, Any]:
+    """The leaves of a ``mock_arm.yaml`` overlay as the dotted keys of ``--set mock_arm.KEY=V``
+    (``{"physics.joint_damping_nm_s_rad": [0.45, 0.3], ...}``): an unreadable file is an
+    :class:`InputError`, a key ``mock_arm.yaml`` does not know a :class:`ConfigError` naming
+    the overlay, the key and its line, as the loader names them in ``mock_arm.yaml``."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError("--mock-overlay", "a readable mock_arm.yaml overlay (a YAML mapping "
+                         "in mock_arm.yaml's structure, as `musculo identify --out` writes it)",
+                         f"{path}: {getattr(exc, 'strerror', None) or exc}") from None
+    data = yaml_text(text, str(path))
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(str(path), "<top level>", "a mapping of mock_arm.yaml's sections "
+                          f"and keys ({', '.join(_names(MockArmConfig))})", data)
+    leaves: dict[str, Any] = {}
+    errors: list[ConfigError] = []
+    _leaves(MockArmConfig, data, "", str(path), leaves, errors)
+    if errors:
+        raise located(errors[0] if len(errors) == 1 else ConfigErrors(errors),
+                      Path(path)) from None
+    return leaves
+
+
+def _names(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+
+
+def _section(tp: Any) -> type | None:
+    """The dataclass a field of type ``tp`` holds (``X | None`` too), else None."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)] or [tp]
+    one = args[0] if len(args) == 1 else None
+    return one if isinstance(one, type) and dataclasses.is_dataclass(one) else None
+
+
+def _leaves(cls: type, data: dict[Any, Any], key: str, file: str, out: dict[str, Any],
+            errors: list[ConfigError]) -> None:
+    # the loader's own check of unknown keys, so the overlay is refused in its words
+    errors.extend(unknown_keys(data, _names(cls), file, key))
+    hints = typing.get_type_hints(cls)
+    for name, value in data.items():
+        if str(name) not in hints:
+            continue
+        dotted = f"{key}.{name}" if key else str(name)
+        section = _section(hints[str(name)])
+        if section is not None and isinstance(value, dict):
+            _leaves(section, value, dotted, file, out, errors)  # merged key by key
+        else:
+            out[dotted] = value  # a value, or a list, replaced whole
+
+
+def from_overlay(exc: ConfigError, mock_file: Path, overlay: Path,
+                 keys: Iterable[str]) -> ConfigError:
+    """``exc`` with each error of ``mock_file`` about one of ``keys`` (the overlay's, which
+    the loader saw as overrides) named in ``overlay`` at its line instead."""
+    keys = set(keys)
+
+    def ours(e: ConfigError) -> bool:
+        return e.file == str(mock_file) and any(
+            e.key == k or e.key.startswith((k + ".", k + "[")) for k in keys)
+
+    errors = exc.errors if isinstance(exc, ConfigErrors) else (exc,)
+    moved = [located(ConfigError(str(overlay), e.key, e.expected, e.received), overlay)
+             if ours(e) else e for e in errors]
+    return moved[0] if len(moved) == 1 else ConfigErrors(moved)
