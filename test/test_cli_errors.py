@@ -193,6 +193,13 @@ def test_experiment_refuses_bag_folders_that_exist_and_unknown_poses_before_any_
            "nullspace_osc")
     _fails(capsys, ["experiment", "trajectory", "--graph", "--pose", "B", "--out",
                     str(tmp_path)], "--pose", "trajectory_b")
+    # what the graph's nodes would not see is refused, not ignored
+    _fails(capsys, ["experiment", "trajectory", "--graph", "--seed", "3", "--set",
+                    "mock_arm.actuator.time_constant_s=0.05", "--out", str(tmp_path / "o")],
+           "--set / --seed", "mock_arm.seed=3", "mock_arm.actuator.time_constant_s")
+    # the excitation tour: through the QP only
+    _fails(capsys, ["experiment", "excitation", "--graph", "--controller", "joint-stiffness",
+                    "--out", str(tmp_path / "o")], "--controller", "joint-stiffness")
 
 
 def test_a_mock_overlay_missing_or_with_a_wrong_key_or_value_names_the_overlay(

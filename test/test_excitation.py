@@ -24,7 +24,7 @@ def test_the_tour_visits_each_waypoint_and_returns_with_continuous_goals(setup):
     assert len(schedule.moves) == n
     expected = cfg.settle_s + sum(cfg.move_s[i % len(cfg.move_s)] + cfg.hold_s for i in range(n))
     assert schedule.duration_s == pytest.approx(expected)
-    for (start, move_s, a, b), w in zip(schedule.moves, [*cfg.waypoints_m, None]):
+    for (start, move_s, _a, b), w in zip(schedule.moves, [*cfg.waypoints_m, None]):
         target = schedule.x0 if w is None else schedule.x0 + np.asarray(w)
         np.testing.assert_allclose(b, target)
         held = schedule.hand_goal(start + move_s + 0.5 * cfg.hold_s)

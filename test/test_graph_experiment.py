@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
 import pytest
 from graph_harness import domain_id
 
@@ -167,3 +168,33 @@ def test_a_bag_recorded_by_a_plain_subscriber_scores_as_the_commands_own(tmp_pat
                  "hand_drift_m", "drift_joint_change_rad"):
         assert abs(theirs[name] - ours[name]) <= 1e-3 + 0.12 * abs(ours[name]), \
             (name, theirs[name], ours[name])
+
+
+def test_the_excitation_tour_over_the_graph_records_what_identify_reads(tmp_path):
+    """`musculo experiment excitation --graph`: rehearsed on the runner, then run through the
+    QP over the mock graph; its bag reads as `musculo identify` reads one, and the recorded arm
+    went to every waypoint (the hand from the recorded joint angles within 3 cm of each: the
+    brisk moves lag, the holds catch up)."""
+    from musculo_control.sim.identify.excitation import ExcitationSchedule
+    from musculo_control.sim.identify.recording import read_recording
+
+    out = tmp_path / "out"
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain_id())}
+    done = subprocess.run([sys.executable, "-m", "musculo_control.cli", "experiment",
+                           "excitation", "--graph", "--sim-time", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "rehearsed on the runner's mock arm: 0 ticks in a stop" in done.stdout
+    runs = json.loads((out / "metrics.json").read_text())["runs"]
+    assert len(runs) == 1 and "error" not in runs[0], runs
+    setup = load_setup(default_config_dir(), Overrides.parse([]))
+    schedule = ExcitationSchedule(setup)
+    recording = read_recording(out / "excitation_osc" / "bag", setup.robot)
+    recording.check(setup.robot.arm.n_joints, len(setup.robot.muscle_names))
+    assert recording.duration_s >= schedule.duration_s - 0.5, recording.duration_s
+    hands = np.array([setup.robot.arm.hand_pose(q)[0] for q in recording.q_rad[::10]])
+    for _, _, _, point in schedule.moves:
+        closest = float(np.linalg.norm(hands - point, axis=1).min())
+        assert closest < 0.03, (point, closest)
+    state = [t for t, n in runs[0]["messages"].items() if "controller/state" in t]
+    assert state and runs[0]["messages"][state[0]] > 0

@@ -14,7 +14,12 @@ and stops it at the end; with ``--robot`` it drives the running graph of ``arm.l
 force at rest where it is), closes the bag recorded so far and writes the finished runs'
 metrics; exit status 130.
 
-    musculo experiment {disturbance,trajectory,nullspace} --graph [--controller C ...]
+``excitation`` runs the tour ``musculo identify`` needs recorded (``experiments.yaml``
+``excitation``, :mod:`musculo_control.sim.identify.excitation`), rehearsed on the runner's mock
+first: a tour that would stop the arm, leave a joint's range or reach the tension limit is
+refused before the graph sees it. Its bag is recorded, not scored.
+
+    musculo experiment {disturbance,trajectory,nullspace,excitation} --graph [--controller C ...]
                        [--pose NAME ...] [--robot] [--sim-time] [--out DIR] [--config DIR]
 """
 
@@ -57,11 +62,17 @@ MOCK_TRUTH = {
 }
 
 
+#: the tour recorded for ``musculo identify`` (not one of the paper's experiments)
+EXCITATION = "excitation"
+#: its controller
+TOUR_CONTROLLER = "osc"
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("experiment", help="run an experiment over the node graph, record and "
                                           "score it",
                        description=__doc__.split("\n\n")[1])
-    p.add_argument("experiment", choices=EXPERIMENT_NAMES)
+    p.add_argument("experiment", choices=(*EXPERIMENT_NAMES, EXCITATION))
     p.add_argument("--graph", action="store_true", required=True,
                    help="over the ROS 2 node graph (the ROS-free runs are musculo simulate)")
     p.add_argument("--controller", action="append", choices=CONTROLLER_NAMES, default=None,
@@ -86,6 +97,12 @@ def add_parser(sub: Any) -> None:
 
 
 def _controllers(args: argparse.Namespace) -> list[str]:
+    if args.experiment == EXCITATION:
+        chosen = list(dict.fromkeys(args.controller or [TOUR_CONTROLLER]))
+        if chosen != [TOUR_CONTROLLER]:
+            raise InputError("--controller", f"{TOUR_CONTROLLER} (the excitation tour is hand "
+                                             f"goals through the QP)", chosen)
+        return chosen
     if args.controller:
         return list(dict.fromkeys(args.controller))
     return ["osc", "osc-no-nullspace"] if args.experiment == "nullspace" else ["osc"]
@@ -111,13 +128,22 @@ def run(args: argparse.Namespace) -> int:
                          f"({exc}); install with: make install") from exc
     writable_dir(args.out, "--out")
     folder = args.config or default_config_dir()
-    setup = load_setup(folder, Overrides.parse(override_items(args)))
-    experiment_config(setup, args.experiment)
+    items = override_items(args)
+    ignored = [i for i in items if not i.startswith("experiments.")]
+    if ignored:  # the nodes would not see them; the run would not be what was asked
+        raise InputError("--set / --seed", "experiments.* only: the graph's nodes read the "
+                                           "config folder's own files (copy the folder, edit "
+                                           "it and pass --config DIR)", ignored)
+    setup = load_setup(folder, Overrides.parse(items))
+    if args.experiment != EXCITATION:
+        experiment_config(setup, args.experiment)
     runs = [(c, p) for c in _controllers(args) for p in _poses(args, setup)]
     taken = [str(b) for b in (_bag_folder(args, c, p) for c, p in runs) if b.exists()]
     if taken:
         raise InputError("--out", "a folder whose runs' bag folders do not exist yet (choose "
                                   "another --out, or remove them)", taken)
+    if args.experiment == EXCITATION:
+        _rehearse(setup)
     results: list[dict[str, Any]] = []
     try:
         if args.robot:
@@ -130,6 +156,20 @@ def run(args: argparse.Namespace) -> int:
               "runs finished before are in metrics.json", file=sys.stderr)
         return 130
     return _report(args, setup, results)
+
+
+def _rehearse(setup: Setup) -> None:
+    """The excitation tour on the runner's mock arm first: :class:`InputError` if it would stop
+    the arm, leave a joint's range or reach the tension limit."""
+    from musculo_control.sim.identify.excitation import excitation_config, rehearse
+
+    excitation_config(setup)
+    rehearsal = rehearse(setup)
+    if not rehearsal.ok:
+        raise InputError(f"{setup.robot.config_dir / 'experiments.yaml'} excitation",
+                         "a tour that runs on the mock arm without a stop, inside the joints' "
+                         "range and below the tension limit", rehearsal.describe())
+    print(f"excitation rehearsed on the runner's mock arm: {rehearsal.describe()}", flush=True)
 
 
 def _label(args: argparse.Namespace, controller: str, pose: str | None) -> str:
@@ -170,6 +210,7 @@ def _run_all(args: argparse.Namespace, setup: Setup, runs: list[tuple[str, str |
     from musculo_control.nodes.experiment_client import ExperimentClient
     from musculo_control.sim.experiments import run_settings
     from musculo_control.sim.graph_schedule import RunSchedule
+    from musculo_control.sim.identify.excitation import ExcitationSchedule, tour_settings
     from musculo_control.sim.rosbag_log import BagRun
 
     topics = dict(RECORDED)
@@ -182,11 +223,13 @@ def _run_all(args: argparse.Namespace, setup: Setup, runs: list[tuple[str, str |
     with ExperimentClient(setup, use_sim_time=args.sim_time and not args.robot,
                           mock=not args.robot) as client:
         for controller, pose in runs:
-            schedule = RunSchedule(setup, args.experiment, controller, pose)
+            tour = args.experiment == EXCITATION
+            schedule = ExcitationSchedule(setup) if tour else \
+                RunSchedule(setup, args.experiment, controller, pose)
             label = _label(args, controller, pose)
             bag = _bag_folder(args, controller, pose)
             run = BagRun(args.experiment, controller, schedule.pose,
-                         run_settings(setup, args.experiment))
+                         tour_settings(setup) if tour else run_settings(setup, args.experiment))
             # recording from the move to the start pose on: a new reader takes a moment to
             # hear its publishers, and the run's first samples must be in the bag (the score
             # leaves out what comes before the run's t = 0)
@@ -205,6 +248,13 @@ def _run_all(args: argparse.Namespace, setup: Setup, runs: list[tuple[str, str |
                 print(f"\n{label}: interrupted; {held}; the bag so far in {bag}", flush=True)
                 raise
             print(f"{label}: recorded {sum(counts.values())} messages in {bag}", flush=True)
+            if tour:  # recorded for the fit, not scored
+                print(f"{label}: fit the mock to it with: musculo identify {bag} --out "
+                      f"fit.yaml", flush=True)
+                results.append({"run": label, "controller": controller,
+                                "start_pose": schedule.pose, "bag": str(bag),
+                                "messages": counts, "t0_s": t0})
+                continue
             results.append({**_score(args, setup, schedule, bag, label), "t0_s": t0})
 
 
