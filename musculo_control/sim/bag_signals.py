@@ -434,8 +434,9 @@ def read_bag_signals(bag: Path, robot: Robot, names: Sequence[str], *,
 
 
 def recorded_run(bag: Path) -> BagRun | None:
-    """What ``bag``'s metadata says of its run (:class:`~musculo_control.sim.rosbag_log.
-    BagRun`), None when it does not say; reads no message."""
+    """What ``bag``'s metadata says of its run
+    (:class:`~musculo_control.sim.rosbag_log.BagRun`), None when it does not say; reads no
+    message."""
     return BagRun.from_custom_data(_Bag(bag).custom)
 
 

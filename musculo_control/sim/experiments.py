@@ -479,8 +479,8 @@ def run_label(setup: Setup, result: RunResult) -> BagRun:
 
 def run_settings(setup: Setup, experiment: str) -> dict[str, Any]:
     """The settings ``experiment`` runs with, as ``experiments.yaml`` dotted keys -> values
-    (its section and ``start_hold``), for a bag's :class:`~musculo_control.sim.rosbag_log.
-    BagRun`."""
+    (its section and ``start_hold``), for a bag's
+    :class:`~musculo_control.sim.rosbag_log.BagRun`."""
     section = dataclasses.asdict(experiment_config(setup, experiment))
     settings = {f"{experiment}.{k}": v for k, v in section.items()}
     settings.update({f"start_hold.{k}": v
