@@ -293,10 +293,11 @@ def _check_excitation(robot: Robot, cfg: ExcitationConfig, file: str,
     for i in bad:
         found.add(ConfigError(file, f"excitation.waypoints_m[{i}]", "[x, y, z] [m]",
                               list(cfg.waypoints_m[i])))
-    if bad or any(m <= 0.0 for m in cfg.move_s):
-        if any(m <= 0.0 for m in cfg.move_s):
-            found.add(ConfigError(file, "excitation.move_s", "durations above 0 [s]",
-                                  list(cfg.move_s)))
+    still = any(m <= 0.0 for m in cfg.move_s)
+    if still:
+        found.add(ConfigError(file, "excitation.move_s", "durations above 0 [s]",
+                              list(cfg.move_s)))
+    if bad or still:  # no path to check
         return
     with found.checking():
         q0 = start_pose(robot, cfg.start_pose)
