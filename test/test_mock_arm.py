@@ -520,6 +520,12 @@ def test_a_wrong_link_mass_scale_names_file_field_and_links(robot, config_dir, t
     with pytest.raises(ConfigError) as err:
         load(MockArmConfig, bad)
     assert "link_mass_scale" in str(err.value)
+    bad.write_text(text.replace("moment_arm_scale: []", "moment_arm_scale: [1.0, 1.1]"))
+    with pytest.raises(ConfigError) as err:
+        load_mock_config(robot, bad)
+    msg = str(err.value)
+    assert str(bad) in msg and "physics.moment_arm_scale" in msg
+    assert f"{robot.n_muscles} factors" in msg and robot.muscle_names[0] in msg
 
 
 def test_link_mass_scale_is_set_from_the_command_line(config_dir):

@@ -122,6 +122,29 @@ def test_positive_control_pulls_with_torque_minus_jm_transpose_f(robot, exact):
     np.testing.assert_allclose(data.actuator_force[exact.actuator_ids], f, atol=1e-12)
 
 
+def test_a_moment_arm_factor_scales_its_muscles_torque_and_not_its_path(robot, exact):
+    """physics.moment_arm_scale: muscle i's tension makes k_i times the torque -Jm^T f
+    (Jm the controller's own), while the tendons' lengths, what the encoders and the
+    capstan see, stay as routed."""
+    rng = np.random.default_rng(4)
+    k = rng.uniform(0.8, 1.2, robot.n_muscles)
+    scaled = build_mujoco_arm(robot, PhysicsConfig(moment_arm_scale=tuple(k)))
+    q = robot.home_pose_rad
+    f = rng.uniform(0.0, 100.0, robot.n_muscles)
+    data, ref = _forward(scaled, q), _forward(exact, q)
+    data.ctrl[scaled.actuator_ids] = f
+    mujoco.mj_forward(scaled.model, data)
+    jm = robot.geometry.kinematics_at(q).jacobian
+    np.testing.assert_allclose(data.qfrc_actuator[scaled.dof_adr], -jm.T @ (k * f), atol=1e-9)
+    np.testing.assert_allclose(data.actuator_force[scaled.actuator_ids], f, atol=1e-12)
+    np.testing.assert_allclose(data.ten_length[scaled.tendon_ids],
+                               ref.ten_length[exact.tendon_ids], atol=1e-12)
+    with pytest.raises(ConfigError) as err:  # one factor per muscle
+        build_mujoco_arm(robot, PhysicsConfig(moment_arm_scale=(1.0, 1.1)), file="m.yaml")
+    assert "physics.moment_arm_scale" in str(err.value) and "m.yaml" in str(err.value)
+    assert f"{robot.n_muscles} factors" in str(err.value)
+
+
 @pytest.mark.parametrize("muscle", [0, 6, 12])
 def test_a_pulled_tendon_shortens(robot, exact, muscle):
     """From rest without gravity, one tendon's tension makes that tendon shorter."""

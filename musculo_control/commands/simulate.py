@@ -78,10 +78,11 @@ def setup_with_overlay(args: argparse.Namespace) -> Setup:
     mock_file = Path(folder) / "mock_arm.yaml"
     try:
         setup = load_setup(folder, merged)
-        # the one check of mock_arm.yaml the setup leaves to the mock's build, made here so
+        # the checks of mock_arm.yaml the setup leaves to the mock's build, made here so
         # that a wrong count in the overlay is named in it
-        setup.mock_config.physics.check_links(setup.robot.arm.link_names(), str(mock_file),
-                                              "physics")
+        physics = setup.mock_config.physics
+        physics.check_links(setup.robot.arm.link_names(), str(mock_file), "physics")
+        physics.check_muscles(list(setup.robot.muscle_names), str(mock_file), "physics")
         return setup
     except ConfigError as exc:
         raise from_overlay(exc, mock_file, args.mock_overlay,

@@ -597,6 +597,7 @@ def load_mock_config(robot: Robot, path: Path) -> MockArmConfig:
     cfg = load(MockArmConfig, path)
     cfg.physics.check_joints(robot.arm.n_joints, str(path), "physics")
     cfg.physics.check_links(robot.arm.link_names(), str(path), "physics")
+    cfg.physics.check_muscles(list(robot.muscle_names), str(path), "physics")
     return cfg
 
 

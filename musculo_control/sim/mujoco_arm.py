@@ -93,6 +93,12 @@ class PhysicsConfig:
                         "description's order (robot.arm.link_names(): URDF links, MJCF named "
                         "bodies) [-], on top of the model error; a massless link ignores its "
                         "factor; empty = every factor 1 (what `musculo identify` fits)")
+    moment_arm_scale: tuple[float, ...] = spec(
+        (), gt=0.0, doc="factor on each muscle's moment arms, the joint torques its tension "
+                        "makes, one per muscle in the muscles file's order [-] (the actuator's "
+                        "gear: the tendon's path, length and friction stay as routed); stands "
+                        "for via-point errors; empty = every factor 1 (what `musculo identify` "
+                        "fits)")
 
     def check(self, file: str, key: str) -> None:
         if self.joint_limit_time_constant_s < 2.0 * self.timestep_s:
@@ -107,6 +113,13 @@ class PhysicsConfig:
             raise ConfigError(file, f"{key}.link_mass_scale" if key else "link_mass_scale",
                               f"{len(links)} factors [-], one per link {links}, or an empty "
                               f"list", f"{len(self.link_mass_scale)} values")
+
+    def check_muscles(self, muscles: list[str], file: str, key: str) -> None:
+        """``moment_arm_scale``: one factor per muscle of ``muscles`` (or none)."""
+        if self.moment_arm_scale and len(self.moment_arm_scale) != len(muscles):
+            raise ConfigError(file, f"{key}.moment_arm_scale" if key else "moment_arm_scale",
+                              f"{len(muscles)} factors [-], one per muscle {muscles}, or an "
+                              f"empty list", f"{len(self.moment_arm_scale)} values")
 
     def check_joints(self, n_joints: int, file: str, key: str) -> None:
         for name in ("joint_damping_nm_s_rad", "joint_frictionloss_nm", "joint_armature_kg_m2"):
@@ -348,6 +361,7 @@ def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
     physics.check_joints(arm.n_joints, file, "physics")
     links = arm.link_names()
     physics.check_links(links, file, "physics")
+    physics.check_muscles(list(robot.muscle_names), file, "physics")
     description = str(arm.description_path)
     sp = _mjcf_spec(robot, error) if arm.is_mjcf else _urdf_spec(robot, error)
     sp.option.timestep = physics.timestep_s
@@ -378,12 +392,14 @@ def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
     tendons = {t.name: t for t in sp.tendons}
     specs = robot.muscles_config.muscles
     tendon_names = tuple(m.tendon or m.name for m in specs)
-    for m, tname in zip(specs, tendon_names):
+    arm_scale = physics.moment_arm_scale or (1.0,) * len(specs)
+    for m, tname, scale in zip(specs, tendon_names, arm_scale):
         tendon = tendons[tname]
         tendon.frictionloss = physics.tendon_frictionloss_n
         act = sp.add_actuator(name=m.name, target=tname, trntype=mujoco.mjtTrn.mjTRN_TENDON)
         act.set_to_motor()
-        act.gear[0] = -1.0  # positive control pulls: torque -Jm^T f
+        # positive control pulls: torque -Jm^T f (a moment-arm factor scales it, not the path)
+        act.gear[0] = -float(scale)
         if physics.tension_limit_n is not None:
             act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
             act.ctrlrange = np.array([0.0, physics.tension_limit_n])
