@@ -81,3 +81,7 @@ def test_the_shipped_tour_stays_inside_the_limits_on_the_runner(setup):
     result = rehearse(setup)
     assert result.ok, result.describe()
     assert result.joint_margin_rad > 0.05, result.describe()
+    # the message names the joint that came closest, and when
+    assert f"({result.closest_joint} at " in result.describe()
+    assert result.closest_joint in setup.robot.arm.joint_names
+    assert 0.0 <= result.closest_at_s <= ExcitationSchedule(setup).duration_s

@@ -5,7 +5,9 @@ Each parameter names a ``mock_arm.yaml`` key and is fitted either as its value
 (``scale: true``, bounds as factors [-]; a per-joint list is scaled as a whole).
 ``link_mass_scale`` (``mock_arm.yaml`` ``physics.link_mass_scale``) is one factor on every
 link's mass and inertia, or with ``per_link: true`` one factor per link (``links``, or every
-link with mass that a joint moves).
+link with mass that a joint moves). ``moment_arm_scale`` (``physics.moment_arm_scale``) is
+likewise one factor on every muscle's moment arms, or with ``per_muscle: true`` one per muscle
+(``muscles``, or every muscle): what stands for the via-points' errors.
 """
 
 from __future__ import annotations
@@ -26,6 +28,14 @@ PARAMETER_KEYS: dict[str, tuple[bool, str]] = {
     "physics.joint_damping_nm_s_rad": (True, "joint viscous damping, per joint [Nm s/rad]"),
     "physics.joint_frictionloss_nm": (True, "joint dry friction, per joint [Nm]"),
     "link_mass_scale": (True, "link masses and inertias, physics.link_mass_scale [-]"),
+    "moment_arm_scale": (True, "muscle moment arms, physics.moment_arm_scale [-]"),
+}
+
+#: The factors fitted one per item (a link, a muscle) or one for all: identify.yaml key ->
+#: (the mock_arm.yaml list it sets, what an item is)
+ITEM_SCALES: dict[str, tuple[str, str]] = {
+    "link_mass_scale": ("physics.link_mass_scale", "link"),
+    "moment_arm_scale": ("physics.moment_arm_scale", "muscle"),
 }
 
 
@@ -33,17 +43,29 @@ PARAMETER_KEYS: dict[str, tuple[bool, str]] = {
 class ParameterConfig:
     """One fitted parameter."""
 
-    key: str = spec(choices=tuple(PARAMETER_KEYS), doc="mock_arm.yaml key, or link_mass_scale")
+    key: str = spec(choices=tuple(PARAMETER_KEYS),
+                    doc="mock_arm.yaml key, or link_mass_scale, or moment_arm_scale")
     scale: bool = spec(False, doc="fit a factor on the configured value (bounds as factors [-]) "
                                   "instead of the value itself (bounds in the key's units)")
     lower: float = spec(ge=0.0, doc="lower bound: the physical range's [key's units or -]")
     upper: float = spec(gt=0.0, doc="upper bound [key's units or -]")
+    prior_std: float | None = spec(
+        None, gt=0.0, doc="how far from the configured value the parameter is expected to be, "
+                          "one standard deviation [key's units or -]: adds the residual "
+                          "(x - configured) / prior_std, so that what the data do not tell "
+                          "apart stays near the configured value instead of drifting to a "
+                          "bound; absent: no prior (the determination judges the data alone)")
     per_link: bool = spec(False, doc="link_mass_scale only: one factor per link instead of "
                                      "one for all links")
     links: tuple[str, ...] = spec((), doc="link_mass_scale with per_link: the links fitted, "
                                           "URDF links or MJCF bodies (the others keep their "
                                           "configured mass); empty: every link with mass that "
                                           "a joint moves")
+    per_muscle: bool = spec(False, doc="moment_arm_scale only: one factor per muscle instead "
+                                       "of one for all muscles")
+    muscles: tuple[str, ...] = spec((), doc="moment_arm_scale with per_muscle: the muscles "
+                                            "fitted (the others keep their configured "
+                                            "factor); empty: every muscle")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,14 +147,17 @@ def load_identify_config(path: Path) -> IdentifyConfig:
         seen.add(p.key)
         if not p.lower < p.upper:
             raise ConfigError(str(path), f"{where}.upper", f"above lower ({p.lower})", p.upper)
-        if p.key != "link_mass_scale" and (p.per_link or p.links):
-            raise ConfigError(str(path), f"{where}.per_link" if p.per_link else f"{where}.links",
-                              "only with key link_mass_scale", p.key)
-        if p.links and not p.per_link:
-            raise ConfigError(str(path), f"{where}.per_link",
-                              "true: links are fitted one factor each", p.per_link)
-        if len(set(p.links)) != len(p.links):
-            raise ConfigError(str(path), f"{where}.links", "each link once", list(p.links))
+        for key, each, items, what in (("link_mass_scale", p.per_link, p.links, "link"),
+                                       ("moment_arm_scale", p.per_muscle, p.muscles, "muscle")):
+            flag, names = f"{where}.per_{what}", f"{where}.{what}s"
+            if p.key != key and (each or items):
+                raise ConfigError(str(path), flag if each else names, f"only with key {key}",
+                                  p.key)
+            if items and not each:
+                raise ConfigError(str(path), flag, f"true: {what}s are fitted one factor each",
+                                  each)
+            if len(set(items)) != len(items):
+                raise ConfigError(str(path), names, f"each {what} once", list(items))
         if PARAMETER_KEYS[p.key][0] and not p.scale:
             raise ConfigError(str(path), f"{where}.scale",
                               f"true: {p.key} is fitted as a factor", p.scale)

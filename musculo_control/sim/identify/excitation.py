@@ -109,6 +109,8 @@ class Rehearsal:
     ticks_in_a_stop: int  # control ticks not running (a fault's stop)
     max_tracking_error_m: float  # the hand's largest distance from its goal [m]
     joint_margin_rad: float  # the joints' smallest distance from their limits [rad]
+    closest_joint: str  # the joint that came that close, and when on the tour [s]
+    closest_at_s: float
     largest_tension_n: float  # the largest tension commanded [N]
     tension_limit_n: float  # the actuators' limit [N]
 
@@ -120,7 +122,8 @@ class Rehearsal:
     def describe(self) -> str:
         return (f"{self.ticks_in_a_stop} ticks in a stop, hand at most "
                 f"{1e3 * self.max_tracking_error_m:.1f} mm from its goal, joints at least "
-                f"{self.joint_margin_rad:.3f} rad inside their limits, tensions at most "
+                f"{self.joint_margin_rad:.3f} rad inside their limits ({self.closest_joint} "
+                f"at {self.closest_at_s:.1f} s), tensions at most "
                 f"{self.largest_tension_n:.0f} N of {self.tension_limit_n:.0f} N")
 
 
@@ -135,9 +138,11 @@ def rehearse(setup: Setup) -> Rehearsal:
     bench.run(schedule.duration_s, schedule.hand_goal)
     rec, arm = bench.recorder, setup.robot.arm
     q = rec.array("q_rad")
-    margin = float(np.min(np.minimum(q - arm.lower_rad, arm.upper_rad - q)))
-    return Rehearsal(len(bench.loop.faults), float(rec.array("hand_error_m").max()), margin,
-                     float(rec.array("tension_command_n").max()),
+    inside = np.minimum(q - arm.lower_rad, arm.upper_rad - q)  # (ticks, n) [rad]
+    tick, joint = np.unravel_index(int(np.argmin(inside)), inside.shape)
+    return Rehearsal(len(bench.loop.faults), float(rec.array("hand_error_m").max()),
+                     float(inside[tick, joint]), arm.joint_names[joint],
+                     float(rec.time_s[tick]), float(rec.array("tension_command_n").max()),
                      float(bench.rig.tension_limit_n))
 
 

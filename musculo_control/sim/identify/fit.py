@@ -14,6 +14,12 @@ inverted through an SVD so that a direction the data do not see gets a huge vari
 a made-up one. What the model cannot represent (via-points, masses of links not fitted) biases the
 values beyond these deviations; the secret-robot test (doc/identify.md) states by how much.
 
+A parameter with a ``prior_std`` adds one residual ``(x - configured) / prior_std``: a soft pull
+towards its configured value (a maximum a posteriori fit), for parameters the data may not tell
+apart (a muscle that never pulls hard, or every moment arm and every mass scaled together, which
+moves the arm alike). The covariance and the verdicts below are the data's alone, so a value the
+prior holds is still reported as not determined.
+
 A parameter is *determined* when its standard deviation is at most
 ``determined.max_relative_std`` of its value (of a tenth of its range, for a value near zero)
 and its correlation with every other parameter is at most ``determined.max_correlation``.
@@ -49,6 +55,9 @@ WHAT_TO_RECORD = {
                                      "does not grow with the speed)",
     "link_mass_scale": "holds and moves over poses whose gravity torques differ (elbow high and "
                        "low, arm raised and hanging)",
+    "moment_arm_scale": "moves and holds over many poses in which the muscles share the load "
+                        "differently (a muscle's moment arm shows in the torque its own "
+                        "tension adds)",
 }
 
 
@@ -63,9 +72,9 @@ class FitResult:
     correlation: FloatArray  # (p, p)
     determined: tuple[bool, ...]
     reasons: tuple[str, ...]  # why a parameter is not determined ('' when it is)
-    cost0: float  # the robust cost at x0 and at x
+    cost0: float  # the robust cost (data and priors) at x0 and at x
     cost: float
-    rms0: float  # root mean square of the scaled residuals at x0 and at x [-]
+    rms0: float  # root mean square of the data's scaled residuals at x0 and at x [-]
     rms: float
     evaluations: int
     windows: int
@@ -95,6 +104,7 @@ class Residuals:
         self.blocks: list[int] = []  # residuals per window, of the last call
 
     def __call__(self, x: npt.ArrayLike) -> FloatArray:
+        """The data's residuals, then the priors' (module docstring)."""
         self.calls += 1
         w = self.config.windows
         res = self.config.residuals
@@ -109,7 +119,15 @@ class Residuals:
         self.blocks = [len(a) + len(b) for a, b in zip(parts[::2], parts[1::2])]
         out = np.concatenate(parts)
         # a diverged simulation is a large residual, not a crash of the fit
-        return np.where(np.isfinite(out), out, 1e6)
+        out = np.where(np.isfinite(out), out, 1e6)
+        return np.concatenate([out, self.prior(x)])
+
+    def prior(self, x: npt.ArrayLike) -> FloatArray:
+        """``(x - configured) / prior_std`` of each parameter that has a prior."""
+        has = self.family.prior_std > 0.0
+        centre = self.family.configured()
+        return np.asarray((np.asarray(x, dtype=float)[has] - centre[has])
+                          / self.family.prior_std[has], dtype=float)
 
 
 def fit(family: MockFamily, recordings: Sequence[Recording], windows: Sequence[Window],
@@ -126,8 +144,11 @@ def fit(family: MockFamily, recordings: Sequence[Recording], windows: Sequence[W
         r = residuals(lo + z * span)
         if progress is not None:
             elapsed = time.perf_counter() - t0
-            progress(f"  evaluation {residuals.calls}: rms {np.sqrt(np.mean(r ** 2)):.3f} "
-                     f"at {np.array2string(lo + z * span, precision=4)} ({elapsed:.0f} s)")
+            # the values where they fit on a line; a long vector would bury the progress
+            at = f"at {np.array2string(lo + z * span, precision=4)} " if len(z) <= 8 else ""
+            progress(f"  evaluation {residuals.calls}: rms "
+                     f"{np.sqrt(np.mean(r[:sum(residuals.blocks)] ** 2)):.3f} {at}"
+                     f"({elapsed:.0f} s)")
         return r
 
     z0 = (start - lo) / span
@@ -138,14 +159,15 @@ def fit(family: MockFamily, recordings: Sequence[Recording], windows: Sequence[W
                         max_nfev=config.solver.max_evaluations,
                         ftol=config.solver.tolerance, xtol=config.solver.tolerance)
     x = lo + sol.x * span
-    std_z, corr = covariance(sol.jac, sol.fun, residuals.blocks)
+    n = sum(residuals.blocks)  # the data's rows; the priors' follow
+    std_z, corr = covariance(sol.jac[:n], sol.fun[:n], residuals.blocks)
     std = std_z * span
     determined, reasons = judge(family.keys, x, std, corr, span, config)
     r = sol.fun
     return FitResult(family.keys, start, x, std, corr, determined, reasons,
                      float(0.5 * np.sum(_rho(r0, config))), float(sol.cost),
-                     float(np.sqrt(np.mean(r0 ** 2))), float(np.sqrt(np.mean(r ** 2))),
-                     residuals.calls, len(windows), int(r.size), time.perf_counter() - t0)
+                     float(np.sqrt(np.mean(r0[:n] ** 2))), float(np.sqrt(np.mean(r[:n] ** 2))),
+                     residuals.calls, len(windows), n, time.perf_counter() - t0)
 
 
 def _rho(r: FloatArray, config: IdentifyConfig) -> FloatArray:

@@ -3,7 +3,8 @@ with its standard deviation and whether the data determined it in a comment.
 
 Values fitted as factors are written as what they scale (a per-joint list scaled as a whole);
 the link-mass factors as ``physics.link_mass_scale``, one per link (a global factor repeated),
-with each fitted factor's deviation and verdict in the comment lines above it. With
+and the moment-arm factors as ``physics.moment_arm_scale``, one per muscle, with each fitted
+factor's deviation and verdict in the comment lines above the list. With
 ``nominal_geometry`` the overlay switches the model error off: the fit ran on the nominal masses
 and via-points. Its keys are ``mock_arm.yaml``'s: ``musculo simulate --mock-overlay FILE``
 merges them over that file (:func:`overlay_overrides`, as ``--set mock_arm.<key>=<value>``
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from musculo_control.config.parser import located, unknown_keys, yaml_text
 from musculo_control.errors import ConfigError, ConfigErrors, InputError
+from musculo_control.sim.identify.config import ITEM_SCALES
 from musculo_control.sim.mock_arm import MockArmConfig
 
 if TYPE_CHECKING:  # `musculo simulate --mock-overlay` reads overlays without the fit's scipy
@@ -37,24 +39,26 @@ def overlay_text(family: MockFamily, result: FitResult, *, nominal_geometry: boo
     """The overlay's YAML text."""
     cfg = family.config_for(result.x)
     sections: dict[str, list[str]] = {}
-    mass_notes: list[str] = []
-    for key, x, std, ok, why, p, link in zip(result.keys, result.x, result.std,
+    item_notes: dict[str, list[str]] = {}  # per-item factors' comments, by identify.yaml key
+    for key, x, std, ok, why, p, item in zip(result.keys, result.x, result.std,
                                              result.determined, result.reasons,
-                                             family.parameters, family.links):
+                                             family.parameters, family.items):
         state = "determined" if ok else f"NOT determined: {why}"
         unit = "x configured" if p.scale else ""
         comment = f"fitted {x:.4g} +- {std:.2g} {unit}".rstrip() + f" ({state})"
-        if key == "link_mass_scale" or link is not None:
-            mass_notes.append(f"  # {link or 'every link'}: {comment}")
+        if p.key in ITEM_SCALES:
+            what = ITEM_SCALES[p.key][1]
+            item_notes.setdefault(p.key, []).append(f"  # {item or 'every ' + what}: {comment}")
             continue
         section, name = key.split(".")
         value: Any = getattr(getattr(cfg, section), name)
         sections.setdefault(section, []).append(f"  {name}: {_shown(value)}    # {comment}")
-    if mass_notes:
-        names = ", ".join(family.link_names)
-        sections.setdefault("physics", []).extend([
-            f"  # link_mass_scale, one factor per link ({names}) [-]:", *mass_notes,
-            f"  link_mass_scale: {_shown(cfg.physics.link_mass_scale)}"])
+    for key, notes in item_notes.items():
+        section, name = ITEM_SCALES[key][0].split(".")
+        names = ", ".join(family.names(key))
+        sections.setdefault(section, []).extend([
+            f"  # {name}, one factor per {ITEM_SCALES[key][1]} ({names}) [-]:", *notes,
+            f"  {name}: {_shown(getattr(getattr(cfg, section), name))}"])
     if nominal_geometry:
         sections.setdefault("model_error", []).append(
             "  enabled: false    # fitted on the nominal masses and via-points")

@@ -91,12 +91,19 @@ def plot_horizons(errors: Mapping[str, HorizonErrors], path: Path) -> Path:
 
 
 def table(errors: Mapping[str, HorizonErrors]) -> str:
-    """The errors side by side, as text."""
+    """The errors side by side, as text: a header row of the mocks, one of the units, then
+    one row per horizon; with two mocks, how many times the second's angle error is smaller."""
     first = next(iter(errors.values()))
-    lines = [f"{'horizon [s]':<14}" + "".join(
-        f"{label + ' angle [deg]':>26}{label + ' tension [N]':>24}" for label in errors)]
+    pair = len(errors) == 2
+    head = [f"{'':<12}"] + [f"{label:^26}" for label in errors] + (["  angle"] if pair else [])
+    unit = [f"{'horizon [s]':<12}"] + [f"{'angle [deg]':>13}{'tension [N]':>13}"
+                                       for _ in errors] + (["  ratio"] if pair else [])
+    lines = ["".join(head).rstrip(), "".join(unit)]
     for i, h in enumerate(first.horizons_s):
-        lines.append(f"{h:<14.2f}" + "".join(
-            f"{np.degrees(e.joint_angle_rad[i]):>26.3f}{e.tension_n[i]:>24.2f}"
-            for e in errors.values()))
+        row = [f"{h:<12.2f}"] + [f"{np.degrees(e.joint_angle_rad[i]):>13.3f}"
+                                 f"{e.tension_n[i]:>13.2f}" for e in errors.values()]
+        if pair:
+            a, b = (e.joint_angle_rad[i] for e in errors.values())
+            row.append(f"{a / b:>6.2f}x" if b > 0 else "      -")
+        lines.append("".join(row))
     return "\n".join(lines)

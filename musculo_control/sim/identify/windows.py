@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,7 +23,7 @@ import numpy.typing as npt
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.calibration import Calibration
 from musculo_control.model.robot import Robot
-from musculo_control.sim.identify.config import PARAMETER_KEYS, ParameterConfig
+from musculo_control.sim.identify.config import ITEM_SCALES, PARAMETER_KEYS, ParameterConfig
 from musculo_control.sim.identify.recording import Recording, joint_rates
 from musculo_control.sim.mock_arm import MockArm, MockArmConfig
 from musculo_control.sim.mujoco_arm import MujocoArm, build_mujoco_arm
@@ -32,12 +33,8 @@ FloatArray = npt.NDArray[np.float64]
 
 def configured_value(config: MockArmConfig, key: str) -> float | tuple[float, ...]:
     """The value ``mock_arm.yaml`` gives ``key``."""
-    section, name = PHYSICS_MASS.split(".") if key == "link_mass_scale" else key.split(".")
+    section, name = (ITEM_SCALES[key][0] if key in ITEM_SCALES else key).split(".")
     return getattr(getattr(config, section), name)  # type: ignore[no-any-return]
-
-
-#: the mock_arm.yaml key ``link_mass_scale`` sets
-PHYSICS_MASS = "physics.link_mass_scale"
 
 
 def base_key(label: str) -> str:
@@ -59,14 +56,17 @@ class MockFamily:
 
     ``x`` holds one number per fitted value: the value itself, or the factor on the configured
     value (``scale``). A per-link ``link_mass_scale`` is one value per link, labelled
-    ``link_mass_scale[<link>]`` in :attr:`keys`. ``nominal_geometry``: the model error off (the
-    robot's nominal masses and via-points) whatever ``mock_arm.yaml`` says.
+    ``link_mass_scale[<link>]`` in :attr:`keys`, a per-muscle ``moment_arm_scale`` one per
+    muscle (``moment_arm_scale[<muscle>]``); :attr:`items` holds that link or muscle (None for
+    a parameter of its own). ``nominal_geometry``: the model error off (the robot's nominal
+    masses and via-points) whatever ``mock_arm.yaml`` says.
     """
 
     def __init__(self, robot: Robot, calibration: Calibration, config: MockArmConfig,
                  parameters: Sequence[ParameterConfig], *, nominal_geometry: bool,
                  file: str = "mock_arm.yaml", identify_file: str = "identify.yaml") -> None:
         self.robot, self.calibration, self.file = robot, calibration, file
+        self.identify_file = identify_file
         for p in parameters:
             if p.key not in PARAMETER_KEYS:
                 raise InputError("MockFamily parameters", f"keys among {sorted(PARAMETER_KEYS)}",
@@ -78,35 +78,53 @@ class MockFamily:
         self.config = config
         #: every link of the robot, in physics.link_mass_scale's order
         self.link_names = tuple(robot.arm.link_names())
+        #: every muscle, in physics.moment_arm_scale's order
+        self.muscle_names = tuple(robot.muscle_names)
         config.physics.check_links(list(self.link_names), file, "physics")
+        config.physics.check_muscles(list(self.muscle_names), file, "physics")
         params: list[ParameterConfig] = []
         labels: list[str] = []
-        links: list[str | None] = []  # the link of a per-link factor, else None
+        items: list[str | None] = []  # the link or muscle of a per-item factor, else None
         for i, p in enumerate(parameters):
-            if not (p.key == "link_mass_scale" and p.per_link):
+            chosen = self._items(p, i)
+            for item in chosen or (None,):
                 params.append(p)
-                labels.append(p.key)
-                links.append(None)
-                continue
-            for j, link in enumerate(p.links):
-                if link not in self.link_names:
-                    raise ConfigError(identify_file, f"parameters[{i}].links[{j}]",
-                                      f"a link of the robot {list(self.link_names)}", link)
-            arm = build_mujoco_arm(robot, config.physics, None, file)
-            massive = moving_massive_links(arm, self.link_names)
-            chosen = p.links or tuple(massive)
-            for j, link in enumerate(chosen):
-                if link not in massive:
-                    raise ConfigError(identify_file, f"parameters[{i}].links[{j}]",
-                                      f"a link with mass that a joint moves {massive}", link)
-                params.append(p)
-                labels.append(f"link_mass_scale[{link}]")
-                links.append(link)
+                labels.append(p.key if item is None else f"{p.key}[{item}]")
+                items.append(item)
         self.parameters = tuple(params)
         self.keys = tuple(labels)
-        self.links = tuple(links)
+        self.items = tuple(items)
         self.lower = np.array([p.lower for p in self.parameters])
         self.upper = np.array([p.upper for p in self.parameters])
+        #: (p,) each parameter's prior_std, 0 where it has none
+        self.prior_std = np.array([p.prior_std or 0.0 for p in self.parameters])
+
+    def names(self, key: str) -> tuple[str, ...]:
+        """Every item of an :data:`ITEM_SCALES` key, in its mock_arm.yaml list's order."""
+        return self.link_names if ITEM_SCALES[key][1] == "link" else self.muscle_names
+
+    def _items(self, p: ParameterConfig, i: int) -> tuple[str, ...]:
+        """The links or muscles ``p`` fits one factor each (none: ``p`` is one value)."""
+        where = f"parameters[{i}]"
+        if p.key == "link_mass_scale" and p.per_link:
+            for j, link in enumerate(p.links):
+                if link not in self.link_names:
+                    raise ConfigError(self.identify_file, f"{where}.links[{j}]",
+                                      f"a link of the robot {list(self.link_names)}", link)
+            arm = build_mujoco_arm(self.robot, self.config.physics, None, self.file)
+            massive = moving_massive_links(arm, self.link_names)
+            for j, link in enumerate(p.links):
+                if link not in massive:
+                    raise ConfigError(self.identify_file, f"{where}.links[{j}]",
+                                      f"a link with mass that a joint moves {massive}", link)
+            return p.links or tuple(massive)
+        if p.key == "moment_arm_scale" and p.per_muscle:
+            for j, muscle in enumerate(p.muscles):
+                if muscle not in self.muscle_names:
+                    raise ConfigError(self.identify_file, f"{where}.muscles[{j}]",
+                                      f"a muscle of the robot {list(self.muscle_names)}", muscle)
+            return p.muscles or self.muscle_names
+        return ()
 
     def configured(self) -> FloatArray:
         """(p,) the parameters as ``mock_arm.yaml`` sets them (factors: 1)."""
@@ -114,22 +132,22 @@ class MockFamily:
                          for p in self.parameters])
 
     def config_for(self, x: npt.ArrayLike) -> MockArmConfig:
-        """The mock_arm.yaml of ``x`` (link-mass factors in ``physics.link_mass_scale``, times
-        those configured)."""
+        """The mock_arm.yaml of ``x`` (link-mass and moment-arm factors in their
+        ``physics`` lists, times those configured)."""
         x = np.asarray(x, dtype=float)
         if x.shape != (len(self.parameters),) or not np.all(np.isfinite(x)):
             raise InputError("MockFamily x", f"{len(self.parameters)} finite values", x)
         cfg = self.config
-        mass = np.array(cfg.physics.link_mass_scale or [1.0] * len(self.link_names))
-        mass_fitted = False
-        for p, link, v in zip(self.parameters, self.links, x):
-            if p.key == "link_mass_scale":
-                mass_fitted = True
-                if link is None:
-                    mass = mass * float(v)
+        lists: dict[str, FloatArray] = {}  # the per-item lists fitted, by identify.yaml key
+        for p, item, v in zip(self.parameters, self.items, x):
+            if p.key in ITEM_SCALES:
+                names = self.names(p.key)
+                now = lists.setdefault(p.key, np.array(
+                    configured_value(cfg, p.key) or [1.0] * len(names), dtype=float))
+                if item is None:
+                    now *= float(v)
                 else:
-                    k = self.link_names.index(link)
-                    mass[k] = mass[k] * float(v)
+                    now[names.index(item)] *= float(v)
                 continue
             section, name = p.key.split(".")
             old = getattr(getattr(cfg, section), name)
@@ -140,9 +158,10 @@ class MockFamily:
                 new = float(v)
             cfg = dataclasses.replace(
                 cfg, **{section: dataclasses.replace(getattr(cfg, section), **{name: new})})
-        if mass_fitted:
-            cfg = dataclasses.replace(cfg, physics=dataclasses.replace(
-                cfg.physics, link_mass_scale=tuple(float(m) for m in mass)))
+        for key, values in lists.items():
+            name = ITEM_SCALES[key][0].split(".")[1]
+            new_list: dict[str, Any] = {name: tuple(float(m) for m in values)}
+            cfg = dataclasses.replace(cfg, physics=dataclasses.replace(cfg.physics, **new_list))
         return cfg
 
     def build(self, x: npt.ArrayLike) -> MockArm:
