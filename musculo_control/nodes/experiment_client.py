@@ -257,10 +257,14 @@ class ExperimentClient:
             self.send_joint_goal(move.holding_goal(q, now - before))
             before = now
             time.sleep(period)
-        q, _ = self.joints()  # type: ignore[misc]
-        off = float(np.abs(q - q_start).max())
+        q, qd = self.joints()  # type: ignore[misc]
+        error = q - q_start
+        worst = int(np.argmax(np.abs(error)))
+        off = float(abs(error[worst]))
         if not held:
-            return False, (f"start pose '{label}' not reached: a joint {off:.3f} rad off after "
+            name = self.setup.robot.arm.joint_names[worst]
+            return False, (f"start pose '{label}' not reached: {name} {error[worst]:+.3f} rad "
+                           f"off (moving at {qd[worst]:+.3f} rad/s) after "
                            f"{move.config.reach_timeout_s:g} s of holding")
         return True, f"start pose '{label}' reached ({off:.3f} rad off)"
 
