@@ -201,9 +201,11 @@ def test_windows_over_commands_the_bag_lost_are_left_out():
     tc = tc[~lost & (tc < 1.6)]  # and none after 1.6 s
     rec = Recording("lossy", t, np.zeros((len(t), 2)), np.zeros((len(t), 2)),
                     np.zeros((len(t), 6)), tc, np.zeros((len(tc), 6)))
-    windows = make_windows([rec], 0.3, 0.1, 0.05)
+    windows = make_windows([rec], 0.3, 0.1, 0.05, lost_periods=1.5)
     spans = [(t[w.start], t[w.stop - 1]) for w in windows]
     assert spans and all(b < 0.9 or a > 0.95 for a, b in spans)  # none over the gap
     assert all(b <= 1.6 + 0.012 for _, b in spans)  # none past the last command
     assert len(spans) == 9  # starts 0.05-0.55 s before the gap, 1.05-1.25 s after it
-    assert commands_complete(rec, 0.2, 0.5) and not commands_complete(rec, 0.8, 1.1)
+    assert commands_complete(rec, 0.2, 0.5, 1.5) and not commands_complete(rec, 0.8, 1.1, 1.5)
+    # the gap is seven periods: with a threshold of eight it is a late command, not a lost one
+    assert commands_complete(rec, 0.8, 1.1, 8.0)

@@ -112,7 +112,8 @@ def run_fit(args: argparse.Namespace) -> int:
     family = _family(setup, cfg, str(identify_path(args, setup)))
     recs = [read_recording(b, setup.robot) for b in args.bags]
     w = cfg.windows
-    windows = make_windows(recs, w.length_s, w.stride_s, w.skip_start_s, w.max_windows)
+    windows = make_windows(recs, w.length_s, w.stride_s, w.skip_start_s,
+                           lost_periods=w.lost_command_periods, max_windows=w.max_windows)
     if not windows:
         raise InputError("bags", f"recordings longer than {w.length_s + w.skip_start_s} s "
                                  f"(identify.yaml windows)",
@@ -152,7 +153,8 @@ def compare(setup: Setup, cfg: IdentifyConfig, family: MockFamily, x: np.ndarray
             recs: list[Recording]) -> dict[str, HorizonErrors]:
     """Default mock (mock_arm.yaml as it is) against the identified one, on ``recs``."""
     w = cfg.windows
-    windows = horizon_windows(recs, cfg.horizons_s, cfg.report_stride_s, w.skip_start_s)
+    windows = horizon_windows(recs, cfg.horizons_s, cfg.report_stride_s, w.skip_start_s,
+                              w.lost_command_periods)
     if not windows:
         raise InputError("bags", f"held-out recordings longer than {max(cfg.horizons_s)} s",
                          [f"{r.name}: {r.duration_s:.2f} s" for r in recs])

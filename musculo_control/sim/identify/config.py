@@ -80,6 +80,10 @@ class WindowConfig:
     velocity_fit_half_width_s: float = spec(
         0.024, gt=0.0, doc="a window's initial joint rates: slope of a quadratic fitted to the "
                            "recorded angles within this much either side [s]")
+    lost_command_periods: float = spec(
+        1.5, gt=1.0, doc="a gap between two recorded commands longer than this many of their "
+                         "median period is a command the bag lost (the next came at least half "
+                         "a period late); no window spans one [-]")
     command_delay_s: float = spec(
         0.003, ge=0.0, doc="recorded command to the actuator module: the hops controller -> "
                            "driver -> module and half a driver period [s] (not fitted)")

@@ -38,9 +38,11 @@ class HorizonErrors:
 
 
 def horizon_windows(recordings: Sequence[Recording], horizons_s: Sequence[float],
-                    stride_s: float, skip_start_s: float) -> list[Window]:
-    """Windows as long as the longest horizon, every ``stride_s``."""
-    return make_windows(recordings, max(horizons_s), stride_s, skip_start_s)
+                    stride_s: float, skip_start_s: float, lost_periods: float) -> list[Window]:
+    """Windows as long as the longest horizon, every ``stride_s`` (none over a lost command,
+    :func:`~musculo_control.sim.identify.windows.commands_complete`)."""
+    return make_windows(recordings, max(horizons_s), stride_s, skip_start_s,
+                        lost_periods=lost_periods)
 
 
 def horizon_errors(mock: MockArm, recordings: Sequence[Recording], windows: Sequence[Window],

@@ -178,20 +178,16 @@ class Window:
     stop: int
 
 
-#: A gap between two recorded commands longer than this many of their usual (median) periods
-#: is a command the bag lost: the next one came at least half a period late [-]
-LOST_COMMAND_PERIODS = 1.5
-
-
-def commands_complete(rec: Recording, t0_s: float, t1_s: float) -> bool:
+def commands_complete(rec: Recording, t0_s: float, t1_s: float, lost_periods: float) -> bool:
     """Whether the recording holds every command in force over ``[t0_s, t1_s]``: one before
-    ``t0_s``, none lost since (:data:`LOST_COMMAND_PERIODS`), and commands up to ``t1_s``. A
-    recorder that fell behind (a loaded computer) drops messages; replayed without them, the
+    ``t0_s``, none lost since (no gap longer than ``lost_periods`` of the commands' median
+    period, ``identify.yaml`` ``windows.lost_command_periods``), and commands up to ``t1_s``.
+    A recorder that fell behind (a loaded computer) drops messages; replayed without them, the
     mock would hold an old command and the fit would blame the parameters."""
     tc = rec.command_t_s
     if len(tc) < 2:
         return len(tc) == 1 and tc[0] <= t0_s
-    gap = LOST_COMMAND_PERIODS * float(np.median(np.diff(tc)))
+    gap = lost_periods * float(np.median(np.diff(tc)))
     i0 = int(np.searchsorted(tc, t0_s, side="right")) - 1
     if i0 < 0 or tc[-1] < t1_s - gap:
         return False
@@ -200,7 +196,8 @@ def commands_complete(rec: Recording, t0_s: float, t1_s: float) -> bool:
 
 
 def make_windows(recordings: Sequence[Recording], length_s: float, stride_s: float,
-                 skip_start_s: float, max_windows: int | None = None) -> list[Window]:
+                 skip_start_s: float, *, lost_periods: float,
+                 max_windows: int | None = None) -> list[Window]:
     """Windows of ``length_s`` every ``stride_s`` in each recording (not in its first
     ``skip_start_s``; none where the bag lost commands, :func:`commands_complete`), evenly
     subsampled to at most ``max_windows``."""
@@ -211,7 +208,7 @@ def make_windows(recordings: Sequence[Recording], length_s: float, stride_s: flo
         while start_t + length_s <= t[-1] + 1e-9:
             k0 = int(np.searchsorted(t, start_t - 1e-9))
             k1 = int(np.searchsorted(t, t[k0] + length_s + 1e-9))
-            if k1 - k0 >= 2 and commands_complete(rec, t[k0], t[k1 - 1]):
+            if k1 - k0 >= 2 and commands_complete(rec, t[k0], t[k1 - 1], lost_periods):
                 out.append(Window(r, k0, k1))
             start_t += stride_s
     if max_windows is not None and len(out) > max_windows:
