@@ -436,6 +436,14 @@ def test_identify_on_a_robot_with_secrets_predicts_a_held_out_run_better(tmp_pat
     assert default["joint_angle_rad"][2] > 8.0 * ident["joint_angle_rad"][2]
     assert default["tension_n"][2] > 2.0 * ident["tension_n"][2]
     assert (report / "identify_report.png").stat().st_size > 10_000
+    # the held-out bag's experiment: its metrics as recorded, and both mocks' runs of it
+    (run,) = rep["experiment_metrics"]
+    assert (run["experiment"], run["start_pose"]) == ("trajectory", "reach_start")
+    key = "mean_tracking_error_m"
+    recorded, default, ident = (run[k][key] for k in ("recorded", "default mock",
+                                                      "identified mock"))
+    print("mean tracking error: recorded", recorded, "default", default, "identified", ident)
+    assert abs(ident - recorded) < 0.2 * abs(default - recorded)
 
 
 def test_the_report_table_puts_the_mocks_side_by_side_with_their_ratio():
@@ -478,5 +486,9 @@ def test_identify_on_the_seven_joint_arm_with_secrets_predicts_a_held_out_run_be
     assert got["physics.joint_frictionloss_nm"] == pytest.approx(1.5, rel=0.2)
     assert "moment_arm_scale: [" in out.read_text()
     held = tmp_path / "held" / "nullspace" / "osc" / "bag"
-    ratio = _report(out, held, MUSASHI, tmp_path / "report")["angle_error_ratio"]
-    assert min(ratio) >= 2.0, ratio
+    rep = _report(out, held, MUSASHI, tmp_path / "report")
+    assert min(rep["angle_error_ratio"]) >= 2.0, rep["angle_error_ratio"]
+    (run,) = rep["experiment_metrics"]  # the nullspace run on both mocks, beside the bag's
+    assert {"recorded", "default mock", "identified mock"} <= set(run)
+    assert run["recorded"]["activation_norm_start"] == pytest.approx(
+        run["identified mock"]["activation_norm_start"], rel=0.25)

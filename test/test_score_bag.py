@@ -288,3 +288,19 @@ def test_a_joint_state_serialized_by_the_live_graph_reads():
     assert list(msg.name) == ["a", "b"] and list(msg.effort) == [1.0, 2.0]
     with pytest.raises(SerdeError):
         deserialize_cdr(store, data + bytes(64), "sensor_msgs/msg/JointState")
+
+
+def test_a_bag_of_an_arm_whose_experiments_yaml_leaves_out_a_section_scores(tmp_path):
+    """The planar arm's experiments.yaml has no start_hold section: its runs hold to the
+    defaults, which the bag records with the settings; scoring the bag must not give them
+    back to the folder as overrides of keys it does not have (they were refused)."""
+    folder = default_config_dir().parent / "planar_arm"
+    setup = load_setup(folder, Overrides.parse(SHORT["trajectory"]))
+    result = run_trajectory(setup, "osc", setup.experiments.trajectory.start_poses[0])
+    assert "start_hold.elbow_tolerance_m" in run_label(setup, result).settings
+    bag = _write(tmp_path / "bag", setup, result)
+    out = tmp_path / "score.json"
+    assert main(["score", str(bag), "--config", str(folder), "--json", str(out)]) == 0
+    got = json.loads(out.read_text())["metrics"]
+    assert got["mean_tracking_error_m"] == pytest.approx(
+        result.metrics["mean_tracking_error_m"], abs=SAME)

@@ -18,15 +18,24 @@ from typing import Any
 import numpy as np
 
 from musculo_control.commands.checks import writable_dir, writable_file
-from musculo_control.commands.options import add_common, setup_from_args
+from musculo_control.commands.options import add_common, override_items, setup_from_args
 from musculo_control.errors import ConfigError, InputError
 from musculo_control.hardware.calibration import load_calibration
+from musculo_control.paths import default_config_dir
+from musculo_control.sim.bag_score import rerun, score_bag, setup_of_run
+from musculo_control.sim.bag_signals import recorded_run
 from musculo_control.sim.identify.config import IdentifyConfig, load_identify_config
 from musculo_control.sim.identify.fit import WHAT_TO_RECORD, FitResult, fit
-from musculo_control.sim.identify.overlay import json_path, overlay_text
+from musculo_control.sim.identify.overlay import (
+    from_overlay,
+    json_path,
+    overlay_overrides,
+    overlay_text,
+)
 from musculo_control.sim.identify.recording import Recording, read_recording
 from musculo_control.sim.identify.report import (
     HorizonErrors,
+    MetricsComparison,
     horizon_errors,
     horizon_windows,
     plot_horizons,
@@ -35,7 +44,7 @@ from musculo_control.sim.identify.report import (
 from musculo_control.sim.identify.windows import MockFamily, base_key, make_windows
 from musculo_control.sim.mock_arm import MockArm
 from musculo_control.sim.results import dumps
-from musculo_control.sim.setup import Setup
+from musculo_control.sim.setup import EXPERIMENT_NAMES, Setup
 
 
 def add_parser(sub: Any) -> None:
@@ -47,7 +56,8 @@ def add_parser(sub: Any) -> None:
                                    "predicts the recorded joint angles and tensions over short "
                                    "windows; writes a mock_arm.yaml overlay. With --report: "
                                    "the prediction errors of the default and the identified "
-                                   "mock on held-out bags.")
+                                   "mock on held-out bags, and for a bag of one of the paper's "
+                                   "experiments its metrics against both mocks' runs of it.")
     p.add_argument("bags", nargs="+", type=Path, metavar="BAG",
                    help="rosbag2 folders with /joint_states, /muscle_states, /muscle_commands")
     p.add_argument("--out", type=Path, required=True,
@@ -182,12 +192,42 @@ def run_report(args: argparse.Namespace) -> int:
     png = plot_horizons(errors, args.out / "identify_report.png")
     ratio = [d / i if i > 0 else float("inf") for d, i in
              zip(errors["default mock"].joint_angle_rad, errors["identified mock"].joint_angle_rad)]
+    runs = [experiment_metrics(args, bag) for bag in args.bags]
     doc = {"bags": [str(b) for b in args.bags], "overlay": str(args.overlay),
            **{k: e.as_dict() for k, e in errors.items()}, "angle_error_ratio": ratio,
+           "experiment_metrics": [r.as_dict() for r in runs if r is not None],
            "wall_s": time.perf_counter() - t0}
     (args.out / "identify_report.json").write_text(dumps(doc))
     print(f"wrote {png} and {args.out / 'identify_report.json'}")
     return 0
+
+
+def experiment_metrics(args: argparse.Namespace, bag: Path) -> MetricsComparison | None:
+    """The metrics of ``bag``'s experiment (its metadata's) as recorded and as the default
+    and the identified mock (``--overlay``) run it on the runner; None (said) for a bag that
+    names none of the paper's experiments."""
+    recorded = recorded_run(bag)
+    if recorded is None or recorded.experiment not in EXPERIMENT_NAMES:
+        what = "no experiment" if recorded is None else f"'{recorded.experiment}'"
+        print(f"{bag}: its metadata names {what}; its experiment's metrics are not compared")
+        return None
+    folder = args.config or default_config_dir()
+    items = override_items(args)
+    default = setup_of_run(folder, recorded, items)
+    leaves = overlay_overrides(args.overlay)
+    try:
+        identified = setup_of_run(folder, recorded, items, leaves)
+    except ConfigError as exc:
+        raise from_overlay(exc, Path(folder) / "mock_arm.yaml", args.overlay, leaves) from None
+    print(f"{bag}: {recorded.experiment} / {recorded.controller or 'osc'} "
+          f"{recorded.start_pose}".rstrip() + ", run on the default and the identified mock")
+    result = MetricsComparison(
+        str(bag), recorded.experiment, recorded.controller, recorded.start_pose,
+        {"recorded": score_bag(default, recorded.experiment, bag)[1],
+         "default mock": rerun(default, recorded),
+         "identified mock": rerun(identified, recorded)})
+    print(result.table())
+    return result
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,6 @@ come from the bag's metadata when it carries them (a runner's bag written with a
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -21,17 +20,12 @@ from musculo_control.commands.options import add_common, override_items
 from musculo_control.control.controller import CONTROLLER_NAMES
 from musculo_control.errors import InputError
 from musculo_control.paths import default_config_dir
-from musculo_control.sim.bag_signals import BagSignals, read_bag_signals, recorded_run
-from musculo_control.sim.experiments import (
-    SCORED_SIGNALS,
-    actuator_limit_n,
-    experiment_duration_s,
-    score_signals,
-)
+from musculo_control.sim.bag_score import score_bag, setup_of_run
+from musculo_control.sim.bag_signals import BagSignals, recorded_run
 from musculo_control.sim.results import dumps
 from musculo_control.sim.rosbag_log import BagRun
 from musculo_control.sim.scoring import judge, problems
-from musculo_control.sim.setup import EXPERIMENT_NAMES, Overrides, Setup, load_setup
+from musculo_control.sim.setup import EXPERIMENT_NAMES
 
 
 def add_parser(sub: Any) -> None:
@@ -69,14 +63,6 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _setup(args: argparse.Namespace, recorded: BagRun | None) -> Setup:
-    """The config folder with the bag's recorded settings, then ``--set``, over it."""
-    settings = recorded.settings if recorded is not None else {}
-    items = [f"experiments.{k}={json.dumps(v)}" for k, v in settings.items()]
-    return load_setup(args.config or default_config_dir(),
-                      Overrides.parse(items + override_items(args)))
-
-
 def _experiment(args: argparse.Namespace, recorded: BagRun | None) -> str:
     if args.experiment is not None:
         return str(args.experiment)
@@ -106,17 +92,10 @@ def run(args: argparse.Namespace) -> int:
     writable_file(args.json, "--json")
     recorded = recorded_run(args.bag)
     experiment = _experiment(args, recorded)
-    setup = _setup(args, recorded)
-    signals = read_bag_signals(args.bag, setup.robot, SCORED_SIGNALS[experiment],
-                               hand_topic=args.hand_topic, force_topic=args.force_topic,
-                               origin_ns=None if args.t0 is None else round(args.t0 * 1e9),
-                               until_s=experiment_duration_s(setup, experiment))
-    limit = (actuator_limit_n(setup, mock=signals.mock) if experiment == "trajectory"
-             else math.nan)
-    metrics = score_signals(setup, experiment, signals, unsafe_ticks=signals.unsafe_ticks,
-                            tension_limit_n=limit).metrics
-    if signals.episodes:
-        metrics["unsafe_episodes"] = [e.describe() for e in signals.episodes]
+    setup = setup_of_run(args.config or default_config_dir(), recorded, override_items(args))
+    signals, metrics = score_bag(setup, experiment, args.bag, hand_topic=args.hand_topic,
+                                 force_topic=args.force_topic,
+                                 origin_ns=None if args.t0 is None else round(args.t0 * 1e9))
     controller = args.controller or (recorded.controller if recorded and recorded.controller
                                      else "osc")
     pose = args.pose if args.pose is not None else (recorded.start_pose if recorded else "")

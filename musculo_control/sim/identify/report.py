@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -109,3 +110,37 @@ def table(errors: Mapping[str, HorizonErrors]) -> str:
             row.append(f"{a / b:>6.2f}x" if b > 0 else "      -")
         lines.append("".join(row))
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class MetricsComparison:
+    """One held-out bag's experiment: its metrics as recorded and as each mock's run of the
+    same experiment, controller and start pose gives them (``runs``: label -> metrics)."""
+
+    bag: str
+    experiment: str
+    controller: str
+    start_pose: str
+    runs: Mapping[str, Mapping[str, Any]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"bag": self.bag, "experiment": self.experiment, "controller": self.controller,
+                "start_pose": self.start_pose, **{k: dict(v) for k, v in self.runs.items()}}
+
+    def table(self) -> str:
+        """The numeric metrics, one row each, the runs side by side."""
+        first = next(iter(self.runs.values()))
+        keys = [k for k, v in first.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        width = max([len(k) for k in keys] + [6]) + 2
+        lines = [f"{'metric':<{width}}" + "".join(f"{label:>18}" for label in self.runs)]
+        for k in keys:
+            lines.append(f"{k:<{width}}" + "".join(
+                f"{_number(run.get(k)):>18}" for run in self.runs.values()))
+        return "\n".join(lines)
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "-"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
