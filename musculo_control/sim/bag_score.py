@@ -3,9 +3,9 @@ the runner: what ``musculo score`` and ``musculo identify --report`` share.
 
 The bag's signals at its control ticks (:mod:`musculo_control.sim.bag_signals`) are scored by
 :func:`~musculo_control.sim.experiments.score_signals`; :func:`rerun` runs the experiment,
-controller and start pose the bag's metadata names (:class:`~musculo_control.sim.rosbag_log.
-BagRun`) on the runner with another setup (another mock), so that a recording and a mock's
-run of it are scored by one code.
+controller and start pose the bag's metadata names
+(:class:`~musculo_control.sim.rosbag_log.BagRun`) on the runner with another setup (another
+mock), so that a recording and a mock's run of it are scored by one code.
 """
 
 from __future__ import annotations
