@@ -26,16 +26,12 @@ from musculo_control.sim.bag_score import rerun, score_bag, setup_of_run
 from musculo_control.sim.bag_signals import recorded_run
 from musculo_control.sim.identify.config import IdentifyConfig, load_identify_config
 from musculo_control.sim.identify.fit import WHAT_TO_RECORD, FitResult, fit
-from musculo_control.sim.identify.overlay import (
-    from_overlay,
-    json_path,
-    overlay_overrides,
-    overlay_text,
-)
+from musculo_control.sim.identify.overlay import json_path, overlay_text
 from musculo_control.sim.identify.recording import Recording, read_recording
 from musculo_control.sim.identify.report import (
     HorizonErrors,
     MetricsComparison,
+    angle_ratios,
     horizon_errors,
     horizon_windows,
     plot_horizons,
@@ -190,8 +186,7 @@ def run_report(args: argparse.Namespace) -> int:
     errors = compare(setup, cfg, family, x, recs)
     print(table(errors))
     png = plot_horizons(errors, args.out / "identify_report.png")
-    ratio = [d / i if i > 0 else float("inf") for d, i in
-             zip(errors["default mock"].joint_angle_rad, errors["identified mock"].joint_angle_rad)]
+    ratio = angle_ratios(errors)
     runs = [experiment_metrics(args, bag) for bag in args.bags]
     doc = {"bags": [str(b) for b in args.bags], "overlay": str(args.overlay),
            **{k: e.as_dict() for k, e in errors.items()}, "angle_error_ratio": ratio,
@@ -214,11 +209,7 @@ def experiment_metrics(args: argparse.Namespace, bag: Path) -> MetricsComparison
     folder = args.config or default_config_dir()
     items = override_items(args)
     default = setup_of_run(folder, recorded, items)
-    leaves = overlay_overrides(args.overlay)
-    try:
-        identified = setup_of_run(folder, recorded, items, leaves)
-    except ConfigError as exc:
-        raise from_overlay(exc, Path(folder) / "mock_arm.yaml", args.overlay, leaves) from None
+    identified = setup_of_run(folder, recorded, items, args.overlay)
     print(f"{bag}: {recorded.experiment} / {recorded.controller or 'osc'} "
           f"{recorded.start_pose}".rstrip() + ", run on the default and the identified mock")
     result = MetricsComparison(

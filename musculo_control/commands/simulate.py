@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,11 +12,11 @@ from musculo_control.commands.checks import writable_dir, writable_file
 from musculo_control.commands.options import add_common, override_items
 from musculo_control.commands.reliability import run_faults
 from musculo_control.control.controller import CONTROLLER_NAMES
-from musculo_control.errors import ConfigError, MusculoError
+from musculo_control.errors import MusculoError
 from musculo_control.loop.state_record import controller_state_layout
 from musculo_control.paths import default_config_dir
+from musculo_control.sim.bag_score import setup_of_run
 from musculo_control.sim.experiments import RunResult, metrics_json, run_experiment, run_label
-from musculo_control.sim.identify.overlay import from_overlay, overlay_overrides
 from musculo_control.sim.plots import (
     PlottedRun,
     plot_disturbance,
@@ -27,7 +26,7 @@ from musculo_control.sim.plots import (
 from musculo_control.sim.results import dumps
 from musculo_control.sim.rosbag_log import write_bag
 from musculo_control.sim.scoring import judge, problems
-from musculo_control.sim.setup import EXPERIMENT_NAMES, Overrides, Setup, load_setup
+from musculo_control.sim.setup import EXPERIMENT_NAMES, Setup
 
 
 def add_parser(sub: Any) -> None:
@@ -69,24 +68,8 @@ def add_parser(sub: Any) -> None:
 def setup_with_overlay(args: argparse.Namespace) -> Setup:
     """The run's setup, ``--mock-overlay``'s leaves applied as ``--set mock_arm.*`` overrides
     (the command line's own win); an error about one of them names the overlay."""
-    folder = args.config or default_config_dir()
-    overrides = Overrides.parse(override_items(args))
-    if args.mock_overlay is None:
-        return load_setup(folder, overrides)
-    leaves = overlay_overrides(args.mock_overlay)
-    merged = dataclasses.replace(overrides, mock_arm={**leaves, **overrides.mock_arm})
-    mock_file = Path(folder) / "mock_arm.yaml"
-    try:
-        setup = load_setup(folder, merged)
-        # the checks of mock_arm.yaml the setup leaves to the mock's build, made here so
-        # that a wrong count in the overlay is named in it
-        physics = setup.mock_config.physics
-        physics.check_links(setup.robot.arm.link_names(), str(mock_file), "physics")
-        physics.check_muscles(list(setup.robot.muscle_names), str(mock_file), "physics")
-        return setup
-    except ConfigError as exc:
-        raise from_overlay(exc, mock_file, args.mock_overlay,
-                           set(leaves) - set(overrides.mock_arm)) from None
+    return setup_of_run(args.config or default_config_dir(), None, override_items(args),
+                        args.mock_overlay)
 
 
 def save_runs(runs: list[RunResult], folder: Path, setup: Setup) -> None:

@@ -1,5 +1,6 @@
 """A bag's experiment scored as ``musculo simulate`` scores a run, and the same run again on
-the runner: what ``musculo score`` and ``musculo identify --report`` share.
+the runner: what ``musculo score``, ``musculo identify --report`` and ``musculo simulate
+--mock-overlay`` share (the setup of a run, an overlay's mock included).
 
 The bag's signals at its control ticks (:mod:`musculo_control.sim.bag_signals`) are scored by
 :func:`~musculo_control.sim.experiments.score_signals`; :func:`rerun` runs the experiment,
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from musculo_control.config.parser import read_yaml
-from musculo_control.errors import InputError
+from musculo_control.errors import ConfigError, InputError
 from musculo_control.sim.bag_signals import BagSignals, read_bag_signals
 from musculo_control.sim.experiments import (
     SCORED_SIGNALS,
@@ -29,25 +30,36 @@ from musculo_control.sim.experiments import (
     run_trajectory,
     score_signals,
 )
+from musculo_control.sim.identify.overlay import from_overlay, overlay_overrides
 from musculo_control.sim.rosbag_log import BagRun
 from musculo_control.sim.setup import EXPERIMENT_NAMES, Overrides, Setup, load_setup
 
 
 def setup_of_run(folder: Path, recorded: BagRun | None, items: Sequence[str],
-                 mock_leaves: dict[str, Any] | None = None) -> Setup:
-    """The config folder with the bag's recorded settings, then ``items`` (``--set``), over
-    it; ``mock_leaves``: ``mock_arm.yaml`` dotted keys -> values under those (an overlay)."""
-    settings = recorded.settings if recorded is not None else {}
-    # a section the folder's experiments.yaml leaves out ran on the loader's defaults, which
-    # loading the folder gives again; an override of a key not in the file would be refused
-    written = read_yaml(Path(folder) / "experiments.yaml")
-    sections = set(written) if isinstance(written, dict) else set()
-    run_items = [f"experiments.{k}={json.dumps(v)}" for k, v in settings.items()
-                 if k.split(".", 1)[0] in sections]
+                 overlay: Path | None = None) -> Setup:
+    """The config folder with the bag's recorded settings (``recorded``; None: none), then
+    ``items`` (``--set``), over it. ``overlay``: a ``mock_arm.yaml`` overlay (as
+    ``musculo identify --out`` writes it) merged over ``mock_arm.yaml`` under ``items``, as
+    ``--set mock_arm.*`` items; an error about one of its keys names the overlay."""
+    run_items: list[str] = []
+    if recorded is not None and recorded.settings:
+        # a section the folder's experiments.yaml leaves out ran on the loader's defaults,
+        # which loading the folder gives again; an override of a key not in the file would be
+        # refused
+        written = read_yaml(Path(folder) / "experiments.yaml")
+        sections = set(written) if isinstance(written, dict) else set()
+        run_items = [f"experiments.{k}={json.dumps(v)}" for k, v in recorded.settings.items()
+                     if k.split(".", 1)[0] in sections]
     overrides = Overrides.parse([*run_items, *items])
-    if mock_leaves:
-        overrides = dataclasses.replace(overrides, mock_arm={**mock_leaves, **overrides.mock_arm})
-    return load_setup(folder, overrides)
+    if overlay is None:
+        return load_setup(folder, overrides)
+    leaves = overlay_overrides(overlay)
+    merged = dataclasses.replace(overrides, mock_arm={**leaves, **overrides.mock_arm})
+    try:
+        return load_setup(folder, merged)
+    except ConfigError as exc:
+        raise from_overlay(exc, Path(folder) / "mock_arm.yaml", overlay,
+                           set(leaves) - set(overrides.mock_arm)) from None
 
 
 def score_bag(setup: Setup, experiment: str, bag: Path, *, hand_topic: str | None = None,

@@ -595,9 +595,7 @@ class MockArm:
 def load_mock_config(robot: Robot, path: Path) -> MockArmConfig:
     """Parse ``mock_arm.yaml`` and check its per-joint lists against ``robot``."""
     cfg = load(MockArmConfig, path)
-    cfg.physics.check_joints(robot.arm.n_joints, str(path), "physics")
-    cfg.physics.check_links(robot.arm.link_names(), str(path), "physics")
-    cfg.physics.check_muscles(list(robot.muscle_names), str(path), "physics")
+    cfg.physics.check_robot(robot, str(path), "physics")
     return cfg
 
 

@@ -107,6 +107,12 @@ class PhysicsConfig:
                               f"at least two physics steps ({2.0 * self.timestep_s} s)",
                               self.joint_limit_time_constant_s)
 
+    def check_robot(self, robot: Robot, file: str, key: str) -> None:
+        """Every per-joint, per-link and per-muscle list against ``robot``'s counts."""
+        self.check_joints(robot.arm.n_joints, file, key)
+        self.check_links(robot.arm.link_names(), file, key)
+        self.check_muscles(list(robot.muscle_names), file, key)
+
     def check_links(self, links: list[str], file: str, key: str) -> None:
         """``link_mass_scale``: one factor per link of ``links`` (or none)."""
         if self.link_mass_scale and len(self.link_mass_scale) != len(links):
@@ -358,10 +364,8 @@ def build_mujoco_arm(robot: Robot, physics: PhysicsConfig | None = None,
     physics = physics or PhysicsConfig()
     error = error or ModelError()
     arm = robot.arm
-    physics.check_joints(arm.n_joints, file, "physics")
+    physics.check_robot(robot, file, "physics")
     links = arm.link_names()
-    physics.check_links(links, file, "physics")
-    physics.check_muscles(list(robot.muscle_names), file, "physics")
     description = str(arm.description_path)
     sp = _mjcf_spec(robot, error) if arm.is_mjcf else _urdf_spec(robot, error)
     sp.option.timestep = physics.timestep_s

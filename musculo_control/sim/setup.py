@@ -238,8 +238,7 @@ def _build_setup(config_dir: Path, overrides: Overrides) -> Setup:
     with found.checking():
         mock = load_with_overrides(MockArmConfig, config_dir / "mock_arm.yaml",
                                    overrides.mock_arm)
-        mock.physics.check_joints(robot.arm.n_joints, str(config_dir / "mock_arm.yaml"),
-                                  "physics")
+        mock.physics.check_robot(robot, str(config_dir / "mock_arm.yaml"), "physics")
     if exp is not None:
         _check_experiments(robot, ctrl, exp, str(config_dir / "experiments.yaml"), found)
     if ctrl is not None:

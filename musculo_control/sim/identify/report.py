@@ -9,6 +9,7 @@ start.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +94,13 @@ def plot_horizons(errors: Mapping[str, HorizonErrors], path: Path) -> Path:
     return path
 
 
+def angle_ratios(errors: Mapping[str, HorizonErrors]) -> list[float]:
+    """At each horizon, how many times the second mock's joint-angle error is smaller than
+    the first's (inf where the second's is 0)."""
+    a, b = (e.joint_angle_rad for e in errors.values())
+    return [x / y if y > 0 else float("inf") for x, y in zip(a, b)]
+
+
 def table(errors: Mapping[str, HorizonErrors]) -> str:
     """The errors side by side, as text: a header row of the mocks, one of the units, then
     one row per horizon; with two mocks, how many times the second's angle error is smaller."""
@@ -102,12 +110,12 @@ def table(errors: Mapping[str, HorizonErrors]) -> str:
     unit = [f"{'horizon [s]':<12}"] + [f"{'angle [deg]':>13}{'tension [N]':>13}"
                                        for _ in errors] + (["  ratio"] if pair else [])
     lines = ["".join(head).rstrip(), "".join(unit)]
+    ratios = angle_ratios(errors) if pair else []
     for i, h in enumerate(first.horizons_s):
         row = [f"{h:<12.2f}"] + [f"{np.degrees(e.joint_angle_rad[i]):>13.3f}"
                                  f"{e.tension_n[i]:>13.2f}" for e in errors.values()]
         if pair:
-            a, b = (e.joint_angle_rad[i] for e in errors.values())
-            row.append(f"{a / b:>6.2f}x" if b > 0 else "      -")
+            row.append(f"{ratios[i]:>6.2f}x" if math.isfinite(ratios[i]) else "      -")
         lines.append("".join(row))
     return "\n".join(lines)
 

@@ -80,8 +80,7 @@ class MockFamily:
         self.link_names = tuple(robot.arm.link_names())
         #: every muscle, in physics.moment_arm_scale's order
         self.muscle_names = tuple(robot.muscle_names)
-        config.physics.check_links(list(self.link_names), file, "physics")
-        config.physics.check_muscles(list(self.muscle_names), file, "physics")
+        config.physics.check_robot(robot, file, "physics")
         params: list[ParameterConfig] = []
         labels: list[str] = []
         items: list[str | None] = []  # the link or muscle of a per-item factor, else None
